@@ -1,0 +1,69 @@
+// The clock: the only way cronledger code learns the time or waits for it.
+//
+// Nothing outside src/common/real_clock.cc reads the system clock (a test
+// greps the sources). Production code takes a Clock&; tests pass a FakeClock
+// whose Advance() wakes sleepers, so engine tests never sleep for real.
+#ifndef CRONLEDGER_CLOCK_H_
+#define CRONLEDGER_CLOCK_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <stop_token>
+
+namespace cronledger {
+
+class Clock {
+ public:
+  using TimePoint = std::chrono::system_clock::time_point;
+  using Duration = std::chrono::system_clock::duration;
+
+  virtual ~Clock() = default;
+
+  // The current instant (UTC). Thread-safe.
+  virtual TimePoint Now() const = 0;
+
+  // Blocks until Now() >= deadline or `stop` is requested, whichever is
+  // first. Returns true when the deadline was reached, false when stopped.
+  // Thread-safe; any number of threads may sleep at once.
+  virtual bool SleepUntil(TimePoint deadline, std::stop_token stop) = 0;
+
+  // SleepUntil(Now() + d, stop).
+  bool SleepFor(Duration d, std::stop_token stop) {
+    return SleepUntil(Now() + d, stop);
+  }
+};
+
+// The process-wide clock backed by the operating system. A wall-clock jump
+// is noticed within one second by sleepers. Never destroyed.
+Clock& RealClock();
+
+// A clock that moves only when told to. Thread-safe.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(TimePoint start);
+
+  TimePoint Now() const override;
+  bool SleepUntil(TimePoint deadline, std::stop_token stop) override;
+
+  // Moves time to `t` (forward or backward) and wakes every sleeper whose
+  // deadline has been reached.
+  void Set(TimePoint t);
+  // Set(Now() + d).
+  void Advance(Duration d);
+
+  // Number of threads currently blocked in SleepUntil. Lets a test wait
+  // until a background loop has gone to sleep before advancing time.
+  std::size_t Sleepers() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  TimePoint now_;
+  std::size_t sleepers_ = 0;
+};
+
+}  // namespace cronledger
+
+#endif  // CRONLEDGER_CLOCK_H_

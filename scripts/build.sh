@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of cronledger into build/<flavour>.
+# Usage: scripts/build.sh release|test|bench
+#   release  optimised binary for `serve` (README's first command)
+#   test     AddressSanitizer + UBSan, -Werror, every test (README's second command, CI)
+#   bench    optimised binary with the Google Benchmark suite (not needed by CI)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+flavour=${1:?usage: scripts/build.sh release|test|bench}
+
+# ccache hits across clones in other folders (CI builds a fresh clone).
+export CCACHE_BASEDIR="$root"
+export CCACHE_NOHASHDIR=1
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+
+case $flavour in
+  release) args=(-DCMAKE_BUILD_TYPE=Release -DCRONLEDGER_BUILD_TESTS=OFF) ;;
+  test) args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
+              -DCRONLEDGER_SANITIZE=ON -DCRONLEDGER_WERROR=ON) ;;
+  bench) args=(-DCMAKE_BUILD_TYPE=Release -DCRONLEDGER_BUILD_TESTS=OFF -DCRONLEDGER_BUILD_BENCH=ON) ;;
+  *) echo "unknown flavour: $flavour" >&2; exit 2 ;;
+esac
+
+build="$root/build/$flavour"
+cmake -S "$root" -B "$build" -Wno-dev "${args[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)"

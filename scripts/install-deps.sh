@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package cronledger needs to build, test and benchmark.
+# Idempotent and quiet: when everything is already installed it prints nothing
+# and touches nothing; otherwise it runs `apt-get update` once and installs
+# only what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ccache tzdata git
+  libsqlite3-dev libpq-dev libpqxx-dev postgresql
+  nlohmann-json3-dev libcpp-httplib-dev libhowardhinnant-date-dev libtomlplusplus-dev
+  libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  sudo="sudo"
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

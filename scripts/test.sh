@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what is needed, builds the sanitized test build and runs every
+# test through ctest. This is the README's test command and exactly what CI
+# runs (.ci/run).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/install-deps.sh"
+"$root/scripts/build.sh" test
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$root/build/test"
+ctest --output-on-failure --timeout 600 -j"$(nproc)"

@@ -1,0 +1,76 @@
+// The cronledger command. The only translation unit that includes CLI11
+// (it costs seconds of compile time per file); each command's logic lives in
+// its own file and takes plain argument structs.
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/exit_codes.h"
+#include "cli/next_command.h"
+#include "cronledger/clock.h"
+
+namespace cronledger::cli {
+namespace {
+
+constexpr const char* kDescription =
+    "cronledger runs scheduled work so that every expected unit of work completes "
+    "exactly once in effect, and proves it.";
+
+int Main(int argc, char** argv) {
+  CLI::App app{kDescription, "cronledger"};
+  app.set_version_flag("--version", std::string("cronledger ") + CRONLEDGER_VERSION);
+  app.require_subcommand(0, 1);
+  app.footer("Exit codes: 0 success, 1 the check found something or the ledger refused, "
+             "2 usage or config error, 3 store or server unavailable.\n"
+             "Documentation: README.md and docs/ in the source tree.");
+
+  // --- next -------------------------------------------------------------------
+  NextArgs next;
+  CLI::App* next_cmd = app.add_subcommand(
+      "next", "Print the next occurrences of a cron expression in a business timezone");
+  next_cmd->add_option("EXPR", next.expression,
+                       "Cron expression: 5 fields, 6 with a leading seconds field, or an "
+                       "@macro; quote it")
+      ->required();
+  next_cmd->add_option("--tz", next.timezone, "IANA timezone, e.g. Asia/Seoul")->required();
+  next_cmd->add_option("--from", next.from,
+                       "Start strictly after this RFC 3339 instant (default: now)");
+  next_cmd->add_option("-n", next.count, "Number of occurrences (1-100000)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  next_cmd->add_option("--offset-days", next.offset_days,
+                       "date_offset_days: business date = local date + D")
+      ->check(CLI::Range(-366, 366))
+      ->capture_default_str();
+  next_cmd->add_option("--dst-gap", next.dst_gap, "Nonexistent wall times: shift or skip")
+      ->check(CLI::IsMember({"shift", "skip"}))
+      ->capture_default_str();
+  next_cmd->add_option("--dst-repeat", next.dst_repeat,
+                       "Repeated wall times: first, last or both (default: first for a fixed "
+                       "hour, both for a wildcard, range or step hour)")
+      ->check(CLI::IsMember({"first", "last", "both"}));
+  next_cmd->add_flag("--json", next.json, "Print a JSON array");
+
+  CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (*next_cmd) return RunNext(next, RealClock(), std::cout, std::cerr);
+  if (*help_cmd) {
+    std::cout << app.help();
+    return kExitOk;
+  }
+  std::cerr << app.help();
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace cronledger::cli
+
+int main(int argc, char** argv) { return cronledger::cli::Main(argc, argv); }
