@@ -1,0 +1,21 @@
+// Runs a program as a real subprocess and captures what it printed.
+#ifndef CRONLEDGER_TESTS_CLI_SUBPROCESS_H_
+#define CRONLEDGER_TESTS_CLI_SUBPROCESS_H_
+
+#include <string>
+#include <vector>
+
+namespace cronledger::testing {
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] with argv (no shell), waits for it and returns its output.
+ProcessResult RunProcess(const std::vector<std::string>& argv);
+
+}  // namespace cronledger::testing
+
+#endif  // CRONLEDGER_TESTS_CLI_SUBPROCESS_H_
