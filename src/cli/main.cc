@@ -1,11 +1,14 @@
 // The cronledger command. The only translation unit that includes CLI11
 // (it costs seconds of compile time per file); each command's logic lives in
 // its own file and takes plain argument structs.
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/check_command.h"
 #include "cli/exit_codes.h"
 #include "cli/next_command.h"
 #include "cronledger/clock.h"
@@ -16,6 +19,18 @@ namespace {
 constexpr const char* kDescription =
     "cronledger runs scheduled work so that every expected unit of work completes "
     "exactly once in effect, and proves it.";
+
+// --config, else $CRONLEDGER_CONFIG, else ./cronledger.toml (DESIGN.md).
+std::string ResolveConfigPath(const std::optional<std::string>& flag) {
+  if (flag) return *flag;
+  if (const char* env = std::getenv("CRONLEDGER_CONFIG"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return "cronledger.toml";
+}
+
+constexpr const char* kConfigHelp =
+    "Configuration file (default: $CRONLEDGER_CONFIG, else ./cronledger.toml)";
 
 int Main(int argc, char** argv) {
   CLI::App app{kDescription, "cronledger"};
@@ -52,6 +67,12 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"first", "last", "both"}));
   next_cmd->add_flag("--json", next.json, "Print a JSON array");
 
+  // --- check ------------------------------------------------------------------
+  std::optional<std::string> check_config;
+  CLI::App* check_cmd =
+      app.add_subcommand("check", "Validate the configuration and list every problem");
+  check_cmd->add_option("--config", check_config, kConfigHelp);
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
 
   try {
@@ -62,6 +83,7 @@ int Main(int argc, char** argv) {
   }
 
   if (*next_cmd) return RunNext(next, RealClock(), std::cout, std::cerr);
+  if (*check_cmd) return RunCheck({ResolveConfigPath(check_config)}, std::cout, std::cerr);
   if (*help_cmd) {
     std::cout << app.help();
     return kExitOk;

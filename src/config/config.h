@@ -1,0 +1,135 @@
+// The configuration users write (TOML): [server] and [[job]] tables.
+//
+// LoadConfig() reads and validates a whole file and either returns a Config
+// in which every value is checked and every default applied, or the list of
+// every problem found, each with file:line and the key. Nothing else in
+// cronledger parses configuration. Keys and defaults: docs/config.md.
+#ifndef CRONLEDGER_CONFIG_CONFIG_H_
+#define CRONLEDGER_CONFIG_CONFIG_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cronledger/schedule.h"
+
+namespace cronledger::config {
+
+enum class Durability { kFull, kNormal };
+enum class Catchup { kAll, kLatest, kNone };
+enum class OnPause { kHold, kSkip };
+
+struct ServerConfig {
+  // "sqlite:/abs/path.db" after resolution against the config's folder, or
+  // a "postgresql://..." URL (accepted by a later release).
+  std::string store;
+  std::string listen = "127.0.0.1:8377";
+  std::string node_id;  // default: host name and listen port
+  int max_workers = 8;
+  Durability durability = Durability::kFull;
+};
+
+struct StepConfig {
+  std::string name;
+  std::vector<std::string> command;  // absolute path or resolved against the config folder
+  std::chrono::seconds timeout{3600};
+  bool idempotent = false;
+  int line = 0;  // where the [[job.step]] starts, for messages
+};
+
+struct BackfillConfig {
+  std::chrono::seconds auto_within{0};
+  std::chrono::seconds horizon{30 * 86400};
+};
+
+struct AlertConfig {
+  std::chrono::seconds max_lag{3600};
+  std::string webhook;  // empty: none
+};
+
+struct JobConfig {
+  std::string name;
+  std::string schedule;
+  std::string timezone;
+  int date_offset_days = 0;
+  std::optional<PeriodKey> key;  // unset: Schedule::DefaultKey()
+  DstGapPolicy dst_gap = DstGapPolicy::kShift;
+  std::optional<DstRepeatPolicy> dst_repeat;
+  // Exactly one of these describes the partition set; both empty means the
+  // single partition "default".
+  std::vector<std::string> partitions;
+  std::vector<std::string> partitions_command;
+  int max_concurrency = 0;  // 0: limited only by server.max_workers
+  std::chrono::seconds misfire_grace{3600};
+  Catchup catchup = Catchup::kAll;
+  OnPause on_pause = OnPause::kHold;
+  BackfillConfig backfill;
+  AlertConfig alert;
+  std::vector<StepConfig> steps;
+  int line = 0;  // where the [[job]] starts
+
+  // The key in force: `key`, or the schedule's default.
+  PeriodKey EffectiveKey(const Schedule& schedule) const {
+    return key ? *key : schedule.DefaultKey();
+  }
+  ScheduleOptions ScheduleOptionsFor() const {
+    ScheduleOptions o;
+    o.dst_gap = dst_gap;
+    o.dst_repeat = dst_repeat;
+    o.date_offset_days = date_offset_days;
+    return o;
+  }
+};
+
+struct Config {
+  std::string path;  // the file as given
+  std::string dir;   // its folder, absolute; relative paths resolve here
+  ServerConfig server;
+  std::vector<JobConfig> jobs;
+
+  const JobConfig* FindJob(std::string_view name) const {
+    for (const auto& j : jobs) {
+      if (j.name == name) return &j;
+    }
+    return nullptr;
+  }
+};
+
+// One problem: "cronledger.toml:12: job[daily_report].schedule: <what>".
+struct ConfigProblem {
+  std::string file;
+  int line = 0;  // 0 when the problem has no position (file unreadable)
+  std::string key;
+  std::string message;
+  std::string ToString() const;
+};
+
+struct ConfigErrors {
+  std::vector<ConfigProblem> problems;
+  // One problem per line.
+  std::string ToString() const;
+};
+
+// Reads, parses and validates `path`. Every problem is reported, not just
+// the first.
+std::variant<Config, ConfigErrors> LoadConfig(const std::string& path);
+// The same for text already in memory; `path` names it in messages and
+// decides the folder relative paths resolve against.
+std::variant<Config, ConfigErrors> ParseConfig(std::string_view text, const std::string& path);
+
+// Valid partition id: 1-128 characters from A-Z a-z 0-9 . _ - : @
+bool IsValidPartitionId(std::string_view id);
+// Valid job or step name: 1-64 characters from A-Z a-z 0-9 . _ -
+bool IsValidName(std::string_view name);
+
+// "30s", "1h30m", "250ms" (units ms s m h d, compounds allowed, largest
+// unit first).
+Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
+// "1MiB", "512KiB", "2GiB", or a plain number of bytes.
+Result<uint64_t> ParseSize(std::string_view text);
+
+}  // namespace cronledger::config
+
+#endif  // CRONLEDGER_CONFIG_CONFIG_H_
