@@ -1,0 +1,49 @@
+// The stable lowercase names of DESIGN.md: run states, skip reasons, event
+// types. They are stored, printed as JSON, logged and exported as metrics,
+// so they never change once released; add new ones, never rename.
+#ifndef CRONLEDGER_LEDGER_NAMES_H_
+#define CRONLEDGER_LEDGER_NAMES_H_
+
+#include <optional>
+#include <string_view>
+
+namespace cronledger::ledger {
+
+// Who moves a run into each state, and out of it:
+enum class RunState {
+  kPending,           // planner, backfill, operator; out: claim, release skip, cancel
+  kRunning,           // claim; out: the worker's finish or the reaper
+  kSucceeded,         // the worker; out: rerun
+  kFailed,            // the worker or reaper (dead letter); out: retry, rerun, cancel
+  kUnknown,           // uncertain end of an unsafe step; out: resolve, retry, rerun, cancel
+  kSkipped,           // the release pass (reason says why); out: backfill, rerun
+  kAwaitingApproval,  // the gap scanner beyond auto_within; out: approve, cancel
+  kCancelled,         // an operator; out: rerun
+};
+
+enum class SkipReason { kMisfired, kCoalesced, kCatchupNone, kOverlap, kPaused };
+
+std::string_view Name(RunState s);
+std::string_view Name(SkipReason r);
+std::optional<RunState> ParseRunState(std::string_view s);
+std::optional<SkipReason> ParseSkipReason(std::string_view s);
+
+// Skips that are on purpose (waived) rather than the system failing to run
+// in time: every reason but misfired.
+bool IsWaived(SkipReason r);
+
+// Event types (DESIGN.md, plus those documented in docs/events.md).
+namespace event {
+inline constexpr std::string_view kPlanned = "planned";
+inline constexpr std::string_view kDeduplicated = "deduplicated";
+inline constexpr std::string_view kSkipped = "skipped";
+inline constexpr std::string_view kPaused = "paused";
+inline constexpr std::string_view kResumed = "resumed";
+inline constexpr std::string_view kConfigChanged = "config_changed";
+inline constexpr std::string_view kPartitionsChanged = "partitions_changed";
+inline constexpr std::string_view kPartitionsFailed = "partitions_failed";
+}  // namespace event
+
+}  // namespace cronledger::ledger
+
+#endif  // CRONLEDGER_LEDGER_NAMES_H_

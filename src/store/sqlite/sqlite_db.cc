@@ -1,0 +1,156 @@
+#include "store/sqlite/sqlite_db.h"
+
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+
+namespace cronledger::store::sqlite {
+
+Status MapSqliteError(int rc, std::string_view message) {
+  const std::string text = fmt::format("sqlite: {} ({})", message, sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_CANTOPEN:
+      return Status(StatusCode::kUnavailable, text);
+    case SQLITE_CONSTRAINT:
+      return Status(StatusCode::kConflict, text);
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return Status(StatusCode::kIOError, text);
+    default:
+      return Status(StatusCode::kInternal, text);
+  }
+}
+
+Stmt::~Stmt() {
+  if (stmt_ != nullptr) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+}
+
+Stmt& Stmt::Bind(int i, int64_t v) {
+  sqlite3_bind_int64(stmt_, i, v);
+  return *this;
+}
+Stmt& Stmt::Bind(int i, std::string_view v) {
+  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::Bind(int i, std::nullopt_t) {
+  sqlite3_bind_null(stmt_, i);
+  return *this;
+}
+Stmt& Stmt::BindOptional(int i, const std::optional<int64_t>& v) {
+  return v ? Bind(i, *v) : Bind(i, std::nullopt);
+}
+Stmt& Stmt::BindOptional(int i, const std::optional<std::string>& v) {
+  return v ? Bind(i, std::string_view(*v)) : Bind(i, std::nullopt);
+}
+
+Result<bool> Stmt::Step() {
+  if (!started_) {
+    started_ = true;
+    if (Status s = db_->BeforeStatement(sql_); !s.ok()) return s;
+  }
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return db_->Error(rc);
+}
+
+Status Stmt::Run() {
+  for (;;) {
+    auto r = Step();
+    if (!r.ok()) return r.status();
+    if (!*r) return Status::Ok();
+  }
+}
+
+int64_t Stmt::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+std::string Stmt::Text(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  return p ? std::string(reinterpret_cast<const char*>(p),
+                         static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+           : std::string();
+}
+bool Stmt::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+std::optional<int64_t> Stmt::OptInt(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Int(col);
+}
+
+Result<std::unique_ptr<Db>> Db::Open(const std::string& path) {
+  sqlite3* handle = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &handle,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                     SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = handle ? sqlite3_errmsg(handle) : "out of memory";
+    sqlite3_close(handle);
+    return MapSqliteError(rc, fmt::format("cannot open {}: {}", path, message));
+  }
+  sqlite3_extended_result_codes(handle, 1);
+  return std::unique_ptr<Db>(new Db(handle));
+}
+
+Db::~Db() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  sqlite3_close(db_);
+}
+
+Status Db::Exec(std::string_view sql) {
+  if (Status s = BeforeStatement(sql); !s.ok()) return s;
+  const std::string text(sql);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string message = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    return MapSqliteError(rc, message);
+  }
+  return Status::Ok();
+}
+
+Result<Stmt> Db::Prepare(std::string_view sql) {
+  auto it = cache_.find(std::string(sql));
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                                      SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return Error(rc);
+    it = cache_.emplace(std::string(sql), stmt).first;
+  }
+  return Stmt(this, it->second, it->first);
+}
+
+int64_t Db::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+int Db::Changes() const { return sqlite3_changes(db_); }
+
+Status Db::BeforeStatement(std::string_view sql) { return hook_ ? hook_(sql) : Status::Ok(); }
+
+Status Db::Error(int rc) const { return MapSqliteError(rc, sqlite3_errmsg(db_)); }
+
+Transaction::~Transaction() {
+  if (open_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+Status Transaction::Begin() {
+  if (Status s = db_.Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  open_ = true;
+  return Status::Ok();
+}
+
+Status Transaction::Commit() {
+  if (Status s = db_.Exec("COMMIT"); !s.ok()) return s;
+  open_ = false;
+  return Status::Ok();
+}
+
+}  // namespace cronledger::store::sqlite

@@ -1,0 +1,78 @@
+// The embedded default store: one SQLite file in WAL mode.
+#ifndef CRONLEDGER_STORE_SQLITE_SQLITE_STORE_H_
+#define CRONLEDGER_STORE_SQLITE_SQLITE_STORE_H_
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "store/sqlite/sqlite_db.h"
+#include "store/store.h"
+
+namespace cronledger::store {
+
+struct SqliteOptions {
+  std::string path;
+  bool synchronous_full = true;  // durability = "full"; false: "normal"
+  std::chrono::milliseconds busy_timeout{5000};
+  // Fault injection for tests: runs before every SQL statement.
+  sqlite::StatementHook statement_hook;
+};
+
+// The schema version this binary writes, and the oldest schema version a
+// binary must have to use a database this binary has migrated.
+inline constexpr int kSqliteSchemaVersion = 1;
+inline constexpr int kSqliteCompatibleFrom = 1;
+
+// Thread-safe: calls are serialised on one connection. Several processes may
+// share the file; SQLite's locking and the busy timeout order their writes.
+class SqliteStore final : public Store {
+ public:
+  // Opens the file, applies pragmas and pending migrations in one
+  // transaction. kFailedPrecondition when the database needs a newer
+  // cronledger; kUnavailable / kIOError when it cannot be opened.
+  static Result<std::unique_ptr<SqliteStore>> Open(const SqliteOptions& options);
+
+  std::string_view Name() const override { return "sqlite"; }
+  Result<SchemaInfo> GetSchemaInfo() override;
+
+  Result<JobSyncResult> JobSync(const JobSyncParams& p) override;
+  Result<std::vector<JobRecord>> JobList() override;
+  Result<JobRecord> JobGet(std::string_view job) override;
+  Result<std::vector<JobVersion>> JobVersionList(std::string_view job) override;
+
+  Result<PartitionSyncResult> PartitionSync(const PartitionSyncParams& p) override;
+  Result<std::vector<PartitionInterval>> PartitionHistory(std::string_view job) override;
+
+  Result<PlanResult> RunPlan(const PlanParams& p) override;
+  Result<ReleaseResult> RunRelease(const ReleaseParams& p) override;
+  Status JobSetPaused(const PauseParams& p) override;
+  Result<bool> IsPausedAll() override;
+
+  Result<std::vector<RunRecord>> RunList(const RunQuery& q) override;
+  Result<RunRecord> RunGet(int64_t id) override;
+  Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) override;
+
+  Status EventAppend(const EventRecord& e) override;
+  Result<std::vector<EventRecord>> EventList(const EventQuery& q) override;
+
+  Result<JobStats> StatsGet(const StatsParams& p) override;
+
+  // Replaces the statement hook (tests).
+  void SetStatementHook(sqlite::StatementHook hook);
+
+ private:
+  explicit SqliteStore(std::unique_ptr<sqlite::Db> db) : db_(std::move(db)) {}
+  Status Migrate(const std::string& path);
+  Status AppendEventLocked(const EventRecord& e);
+  Result<std::vector<JobVersion>> VersionsLocked(std::string_view job);
+  Result<std::optional<int64_t>> PlannedThroughLocked(std::string_view job);
+
+  std::mutex mu_;
+  std::unique_ptr<sqlite::Db> db_;
+};
+
+}  // namespace cronledger::store
+
+#endif  // CRONLEDGER_STORE_SQLITE_SQLITE_STORE_H_

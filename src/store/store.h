@@ -1,0 +1,257 @@
+// The storage seam. Every method is one whole transaction: it either
+// happens completely or not at all, and it takes the instant it should
+// consider "now" as a parameter (tests pin it; on PostgreSQL production
+// passes nullopt and the database clock decides).
+//
+// Not a stable API: embedders use include/cronledger, not this.
+// Implementations: SqliteStore (store/sqlite), PostgreSQL (a later issue).
+// Every behaviour here is tested by the conformance suite in tests/store.
+#ifndef CRONLEDGER_STORE_STORE_H_
+#define CRONLEDGER_STORE_STORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cronledger/status.h"
+#include "ledger/names.h"
+#include "ledger/release_policy.h"
+
+namespace cronledger::store {
+
+using Instant = std::chrono::sys_time<std::chrono::milliseconds>;
+
+Instant ToInstant(std::chrono::system_clock::time_point t);
+
+// ---- records ------------------------------------------------------------
+
+struct JobRecord {
+  std::string name;
+  bool paused = false;  // this job's own flag; see also StoreState::paused_all
+  std::optional<Instant> paused_at;
+  std::string paused_by;
+  std::string pause_reason;
+  // Every occurrence at or before this instant has been planned.
+  std::optional<std::chrono::sys_seconds> planned_through;
+  int current_version = 0;
+};
+
+// A job definition in force from `effective_from` on (DESIGN.md: the past
+// is judged by the version that was in force).
+struct JobVersion {
+  std::string job;
+  int version = 0;
+  std::chrono::sys_seconds effective_from;
+  std::string definition;  // canonical JSON of the schedule-defining keys
+};
+
+// Membership of a partition: active over [active_from, active_to).
+struct PartitionInterval {
+  std::string job;
+  std::string partition;
+  std::chrono::sys_seconds active_from;
+  std::optional<std::chrono::sys_seconds> active_to;
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  std::string job;
+  std::string partition;
+  std::string period;
+  std::string business_date;  // YYYY-MM-DD
+  std::chrono::sys_seconds scheduled_at;
+  ledger::RunState state = ledger::RunState::kPending;
+  std::optional<ledger::SkipReason> reason;
+  bool released = false;
+  bool misfire_exempt = false;
+  int attempts = 0;
+  int job_version = 0;
+  Instant created_at;
+  Instant updated_at;
+
+  std::string RunKey() const { return job + "/" + partition + "/" + period; }
+};
+
+struct EventRecord {
+  int64_t id = 0;  // assigned by the store
+  Instant at;
+  std::string type;
+  std::string job;            // empty: not about one job
+  std::optional<int64_t> run_id;
+  std::string run_key;
+  std::string actor;          // "planner", "scanner", an operator's name
+  std::string reason;
+  std::string details = "{}";  // a JSON object
+};
+
+// ---- params and results ---------------------------------------------------
+
+struct JobSyncParams {
+  std::string job;
+  std::string definition;  // canonical JSON
+  Instant now;
+  std::string actor = "config";
+};
+struct JobSyncResult {
+  bool created = false;          // the job was new
+  bool version_added = false;    // the definition changed (or the job is new)
+  std::vector<JobVersion> versions;  // all versions, oldest first
+};
+
+struct PartitionSyncParams {
+  std::string job;
+  std::vector<std::string> active;  // the complete current set
+  Instant now;
+};
+struct PartitionSyncResult {
+  std::vector<std::string> added;
+  std::vector<std::string> removed;
+};
+
+// One occurrence of a job's schedule and the runs it expects.
+struct PlannedOccurrence {
+  std::chrono::sys_seconds scheduled_at;
+  std::string local_time;  // 2026-11-28T09:00:00+09:00
+  std::string dst;         // "", "shifted", "repeated"
+  int job_version = 0;
+  std::string tzdata;
+  struct Run {
+    std::string partition;
+    std::string period;
+    std::string business_date;
+  };
+  std::vector<Run> runs;
+};
+
+struct PlanParams {
+  std::string job;
+  std::vector<PlannedOccurrence> occurrences;  // in scheduled order
+  std::chrono::sys_seconds planned_through;    // the watermark after this plan
+  Instant now;
+};
+struct PlanResult {
+  int occurrences_new = 0;  // occurrences not planned before
+  int runs_planned = 0;
+  int runs_deduplicated = 0;  // a later occurrence of an already planned period
+};
+
+struct ReleaseParams {
+  std::string job;
+  ledger::ReleasePolicy policy;  // `paused` is filled in by the store
+  Instant now;
+  int limit = 10000;
+};
+struct ReleaseResult {
+  int released = 0;
+  int skipped = 0;
+};
+
+struct PauseParams {
+  std::optional<std::string> job;  // nullopt: everything
+  bool paused = true;
+  std::string actor;
+  std::string reason;
+  Instant now;
+};
+
+struct RunQuery {
+  std::optional<std::string> job;
+  std::optional<std::string> business_date;
+  std::optional<ledger::RunState> state;
+  std::optional<std::string> partition;
+  std::optional<int64_t> before_id;  // cursor: ids < before_id (newest first)
+  int limit = 100;
+};
+
+struct EventQuery {
+  std::optional<std::string> job;
+  std::optional<int64_t> run_id;
+  std::optional<Instant> since;
+  std::optional<std::string> type;
+  int limit = 100;  // newest `limit` events, returned oldest first
+};
+
+struct StatsParams {
+  std::string job;
+  std::string business_date;  // the date to count
+  Instant now;
+  std::chrono::sys_seconds horizon_from;  // lag considers runs scheduled at or after this
+};
+struct JobStats {
+  std::string job;
+  std::map<std::string, int> by_state;   // run state name -> count, for business_date
+  std::map<std::string, int> by_reason;  // skip reason -> count, for business_date
+  std::optional<Instant> last_success_at;
+  std::string last_success_business_date;
+  // The oldest due run in the horizon that is neither succeeded nor waived.
+  std::optional<std::chrono::sys_seconds> oldest_open_scheduled_at;
+  int in_flight = 0;  // pending or running, any date
+};
+
+struct SchemaInfo {
+  int version = 0;          // migrations applied
+  int compatible_from = 0;  // the oldest schema version of a binary that may use it
+};
+
+// ---- the interface --------------------------------------------------------
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // "sqlite", "postgresql".
+  virtual std::string_view Name() const = 0;
+  virtual Result<SchemaInfo> GetSchemaInfo() = 0;
+
+  // Creates the job if new and records a new version when `definition`
+  // differs from the current one, effective from max(now, planned_through +
+  // 1s) so nothing already planned is judged by it; appends config_changed
+  // with the difference.
+  virtual Result<JobSyncResult> JobSync(const JobSyncParams& p) = 0;
+  virtual Result<std::vector<JobRecord>> JobList() = 0;
+  virtual Result<JobRecord> JobGet(std::string_view job) = 0;
+  virtual Result<std::vector<JobVersion>> JobVersionList(std::string_view job) = 0;
+
+  // Makes `active` the partition set: new members start, missing ones end,
+  // both at max(now, planned_through + 1s). Appends partitions_changed when
+  // anything changed.
+  virtual Result<PartitionSyncResult> PartitionSync(const PartitionSyncParams& p) = 0;
+  virtual Result<std::vector<PartitionInterval>> PartitionHistory(std::string_view job) = 0;
+
+  // Records occurrences not recorded before, one pending run per (partition,
+  // period) not present before (a `planned` event each) and a `deduplicated`
+  // event for a period that already has a run; then advances the job's
+  // watermark to max(old, planned_through). Idempotent.
+  virtual Result<PlanResult> RunPlan(const PlanParams& p) = 0;
+
+  // Judges the job's pending, unreleased runs scheduled at or before now
+  // (ledger::DecideRelease): released ones become claimable, the others
+  // skipped with a reason and a `skipped` event.
+  virtual Result<ReleaseResult> RunRelease(const ReleaseParams& p) = 0;
+
+  // Pause or resume a job or everything, with a paused/resumed event.
+  // kConflict when it is already in that state; kNotFound for an unknown
+  // job. (Runs held while paused were marked exempt by RunRelease.)
+  virtual Status JobSetPaused(const PauseParams& p) = 0;
+  virtual Result<bool> IsPausedAll() = 0;
+
+  virtual Result<std::vector<RunRecord>> RunList(const RunQuery& q) = 0;
+  virtual Result<RunRecord> RunGet(int64_t id) = 0;
+  // Released pending runs that are due, oldest first: what a dispatcher
+  // claims from.
+  virtual Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) = 0;
+
+  virtual Status EventAppend(const EventRecord& e) = 0;
+  virtual Result<std::vector<EventRecord>> EventList(const EventQuery& q) = 0;
+
+  virtual Result<JobStats> StatsGet(const StatsParams& p) = 0;
+};
+
+}  // namespace cronledger::store
+
+#endif  // CRONLEDGER_STORE_STORE_H_

@@ -1,0 +1,103 @@
+// The store conformance suite's fixture: parameterised by backend, with
+// helpers that build the params a planner would.
+#ifndef CRONLEDGER_TESTS_STORE_CONFORMANCE_H_
+#define CRONLEDGER_TESTS_STORE_CONFORMANCE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cronledger/schedule.h"
+#include "store/store.h"
+#include "store/store_factory.h"
+
+namespace cronledger::testing {
+
+inline store::Instant InstantAt(const std::string& rfc3339) {
+  auto t = ParseRfc3339(rfc3339);
+  EXPECT_TRUE(t.ok()) << rfc3339;
+  return std::chrono::time_point_cast<std::chrono::milliseconds>(*t);
+}
+inline std::chrono::sys_seconds SecondsAt(const std::string& rfc3339) {
+  return *ParseRfc3339(rfc3339);
+}
+
+class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  void SetUp() override {
+    backend_ = GetParam().make();
+    auto s = backend_->Open();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+
+  store::Store& S() { return *store_; }
+
+  void Reopen() {
+    store_.reset();
+    auto s = backend_->Open();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+
+  // Creates `job` with a simple definition.
+  void AddJob(const std::string& job, const std::string& now = "2026-11-01T00:00:00Z",
+              const std::string& definition = R"({"schedule":"0 9 * * *"})") {
+    auto r = S().JobSync({job, definition, InstantAt(now)});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // One occurrence at `at` with one run per partition, period = date part.
+  static store::PlannedOccurrence Occurrence(const std::string& at,
+                                             const std::vector<std::string>& partitions,
+                                             const std::string& period = "") {
+    store::PlannedOccurrence o;
+    o.scheduled_at = SecondsAt(at);
+    o.local_time = at;
+    o.job_version = 1;
+    o.tzdata = "2025b";
+    const std::string p = period.empty() ? at.substr(0, 10) : period;
+    for (const auto& part : partitions) o.runs.push_back({part, p, at.substr(0, 10)});
+    return o;
+  }
+
+  store::PlanResult Plan(const std::string& job, std::vector<store::PlannedOccurrence> occs,
+                         const std::string& through, const std::string& now) {
+    store::PlanParams p;
+    p.job = job;
+    p.occurrences = std::move(occs);
+    p.planned_through = SecondsAt(through);
+    p.now = InstantAt(now);
+    auto r = S().RunPlan(p);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : store::PlanResult{};
+  }
+
+  std::vector<store::RunRecord> Runs(const std::string& job) {
+    store::RunQuery q;
+    q.job = job;
+    q.limit = 100000;
+    auto r = S().RunList(q);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::vector<store::RunRecord>{};
+  }
+
+  std::vector<store::EventRecord> Events(const std::string& job, const std::string& type = "") {
+    store::EventQuery q;
+    q.job = job;
+    if (!type.empty()) q.type = type;
+    q.limit = 100000;
+    auto r = S().EventList(q);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::vector<store::EventRecord>{};
+  }
+
+  std::unique_ptr<StoreBackend> backend_;
+  std::unique_ptr<store::Store> store_;
+};
+
+}  // namespace cronledger::testing
+
+#endif  // CRONLEDGER_TESTS_STORE_CONFORMANCE_H_

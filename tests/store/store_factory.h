@@ -1,0 +1,39 @@
+// Store factories for the conformance suite: every case runs against every
+// backend bound here (SQLite now; PostgreSQL joins with its issue).
+#ifndef CRONLEDGER_TESTS_STORE_STORE_FACTORY_H_
+#define CRONLEDGER_TESTS_STORE_STORE_FACTORY_H_
+
+#include <functional>
+#include <ostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+namespace cronledger::testing {
+
+// One backend under test. `Open` may be called several times per test (to
+// reopen the same database); each test gets a fresh database.
+class StoreBackend {
+ public:
+  virtual ~StoreBackend() = default;
+  virtual std::string Name() const = 0;
+  virtual Result<std::unique_ptr<store::Store>> Open() = 0;
+  // Makes the database claim it needs a binary with schema version `v`, as
+  // a newer release would (backend-specific SQL).
+  virtual void SetCompatibleFrom(int v) = 0;
+};
+
+struct StoreFactory {
+  std::string name;
+  std::function<std::unique_ptr<StoreBackend>()> make;
+};
+
+std::vector<StoreFactory> AllStoreFactories();
+
+inline void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
+
+}  // namespace cronledger::testing
+
+#endif  // CRONLEDGER_TESTS_STORE_STORE_FACTORY_H_
