@@ -11,6 +11,7 @@
 #include "cli/check_command.h"
 #include "cli/exit_codes.h"
 #include "cli/next_command.h"
+#include "cli/serve_command.h"
 #include "cronledger/clock.h"
 
 namespace cronledger::cli {
@@ -73,6 +74,16 @@ int Main(int argc, char** argv) {
       app.add_subcommand("check", "Validate the configuration and list every problem");
   check_cmd->add_option("--config", check_config, kConfigHelp);
 
+  // --- serve ------------------------------------------------------------------
+  std::optional<std::string> serve_config;
+  ServeArgs serve;
+  CLI::App* serve_cmd = app.add_subcommand(
+      "serve", "Run the scheduler: plan occurrences into the ledger and release due runs");
+  serve_cmd->add_option("--config", serve_config, kConfigHelp);
+  serve_cmd->add_option("--listen", serve.listen, "Override server.listen (HOST:PORT)");
+  serve_cmd->add_option("--node-id", serve.node_id,
+                        "This node's name (default: host name and listen port)");
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
 
   try {
@@ -84,6 +95,10 @@ int Main(int argc, char** argv) {
 
   if (*next_cmd) return RunNext(next, RealClock(), std::cout, std::cerr);
   if (*check_cmd) return RunCheck({ResolveConfigPath(check_config)}, std::cout, std::cerr);
+  if (*serve_cmd) {
+    serve.config_path = ResolveConfigPath(serve_config);
+    return RunServe(serve, RealClock(), std::cerr);
+  }
   if (*help_cmd) {
     std::cout << app.help();
     return kExitOk;

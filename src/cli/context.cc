@@ -1,0 +1,46 @@
+#include "cli/context.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <variant>
+
+#include "cli/exit_codes.h"
+#include "store/open_store.h"
+
+namespace cronledger::cli {
+
+int LoadConfigOrReport(const std::string& command, const std::string& path,
+                       config::Config* out, std::ostream& err) {
+  auto loaded = config::LoadConfig(path);
+  if (auto* errors = std::get_if<config::ConfigErrors>(&loaded)) {
+    for (const auto& p : errors->problems) {
+      err << "cronledger " << command << ": " << p.ToString() << "\n";
+    }
+    return kExitUsage;
+  }
+  *out = std::move(std::get<config::Config>(loaded));
+  return kExitOk;
+}
+
+int OpenStoreOrReport(const std::string& command, const config::Config& config,
+                      std::unique_ptr<store::Store>* out, std::ostream& err) {
+  auto s = store::OpenStore(config.server);
+  if (!s.ok()) {
+    err << "cronledger " << command << ": store unavailable: " << s.status().message() << "\n";
+    return s.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitUnavailable;
+  }
+  *out = std::move(*s);
+  return kExitOk;
+}
+
+std::string DefaultActor() {
+  if (const passwd* pw = getpwuid(geteuid()); pw != nullptr && pw->pw_name != nullptr) {
+    return pw->pw_name;
+  }
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
+  return "unknown";
+}
+
+}  // namespace cronledger::cli

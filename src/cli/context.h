@@ -1,0 +1,30 @@
+// What every ledger command does first: load the configuration and open the
+// store, mapping failures to DESIGN.md's exit codes.
+#ifndef CRONLEDGER_CLI_CONTEXT_H_
+#define CRONLEDGER_CLI_CONTEXT_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "config/config.h"
+#include "store/store.h"
+
+namespace cronledger::cli {
+
+// Loads `path`. On problems prints them (one per line, prefixed with
+// "cronledger COMMAND: ") to `err` and returns kExitUsage; else kExitOk.
+int LoadConfigOrReport(const std::string& command, const std::string& path,
+                       config::Config* out, std::ostream& err);
+
+// Opens the configured store. kExitUnavailable when it cannot be reached or
+// the database needs a newer cronledger, kExitUsage for an unsupported URL.
+int OpenStoreOrReport(const std::string& command, const config::Config& config,
+                      std::unique_ptr<store::Store>* out, std::ostream& err);
+
+// The name operator actions record by default: the OS user.
+std::string DefaultActor();
+
+}  // namespace cronledger::cli
+
+#endif  // CRONLEDGER_CLI_CONTEXT_H_

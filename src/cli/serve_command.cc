@@ -1,0 +1,126 @@
+#include "cli/serve_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/context.h"
+#include "cli/exit_codes.h"
+#include "engine/status_report.h"
+#include "engine/planner.h"
+
+namespace cronledger::cli {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+std::string PortOf(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  return colon == std::string::npos ? listen : listen.substr(colon + 1);
+}
+
+// Logs, per job, where it stands: what an operator restarting after an
+// outage reads first.
+void LogStanding(const config::Config& config, store::Store& store, Clock::TimePoint now) {
+  auto report = engine::BuildStatus(config, store, now);
+  if (!report.ok()) {
+    spdlog::warn("serve: could not read the ledger's state: {}", report.status().ToString());
+    return;
+  }
+  for (const auto& j : report->jobs) {
+    spdlog::info(
+        "serve: job {} ({}): planned through {}, last succeeded business date {}, "
+        "{} run(s) in flight, {} unknown, lag {}s",
+        j.name, j.state, j.planned_through.empty() ? "-" : j.planned_through,
+        j.last_success_business_date.empty() ? "-" : j.last_success_business_date,
+        j.in_flight, j.unknown_total, j.lag_seconds);
+  }
+}
+
+}  // namespace
+
+int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
+  config::Config config;
+  if (int rc = LoadConfigOrReport("serve", args.config_path, &config, err); rc != kExitOk) {
+    return rc;
+  }
+  if (args.listen) {
+    // The same rule as server.listen in the file: loopback only for now.
+    const std::string text = "[server]\nstore = \"sqlite:x\"\nlisten = \"" + *args.listen +
+                             "\"\n";
+    auto checked = config::ParseConfig(text, "--listen");
+    if (auto* errors = std::get_if<config::ConfigErrors>(&checked)) {
+      for (const auto& p : errors->problems) {
+        if (p.key == "server.listen") {
+          err << "cronledger serve: --listen: " << p.message << "\n";
+          return kExitUsage;
+        }
+      }
+    }
+    config.server.listen = *args.listen;
+  }
+  std::string node_id = args.node_id.value_or(config.server.node_id);
+  if (node_id.empty()) node_id = HostName() + ":" + PortOf(config.server.listen);
+
+  // Signals are taken by a dedicated thread, never by whichever thread
+  // happens to run: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<store::Store> store;
+  if (int rc = OpenStoreOrReport("serve", config, &store, err); rc != kExitOk) return rc;
+
+  spdlog::info("serve: node {} started with {} job(s), store {}", node_id, config.jobs.size(),
+               config.server.store);
+  LogStanding(config, *store, clock.Now());
+
+  std::stop_source stop;
+  std::atomic<bool> exiting{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (exiting) return;  // woken by our own shutdown
+    spdlog::info("serve: {} received; stopping (a second signal exits at once)",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    stop.request_stop();
+    sigwait(&signals, &sig);
+    if (!exiting) _exit(130);
+  });
+
+  engine::Planner planner(config, *store, clock);
+  constexpr auto kTick = std::chrono::seconds(1);
+  constexpr int kPlanEveryTicks = 10;
+  for (int tick = 0; !stop.stop_requested(); ++tick) {
+    const auto now = clock.Now();
+    engine::PlanPassStats stats;
+    Status s = tick % kPlanEveryTicks == 0 ? planner.RunOnce(now, &stats)
+                                           : planner.ReleaseOnce(now, &stats);
+    if (!s.ok()) {
+      spdlog::error("serve: pass failed, retrying next pass: {}", s.ToString());
+    } else if (stats.runs_planned > 0 || stats.released > 0 || stats.skipped > 0) {
+      spdlog::info("serve: planned {} run(s), released {}, skipped {}", stats.runs_planned,
+                   stats.released, stats.skipped);
+    }
+    clock.SleepFor(kTick, stop.get_token());
+  }
+
+  // Wake the signal thread, which may still be waiting for a (second) signal.
+  exiting = true;
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  spdlog::info("serve: node {} stopped cleanly", node_id);
+  return kExitOk;
+}
+
+}  // namespace cronledger::cli

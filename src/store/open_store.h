@@ -1,0 +1,18 @@
+#ifndef CRONLEDGER_STORE_OPEN_STORE_H_
+#define CRONLEDGER_STORE_OPEN_STORE_H_
+
+#include <memory>
+
+#include "config/config.h"
+#include "store/store.h"
+
+namespace cronledger::store {
+
+// Opens the store named by server.store ("sqlite:/path"). kUnavailable or
+// kIOError when it cannot be reached, kFailedPrecondition when the database
+// needs a newer cronledger, kInvalidArgument for an unsupported URL.
+Result<std::unique_ptr<Store>> OpenStore(const config::ServerConfig& server);
+
+}  // namespace cronledger::store
+
+#endif  // CRONLEDGER_STORE_OPEN_STORE_H_
