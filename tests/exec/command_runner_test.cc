@@ -1,0 +1,81 @@
+// The command runner against real processes.
+#include "exec/command_runner.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+namespace cronledger::exec {
+namespace {
+
+CommandResult Exec(std::vector<std::string> argv, std::chrono::milliseconds timeout =
+                                                     std::chrono::milliseconds{10000}) {
+  CommandSpec spec;
+  spec.argv = std::move(argv);
+  spec.environment = BaseEnvironment();
+  spec.timeout = timeout;
+  return RunCommand(spec, RealClock());
+}
+
+TEST(CommandRunner, CapturesOutputAndExitStatus) {
+  const auto r = Exec({"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_FALSE(r.spawn_failed);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+}
+
+TEST(CommandRunner, ArgvReachesTheCommandLiterally) {
+  const auto r = Exec({"/usr/bin/printf", "%s|", "$(touch pwned)", ";", "*", "a b"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "$(touch pwned)|;|*|a b|");
+}
+
+TEST(CommandRunner, CleanEnvironment) {
+  setenv("CRONLEDGER_TEST_SECRET", "hunter2", 1);
+  const auto r = Exec({"/usr/bin/env"});
+  unsetenv("CRONLEDGER_TEST_SECRET");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.find("hunter2"), std::string::npos);
+  EXPECT_NE(r.out.find("TZ=UTC\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PATH="), std::string::npos);
+}
+
+TEST(CommandRunner, MissingAndNonExecutableCommands) {
+  const auto missing = Exec({"/nonexistent/cmd"});
+  EXPECT_TRUE(missing.spawn_failed);
+  EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos) << missing.err;
+  char tmpl[] = "/tmp/cronledger-noexec-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);  // mode 0600: not executable, even for root
+  const auto not_exec = Exec({tmpl});
+  unlink(tmpl);
+  EXPECT_TRUE(not_exec.spawn_failed);
+  EXPECT_NE(not_exec.err.find("Permission denied"), std::string::npos) << not_exec.err;
+  EXPECT_TRUE(Exec({}).spawn_failed);
+}
+
+TEST(CommandRunner, TimeoutKillsTheWholeGroup) {
+  // The child's own child holds the pipe open; killing the group ends both.
+  const auto r = Exec({"/bin/sh", "-c", "sleep 30 & sleep 30"}, std::chrono::milliseconds{200});
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.signal, SIGKILL);
+}
+
+TEST(CommandRunner, OutputIsCapped) {
+  CommandSpec spec;
+  spec.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero"};
+  spec.environment = BaseEnvironment();
+  spec.output_cap = 1000;
+  const auto r = RunCommand(spec, RealClock());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.size(), 1000u);
+  EXPECT_TRUE(r.out_truncated);
+}
+
+}  // namespace
+}  // namespace cronledger::exec
