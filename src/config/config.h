@@ -8,6 +8,7 @@
 #define CRONLEDGER_CONFIG_CONFIG_H_
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <variant>
@@ -118,6 +119,19 @@ std::variant<Config, ConfigErrors> LoadConfig(const std::string& path);
 // The same for text already in memory; `path` names it in messages and
 // decides the folder relative paths resolve against.
 std::variant<Config, ConfigErrors> ParseConfig(std::string_view text, const std::string& path);
+
+// One accepted key, as documented in docs/config.md: the same table drives
+// parsing, the messages and this list (a test compares it with the docs).
+// `section` is "" (top level), "server", "job", "job.backfill", "job.alert"
+// or "job.step"; `default_value` is "required" for a required key.
+struct KeyDoc {
+  std::string section;
+  std::string key;
+  std::string type;
+  std::string default_value;
+  std::string meaning;
+};
+std::vector<KeyDoc> DocumentedKeys();
 
 // Valid partition id: 1-128 characters from A-Z a-z 0-9 . _ - : @
 bool IsValidPartitionId(std::string_view id);

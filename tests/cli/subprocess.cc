@@ -10,7 +10,12 @@
 
 namespace cronledger::testing {
 
-ProcessResult RunProcess(const std::vector<std::string>& argv) {
+namespace {
+
+// Runs argv; when `env` is set the child gets exactly that environment, when
+// `cwd` is not empty it starts there.
+ProcessResult Run(const std::vector<std::string>& argv, const std::vector<std::string>* env,
+                  const std::string& cwd) {
   int out_pipe[2];
   int err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -19,12 +24,22 @@ ProcessResult RunProcess(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> envp;  // built before fork: the child only execs
+  if (env != nullptr) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
 
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    if (env != nullptr) {
+      execve(args[0], args.data(), envp.data());
+      _exit(127);
+    }
     execv(args[0], args.data());
     _exit(127);
   }
@@ -54,6 +69,15 @@ ProcessResult RunProcess(const std::vector<std::string>& argv) {
   waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+}  // namespace
+
+ProcessResult RunProcess(const std::vector<std::string>& argv) { return Run(argv, nullptr, ""); }
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& cwd) {
+  return Run(argv, &env, cwd);
 }
 
 }  // namespace cronledger::testing

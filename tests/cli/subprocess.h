@@ -16,6 +16,11 @@ struct ProcessResult {
 // Runs argv[0] with argv (no shell), waits for it and returns its output.
 ProcessResult RunProcess(const std::vector<std::string>& argv);
 
+// The same with exactly the environment `env` ("NAME=value" entries, nothing
+// inherited) and, when `cwd` is not empty, that working directory.
+ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& cwd = "");
+
 }  // namespace cronledger::testing
 
 #endif  // CRONLEDGER_TESTS_CLI_SUBPROCESS_H_

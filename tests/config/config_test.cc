@@ -1,1 +1,726 @@
+// The configuration loader: defaults, path resolution, and the exact
+// problem list (file:line: key: message) for each category of mistake.
+#include "config/config.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace cronledger::config {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+// The source tree, found from this file: tests/config/config_test.cc.
+std::filesystem::path SourceRoot() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+constexpr const char* kPath = "/srv/cl/cronledger.toml";
+
+// A valid [server] table, to put in front of job snippets.
+constexpr const char* kServer = "[server]\nstore = \"sqlite:cl.db\"\n";
+
+// A valid one-step job to put after kServer; its [[job]] is line 3.
+constexpr const char* kJob =
+    "[[job]]\n"                     // 3
+    "name = \"j\"\n"                // 4
+    "schedule = \"0 9 * * *\"\n"    // 5
+    "timezone = \"UTC\"\n"          // 6
+    "[[job.step]]\n"                // 7
+    "name = \"s\"\n"                // 8
+    "command = [\"./bin/run\"]\n";  // 9
+
+Config MustParse(const std::string& text, const std::string& path = kPath) {
+  auto result = ParseConfig(text, path);
+  if (auto* errors = std::get_if<ConfigErrors>(&result)) {
+    ADD_FAILURE() << "unexpected problems:\n" << errors->ToString();
+    return Config{};
+  }
+  return std::get<Config>(std::move(result));
+}
+
+// Every problem, rendered, with the file named "c.toml".
+std::vector<std::string> Problems(const std::string& text) {
+  auto result = ParseConfig(text, "c.toml");
+  std::vector<std::string> out;
+  if (auto* errors = std::get_if<ConfigErrors>(&result)) {
+    for (const auto& p : errors->problems) out.push_back(p.ToString());
+  }
+  return out;
+}
+
+// The single problem of a job whose extra lines follow line 9 of kJob.
+std::vector<std::string> JobProblems(const std::string& job_lines,
+                                     const std::string& step_lines = "") {
+  std::string text = std::string(kServer) + kJob + step_lines;
+  // Job keys go before the first [[job.step]] (line 7).
+  const std::size_t at = text.find("[[job.step]]");
+  text.insert(at, job_lines);
+  return Problems(text);
+}
+
+using Lines = std::vector<std::string>;
+
+// ---- loading a valid file -----------------------------------------------------
+
+TEST(ConfigLoad, ExampleConfigLoadsWithDefaultsAndResolvedPaths) {
+  const auto examples = (SourceRoot() / "examples").lexically_normal();
+  auto result = LoadConfig((examples / "cronledger.toml").string());
+  ASSERT_TRUE(std::holds_alternative<Config>(result)) << std::get<ConfigErrors>(result).ToString();
+  const Config& c = std::get<Config>(result);
+  EXPECT_EQ(c.dir, examples.string());
+  EXPECT_EQ(c.server.store, "sqlite:" + (examples / "cronledger.db").string());
+  EXPECT_EQ(c.server.listen, "127.0.0.1:8377");
+  EXPECT_EQ(c.server.node_id, "");
+  EXPECT_EQ(c.server.max_workers, 8);
+  EXPECT_EQ(c.server.durability, Durability::kFull);
+  ASSERT_EQ(c.jobs.size(), 2u);
+
+  const JobConfig* report = c.FindJob("daily_report");
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(report->schedule, "0 9 * * *");
+  EXPECT_EQ(report->timezone, "Asia/Seoul");
+  EXPECT_EQ(report->date_offset_days, -1);
+  EXPECT_EQ(report->partitions, (Lines{"acme", "globex"}));
+  ASSERT_EQ(report->steps.size(), 2u);
+  EXPECT_EQ(report->steps[0].name, "generate");
+  EXPECT_EQ(report->steps[0].command, (Lines{(examples / "bin/report").string(), "--customer",
+                                             "{partition}", "--date", "{business_date}"}));
+  EXPECT_EQ(report->steps[1].name, "deliver");
+  EXPECT_EQ(report->steps[1].command[0], (examples / "bin/send-report").string());
+
+  const JobConfig* beat = c.FindJob("heartbeat");
+  ASSERT_NE(beat, nullptr);
+  EXPECT_EQ(beat->schedule, "* * * * *");
+  EXPECT_EQ(beat->timezone, "UTC");
+  EXPECT_TRUE(beat->partitions.empty());
+  EXPECT_TRUE(beat->partitions_command.empty());
+  ASSERT_EQ(beat->steps.size(), 1u);
+  EXPECT_EQ(beat->steps[0].command, (Lines{(examples / "bin/heartbeat").string()}));
+  // The commands it names exist and are executable.
+  for (const auto* job : {report, beat}) {
+    for (const auto& step : job->steps) {
+      const auto perms = std::filesystem::status(step.command[0]).permissions();
+      EXPECT_NE(perms & std::filesystem::perms::owner_exec, std::filesystem::perms::none)
+          << step.command[0];
+    }
+  }
+}
+
+TEST(ConfigLoad, EveryDefaultIsApplied) {
+  const Config c = MustParse(std::string(kServer) + kJob);
+  EXPECT_EQ(c.path, kPath);
+  EXPECT_EQ(c.dir, "/srv/cl");
+  EXPECT_EQ(c.server.store, "sqlite:/srv/cl/cl.db");
+  EXPECT_EQ(c.server.listen, "127.0.0.1:8377");
+  EXPECT_EQ(c.server.node_id, "");
+  EXPECT_EQ(c.server.max_workers, 8);
+  EXPECT_EQ(c.server.durability, Durability::kFull);
+  ASSERT_EQ(c.jobs.size(), 1u);
+  const JobConfig& j = c.jobs[0];
+  EXPECT_EQ(j.line, 3);
+  EXPECT_EQ(j.date_offset_days, 0);
+  EXPECT_FALSE(j.key.has_value());
+  EXPECT_EQ(j.dst_gap, DstGapPolicy::kShift);
+  EXPECT_FALSE(j.dst_repeat.has_value());
+  EXPECT_TRUE(j.partitions.empty());
+  EXPECT_TRUE(j.partitions_command.empty());
+  EXPECT_EQ(j.max_concurrency, 0);
+  EXPECT_EQ(j.misfire_grace, hours(1));
+  EXPECT_EQ(j.catchup, Catchup::kAll);
+  EXPECT_EQ(j.on_pause, OnPause::kHold);
+  EXPECT_EQ(j.backfill.auto_within, seconds(0));
+  EXPECT_EQ(j.backfill.horizon, hours(24 * 30));
+  EXPECT_EQ(j.alert.max_lag, hours(1));
+  EXPECT_EQ(j.alert.webhook, "");
+  ASSERT_EQ(j.steps.size(), 1u);
+  EXPECT_EQ(j.steps[0].line, 7);
+  EXPECT_EQ(j.steps[0].timeout, hours(1));
+  EXPECT_FALSE(j.steps[0].idempotent);
+  // The default key comes from the schedule: once a day means "date".
+  auto schedule = Schedule::Create(j.schedule, j.timezone, j.ScheduleOptionsFor());
+  ASSERT_TRUE(schedule.ok());
+  EXPECT_EQ(j.EffectiveKey(*schedule), PeriodKey::kDate);
+}
+
+TEST(ConfigLoad, EveryKeyIsStored) {
+  const Config c = MustParse(
+      "[server]\n"
+      "store = \"sqlite:/var/lib/cl/ledger.db\"\n"
+      "listen = \"[::1]:9000\"\n"
+      "node_id = \"web-1\"\n"
+      "max_workers = 32\n"
+      "durability = \"normal\"\n"
+      "[[job]]\n"
+      "name = \"settle.v2\"\n"
+      "schedule = \"*/15 * * * *\"\n"
+      "timezone = \"America/New_York\"\n"
+      "date_offset_days = -1\n"
+      "key = \"date\"\n"
+      "dst_gap = \"skip\"\n"
+      "dst_repeat = \"last\"\n"
+      "partitions_command = [\"../tools/list\", \"--active\"]\n"
+      "max_concurrency = 3\n"
+      "misfire_grace = \"1h30m\"\n"
+      "catchup = \"latest\"\n"
+      "on_pause = \"skip\"\n"
+      "backfill = { auto_within = \"3d\", horizon = \"60d\" }\n"
+      "alert = { max_lag = \"15m\", webhook = \"https://hooks.example.com/cron\" }\n"
+      "[[job.step]]\n"
+      "name = \"pay\"\n"
+      "command = [\"python3\", \"pay.py\", \"{partition}/{period}\", \"--key={run_key}\"]\n"
+      "timeout = \"5m\"\n"
+      "idempotent = true\n"
+      "[[job.step]]\n"
+      "name = \"notify\"\n"
+      "command = [\"/usr/bin/notify\", \"{business_date}\"]\n");
+  EXPECT_EQ(c.server.store, "sqlite:/var/lib/cl/ledger.db");
+  EXPECT_EQ(c.server.listen, "[::1]:9000");
+  EXPECT_EQ(c.server.node_id, "web-1");
+  EXPECT_EQ(c.server.max_workers, 32);
+  EXPECT_EQ(c.server.durability, Durability::kNormal);
+  const JobConfig& j = c.jobs.at(0);
+  EXPECT_EQ(j.name, "settle.v2");
+  EXPECT_EQ(j.date_offset_days, -1);
+  EXPECT_EQ(j.key, PeriodKey::kDate);
+  EXPECT_EQ(j.dst_gap, DstGapPolicy::kSkip);
+  EXPECT_EQ(j.dst_repeat, DstRepeatPolicy::kLast);
+  EXPECT_EQ(j.partitions_command, (Lines{"/srv/tools/list", "--active"}));
+  EXPECT_EQ(j.max_concurrency, 3);
+  EXPECT_EQ(j.misfire_grace, minutes(90));
+  EXPECT_EQ(j.catchup, Catchup::kLatest);
+  EXPECT_EQ(j.on_pause, OnPause::kSkip);
+  EXPECT_EQ(j.backfill.auto_within, hours(72));
+  EXPECT_EQ(j.backfill.horizon, hours(24 * 60));
+  EXPECT_EQ(j.alert.max_lag, minutes(15));
+  EXPECT_EQ(j.alert.webhook, "https://hooks.example.com/cron");
+  ASSERT_EQ(j.steps.size(), 2u);
+  // A bare program name stays for PATH lookup; arguments are never rewritten.
+  EXPECT_EQ(j.steps[0].command,
+            (Lines{"python3", "pay.py", "{partition}/{period}", "--key={run_key}"}));
+  EXPECT_EQ(j.steps[0].timeout, minutes(5));
+  EXPECT_TRUE(j.steps[0].idempotent);
+  EXPECT_EQ(j.steps[1].command, (Lines{"/usr/bin/notify", "{business_date}"}));
+}
+
+TEST(ConfigLoad, RelativePathsResolveAgainstTheConfigFolder) {
+  const Config c = MustParse(
+      "[server]\nstore = \"sqlite:data/../ledger.db\"\n"
+      "[[job]]\nname = \"j\"\nschedule = \"@daily\"\ntimezone = \"UTC\"\n"
+      "partitions_command = [\"bin/list\"]\n"
+      "[[job.step]]\nname = \"a\"\ncommand = [\"./bin/a\", \"./not-a-program\"]\n"
+      "[[job.step]]\nname = \"b\"\ncommand = [\"../shared/b\"]\n",
+      "/etc/cronledger/conf.d/../cronledger.toml");
+  EXPECT_EQ(c.dir, "/etc/cronledger");
+  EXPECT_EQ(c.server.store, "sqlite:/etc/cronledger/ledger.db");
+  EXPECT_EQ(c.jobs[0].partitions_command, (Lines{"/etc/cronledger/bin/list"}));
+  EXPECT_EQ(c.jobs[0].steps[0].command, (Lines{"/etc/cronledger/bin/a", "./not-a-program"}));
+  EXPECT_EQ(c.jobs[0].steps[1].command, (Lines{"/etc/shared/b"}));
+}
+
+TEST(ConfigLoad, ARelativeConfigPathResolvesAgainstTheWorkingDirectory) {
+  const Config c = MustParse(std::string(kServer) + kJob, "conf/cronledger.toml");
+  const auto expected = (std::filesystem::current_path() / "conf").lexically_normal().string();
+  EXPECT_EQ(c.dir, expected);
+  EXPECT_EQ(c.server.store, "sqlite:" + expected + "/cl.db");
+}
+
+TEST(ConfigLoad, AConfigWithoutJobsIsValid) { EXPECT_TRUE(MustParse(kServer).jobs.empty()); }
+
+// ---- problems: reading and syntax ------------------------------------------------
+
+TEST(ConfigProblems, UnreadableFileIsOneProblemWithTheOsError) {
+  auto result = LoadConfig("/nonexistent-dir/cronledger.toml");
+  ASSERT_TRUE(std::holds_alternative<ConfigErrors>(result));
+  const auto& problems = std::get<ConfigErrors>(result).problems;
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].line, 0);
+  EXPECT_EQ(problems[0].ToString(),
+            "/nonexistent-dir/cronledger.toml: cannot read the configuration: "
+            "No such file or directory");
+}
+
+TEST(ConfigProblems, ADirectoryIsUnreadable) {
+  const auto dir = std::filesystem::temp_directory_path().string();
+  auto result = LoadConfig(dir);
+  ASSERT_TRUE(std::holds_alternative<ConfigErrors>(result));
+  EXPECT_EQ(std::get<ConfigErrors>(result).ToString(),
+            dir + ": cannot read the configuration: Is a directory\n");
+}
+
+TEST(ConfigProblems, SyntaxErrorIsOneProblemWithTheParsersLine) {
+  const auto p = Problems("[server]\nstore = \"sqlite:x\"\nlisten = = 1\nbogus = 2\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0],
+            "c.toml:3: TOML syntax error: Error while parsing value: could not determine "
+            "value type");
+}
+
+TEST(ConfigProblems, DuplicateTomlKeyIsASyntaxError) {
+  const auto p = Problems("[server]\nstore = \"sqlite:x\"\nstore = \"sqlite:y\"\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].rfind("c.toml:3: TOML syntax error: ", 0), 0u) << p[0];
+}
+
+// ---- problems: unknown keys at every level ------------------------------------------
+
+TEST(ConfigProblems, UnknownKeysAtEveryLevel) {
+  EXPECT_EQ(Problems(std::string("jobs = 1\n") + kServer),
+            (Lines{"c.toml:1: jobs: unknown key; did you mean \"job\"?"}));
+  EXPECT_EQ(Problems("[server]\nstore = \"sqlite:x\"\nlisen = \"127.0.0.1:1\"\n"),
+            (Lines{"c.toml:3: server.lisen: unknown key; did you mean \"listen\"?"}));
+  EXPECT_EQ(JobProblems("schedul = \"0 9 * * *\"\n"),
+            (Lines{"c.toml:7: job[j].schedul: unknown key; did you mean \"schedule\"?"}));
+  EXPECT_EQ(JobProblems("", "timout = \"5m\"\n"),
+            (Lines{"c.toml:10: job[j].step[s].timout: unknown key; did you mean \"timeout\"?"}));
+  EXPECT_EQ(JobProblems("backfill = { horizn = \"30d\" }\n"),
+            (Lines{"c.toml:7: job[j].backfill.horizn: unknown key; did you mean \"horizon\"?"}));
+  EXPECT_EQ(JobProblems("alert = { max_lag = \"1h\", colour = \"red\" }\n"),
+            (Lines{"c.toml:7: job[j].alert.colour: unknown key"}));
+  // A table header for a job key is the same key, just written differently.
+  EXPECT_EQ(Problems(std::string(kServer) + kJob + "[job.backfill]\nhorizon = \"1d\"\nx = 1\n"),
+            (Lines{"c.toml:12: job[j].backfill.x: unknown key"}));
+}
+
+TEST(ConfigProblems, KeysOfLaterReleasesAreUnknownAndSaySo) {
+  EXPECT_EQ(Problems(std::string(kServer) + "log_dir = \"logs\"\n"),
+            (Lines{"c.toml:3: server.log_dir: unknown key: \"log_dir\" is not supported by this "
+                   "release"}));
+  EXPECT_EQ(JobProblems("retry = { max_attempts = 5 }\n"),
+            (Lines{"c.toml:7: job[j].retry: unknown key: \"retry\" is not supported by this "
+                   "release"}));
+  EXPECT_EQ(JobProblems("", "keep_inputs = [\"x\"]\n"),
+            (Lines{"c.toml:10: job[j].step[s].keep_inputs: unknown key: \"keep_inputs\" is not "
+                   "supported by this release"}));
+}
+
+// ---- problems: types and required keys -------------------------------------------------
+
+TEST(ConfigProblems, TypesAreChecked) {
+  EXPECT_EQ(Problems("[server]\nstore = \"sqlite:x\"\nmax_workers = \"8\"\n"),
+            (Lines{"c.toml:3: server.max_workers: expected an integer, got a string"}));
+  EXPECT_EQ(Problems("[server]\nstore = 5\n"),
+            (Lines{"c.toml:2: server.store: expected a string, got an integer"}));
+  EXPECT_EQ(Problems("server = \"x\"\n"),
+            (Lines{"c.toml:1: server: expected a table, got a string"}));
+  EXPECT_EQ(JobProblems("", "idempotent = \"yes\"\n"),
+            (Lines{"c.toml:10: job[j].step[s].idempotent: expected a boolean (true or false), "
+                   "got a string"}));
+  EXPECT_EQ(JobProblems("partitions = \"acme\"\n"),
+            (Lines{"c.toml:7: job[j].partitions: expected an array of strings, got a string"}));
+  EXPECT_EQ(JobProblems("partitions = [\"acme\", 7]\n"),
+            (Lines{"c.toml:7: job[j].partitions: element 2: expected a string, got an integer"}));
+  EXPECT_EQ(JobProblems("catchup = true\n"),
+            (Lines{"c.toml:7: job[j].catchup: expected a string (\"all\", \"latest\" or \"none\"), "
+                   "got a boolean"}));
+  EXPECT_EQ(JobProblems("misfire_grace = 1.5\n"),
+            (Lines{"c.toml:7: job[j].misfire_grace: expected a duration string such as \"30s\", "
+                   "got a floating-point number"}));
+  EXPECT_EQ(JobProblems("backfill = \"3d\"\n"),
+            (Lines{"c.toml:7: job[j].backfill: expected a table, got a string"}));
+  EXPECT_EQ(Problems(std::string(kServer) + "[job]\nname = \"x\"\n"),
+            (Lines{"c.toml:3: job: expected an array of tables (write [[job]] sections), got a "
+                   "table"}));
+}
+
+TEST(ConfigProblems, StepAsATableIsATypeError) {
+  const std::string text = std::string(kServer) +
+                           "[[job]]\nname = \"j\"\nschedule = \"@daily\"\ntimezone = \"UTC\"\n"
+                           "step = { name = \"s\", command = [\"x\"] }\n";
+  EXPECT_EQ(Problems(text), (Lines{"c.toml:7: job[j].step: expected an array of tables (write "
+                                   "[[job.step]] sections), got a table"}));
+}
+
+TEST(ConfigProblems, MissingRequiredKeysPointAtTheirTable) {
+  // Problems on one line come in key order (the table's, alphabetical).
+  EXPECT_EQ(Problems("[[job]]\n"),
+            (Lines{"c.toml:1: job[1].name: required key is missing",
+                   "c.toml:1: job[1].schedule: required key is missing",
+                   "c.toml:1: job[1].timezone: required key is missing",
+                   "c.toml:1: job[1].step: at least one [[job.step]] section is required",
+                   "c.toml:1: server: required table [server] is missing"}));
+  EXPECT_EQ(Problems("[server]\nlisten = \"127.0.0.1:1\"\n"),
+            (Lines{"c.toml:1: server.store: required key is missing"}));
+  EXPECT_EQ(Problems(std::string(kServer) + kJob + "[[job.step]]\nidempotent = true\n"),
+            (Lines{"c.toml:10: job[j].step[2].name: required key is missing",
+                   "c.toml:10: job[j].step[2].command: required key is missing"}));
+}
+
+// ---- problems: server ---------------------------------------------------------------------
+
+TEST(ConfigProblems, Store) {
+  EXPECT_EQ(Problems("[server]\nstore = \"postgresql://cl@db/cl\"\n"),
+            (Lines{"c.toml:2: server.store: PostgreSQL stores arrive in a later release; use "
+                   "sqlite:FILE"}));
+  EXPECT_EQ(Problems("[server]\nstore = \"cronledger.db\"\n"),
+            (Lines{"c.toml:2: server.store: \"cronledger.db\" is not a store; use sqlite:FILE, "
+                   "e.g. \"sqlite:cronledger.db\""}));
+  EXPECT_EQ(Problems("[server]\nstore = \"sqlite:\"\n"),
+            (Lines{"c.toml:2: server.store: \"sqlite:\" names no file; use sqlite:FILE, e.g. "
+                   "\"sqlite:cronledger.db\""}));
+}
+
+TEST(ConfigProblems, ListenMustBeLoopbackWithAPort) {
+  const auto listen = [](const std::string& value) {
+    return Problems(std::string(kServer) + "listen = \"" + value + "\"\n");
+  };
+  for (const char* ok : {"127.0.0.1:8377", "127.1.2.3:1", "localhost:65535", "[::1]:8377"}) {
+    EXPECT_EQ(listen(ok), Lines{}) << ok;
+  }
+  EXPECT_EQ(listen("0.0.0.0:8377"),
+            (Lines{"c.toml:3: server.listen: host \"0.0.0.0\" is not a loopback address; this "
+                   "release has no authentication yet, so it listens only on 127.x.x.x, ::1 or "
+                   "localhost"}));
+  EXPECT_EQ(listen("example.com:80").size(), 1u);
+  EXPECT_EQ(listen("[::]:80").size(), 1u);
+  EXPECT_EQ(listen("127.0.0.1"),
+            (Lines{"c.toml:3: server.listen: \"127.0.0.1\" has no port; use host:port, e.g. "
+                   "\"127.0.0.1:8377\""}));
+  EXPECT_EQ(listen("127.0.0.1:0"),
+            (Lines{"c.toml:3: server.listen: port \"0\" must be a number from 1 to 65535"}));
+  EXPECT_EQ(listen("127.0.0.1:65536"),
+            (Lines{"c.toml:3: server.listen: port \"65536\" must be a number from 1 to 65535"}));
+  EXPECT_EQ(listen("::1:80"),
+            (Lines{"c.toml:3: server.listen: \"::1:80\": write an IPv6 address in brackets, e.g. "
+                   "\"[::1]:8377\""}));
+}
+
+TEST(ConfigProblems, ServerRangesAndChoices) {
+  EXPECT_EQ(Problems(std::string(kServer) + "max_workers = 0\n"),
+            (Lines{"c.toml:3: server.max_workers: must be between 1 and 1024, got 0"}));
+  EXPECT_EQ(Problems(std::string(kServer) + "max_workers = 1025\n"),
+            (Lines{"c.toml:3: server.max_workers: must be between 1 and 1024, got 1025"}));
+  EXPECT_EQ(Problems(std::string(kServer) + "durability = \"fast\"\n"),
+            (Lines{"c.toml:3: server.durability: \"fast\" is not allowed; use \"full\" or "
+                   "\"normal\""}));
+  EXPECT_EQ(Problems(std::string(kServer) + "node_id = \"web 1\"\n"),
+            (Lines{"c.toml:3: server.node_id: \"web 1\" is not a node id: use 1-128 characters "
+                   "without spaces"}));
+}
+
+// ---- problems: jobs -------------------------------------------------------------------------
+
+TEST(ConfigProblems, ScheduleErrorsComeFromTheScheduleEngineVerbatim) {
+  const std::string server = kServer;
+  const auto job = [&](const std::string& schedule, const std::string& zone) {
+    return Problems(server + "[[job]]\nname = \"j\"\nschedule = \"" + schedule +
+                    "\"\ntimezone = \"" + zone +
+                    "\"\n[[job.step]]\nname = \"s\"\ncommand = [\"x\"]\n");
+  };
+  EXPECT_EQ(job("61 9 * * *", "UTC"),
+            (Lines{"c.toml:5: job[j].schedule: minute: \"61\" is out of range 0-59 (field 1, "
+                   "column 1)"}));
+  EXPECT_EQ(job("0 0 30 2 *", "UTC"),
+            (Lines{"c.toml:5: job[j].schedule: expression \"0 0 30 2 *\" never fires: no date "
+                   "matches its day and month fields"}));
+  EXPECT_EQ(job("0 9 * * *", "Asia/Seol"),
+            (Lines{"c.toml:6: job[j].timezone: unknown timezone \"Asia/Seol\"; did you mean "
+                   "\"Asia/Seoul\" or \"Asia/Oral\"?"}));
+  // Both wrong: both reported.
+  const auto both = job("0 25 * * *", "Mars/Olympus");
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].rfind("c.toml:5: job[j].schedule: hour: \"25\" is out of range 0-23", 0), 0u)
+      << both[0];
+  EXPECT_EQ(both[1], "c.toml:6: job[j].timezone: unknown timezone \"Mars/Olympus\"");
+}
+
+TEST(ConfigProblems, ScheduleIsCheckedEvenWithoutATimezone) {
+  EXPECT_EQ(Problems(std::string(kServer) + "[[job]]\nname = \"j\"\nschedule = \"* * *\"\n"
+                                            "[[job.step]]\nname = \"s\"\ncommand = [\"x\"]\n"),
+            (Lines{"c.toml:3: job[j].timezone: required key is missing",
+                   "c.toml:5: job[j].schedule: expected 5 fields (minute hour day-of-month month "
+                   "day-of-week) or 6 (with a leading second field), found 3"}));
+}
+
+TEST(ConfigProblems, NamesAndDuplicates) {
+  const std::string server = kServer;
+  EXPECT_EQ(
+      Problems(server + "[[job]]\nname = \"daily report\"\nschedule = \"@daily\"\n"
+                        "timezone = \"UTC\"\n[[job.step]]\nname = \"s\"\ncommand = [\"x\"]\n"),
+      (Lines{"c.toml:4: job[1].name: \"daily report\" is not a valid name: use 1-64 "
+             "characters from A-Z a-z 0-9 . _ -"}));
+  EXPECT_EQ(Problems(server + kJob + kJob),
+            (Lines{"c.toml:11: job[j].name: duplicate job name \"j\" (first defined at line 3)"}));
+  EXPECT_EQ(JobProblems("", "[[job.step]]\nname = \"s\"\ncommand = [\"y\"]\n"),
+            (Lines{"c.toml:11: job[j].step[s].name: duplicate step name \"s\" in this job"}));
+  EXPECT_EQ(JobProblems("", "[[job.step]]\nname = \"\"\ncommand = [\"y\"]\n"),
+            (Lines{"c.toml:11: job[j].step[2].name: \"\" is not a valid name: use 1-64 "
+                   "characters from A-Z a-z 0-9 . _ -"}));
+  EXPECT_EQ(
+      JobProblems("", "[[job.step]]\nname = \"" + std::string(65, 'a') + "\"\ncommand = [\"y\"]\n")
+          .size(),
+      1u);
+}
+
+TEST(ConfigProblems, JobRangesAndChoices) {
+  EXPECT_EQ(JobProblems("date_offset_days = 367\n"),
+            (Lines{"c.toml:7: job[j].date_offset_days: must be between -366 and 366, got 367"}));
+  EXPECT_EQ(JobProblems("max_concurrency = 0\n"),
+            (Lines{"c.toml:7: job[j].max_concurrency: must be between 1 and 10000, got 0"}));
+  EXPECT_EQ(JobProblems("key = \"week\"\n"),
+            (Lines{"c.toml:7: job[j].key: \"week\" is not allowed; use \"date\" or \"slot\""}));
+  EXPECT_EQ(JobProblems("dst_gap = \"Shift\"\n"),
+            (Lines{"c.toml:7: job[j].dst_gap: \"Shift\" is not allowed; use \"shift\" or "
+                   "\"skip\""}));
+  EXPECT_EQ(JobProblems("dst_repeat = \"all\"\n"),
+            (Lines{"c.toml:7: job[j].dst_repeat: \"all\" is not allowed; use \"first\", \"last\" "
+                   "or \"both\""}));
+  EXPECT_EQ(JobProblems("on_pause = \"drop\"\n"),
+            (Lines{"c.toml:7: job[j].on_pause: \"drop\" is not allowed; use \"hold\" or "
+                   "\"skip\""}));
+  EXPECT_EQ(JobProblems("alert = { webhook = \"ftp://x\" }\n"),
+            (Lines{"c.toml:7: job[j].alert.webhook: \"ftp://x\" is not an http:// or https:// "
+                   "URL"}));
+}
+
+TEST(ConfigProblems, Partitions) {
+  EXPECT_EQ(JobProblems("partitions = [\"acme\", \"ac me\", \"acme\", \"ok:1@x.y_z-2\"]\n"),
+            (Lines{"c.toml:7: job[j].partitions: \"ac me\" is not a valid partition id: use "
+                   "1-128 characters from A-Z a-z 0-9 . _ - : @",
+                   "c.toml:7: job[j].partitions: duplicate partition \"acme\""}));
+  EXPECT_EQ(JobProblems("partitions = []\n"),
+            (Lines{"c.toml:7: job[j].partitions: must list at least one partition; omit the key "
+                   "for the single partition \"default\""}));
+  EXPECT_EQ(JobProblems("partitions_command = []\n"),
+            (Lines{"c.toml:7: job[j].partitions_command: must not be empty: give the program and "
+                   "its arguments, e.g. [\"./bin/report\"]"}));
+  // Each element on its own line: the line of the bad element.
+  EXPECT_EQ(JobProblems("partitions = [\n  \"a\",\n  \"b/c\",\n]\n"),
+            (Lines{"c.toml:9: job[j].partitions: \"b/c\" is not a valid partition id: use 1-128 "
+                   "characters from A-Z a-z 0-9 . _ - : @"}));
+}
+
+TEST(ConfigProblems, ContradictorySettings) {
+  EXPECT_EQ(JobProblems("partitions = [\"a\"]\npartitions_command = [\"./list\"]\n"),
+            (Lines{"c.toml:8: job[j].partitions_command: partitions and partitions_command "
+                   "cannot both be set; keep one"}));
+  EXPECT_EQ(JobProblems("backfill = { auto_within = \"3d\", horizon = \"2d\" }\n"),
+            (Lines{"c.toml:7: job[j].backfill.auto_within: auto_within (3d) must not exceed "
+                   "horizon (2d)"}));
+  // Against the default horizon (30d) too.
+  EXPECT_EQ(JobProblems("backfill = { auto_within = \"31d\" }\n"),
+            (Lines{"c.toml:7: job[j].backfill.auto_within: auto_within (31d) must not exceed "
+                   "horizon (30d)"}));
+  EXPECT_EQ(JobProblems("backfill = { auto_within = \"30d\" }\n"), Lines{});
+}
+
+TEST(ConfigProblems, StepCommands) {
+  const auto step = [](const std::string& command) {
+    return Problems(std::string(kServer) +
+                    "[[job]]\nname = \"j\"\nschedule = \"@daily\"\ntimezone = \"UTC\"\n"
+                    "[[job.step]]\nname = \"s\"\ncommand = " +
+                    command + "\n");
+  };
+  EXPECT_EQ(step("[]"), (Lines{"c.toml:9: job[j].step[s].command: must not be empty: give the "
+                               "program and its arguments, e.g. [\"./bin/report\"]"}));
+  EXPECT_EQ(step("[\"./x\", \"\"]"),
+            (Lines{"c.toml:9: job[j].step[s].command: element 2 is an empty string"}));
+  EXPECT_EQ(step("[\"./x\", \"--date={date}\"]"),
+            (Lines{"c.toml:9: job[j].step[s].command: unknown placeholder \"{date}\" in element "
+                   "2; the placeholders are {partition}, {business_date}, {period} and "
+                   "{run_key}"}));
+  EXPECT_EQ(step("\"./x {partition}\""),
+            (Lines{"c.toml:9: job[j].step[s].command: expected an array of strings, got a "
+                   "string"}));
+  EXPECT_EQ(step("[\"./x\", 1]"),
+            (Lines{"c.toml:9: job[j].step[s].command: element 2: expected a string, got an "
+                   "integer"}));
+  // All four placeholders, several in one element, and a lone brace are fine.
+  EXPECT_EQ(step("[\"./x\", \"{partition}/{business_date}\", \"{period}\", \"{run_key}\", "
+                 "\"a{b\", \"}\"]"),
+            Lines{});
+}
+
+TEST(ConfigProblems, DurationsInKeys) {
+  EXPECT_EQ(JobProblems("misfire_grace = \"90\"\n"),
+            (Lines{"c.toml:7: job[j].misfire_grace: \"90\" has no unit; use e.g. \"90s\""}));
+  EXPECT_EQ(JobProblems("misfire_grace = 90\n"),
+            (Lines{"c.toml:7: job[j].misfire_grace: expected a duration string, got the integer "
+                   "90; use e.g. \"90s\""}));
+  EXPECT_EQ(JobProblems("misfire_grace = \"0s\"\n"),
+            (Lines{"c.toml:7: job[j].misfire_grace: must be greater than 0, got \"0s\""}));
+  EXPECT_EQ(JobProblems("", "timeout = \"1500ms\"\n"),
+            (Lines{"c.toml:10: job[j].step[s].timeout: \"1500ms\" is not a whole number of "
+                   "seconds"}));
+  EXPECT_EQ(JobProblems("alert = { max_lag = \"-5m\" }\n"),
+            (Lines{"c.toml:7: job[j].alert.max_lag: \"-5m\" is negative; durations are 0 or "
+                   "more"}));
+  EXPECT_EQ(JobProblems("backfill = { horizon = \"4w\" }\n"),
+            (Lines{"c.toml:7: job[j].backfill.horizon: \"4w\" has an unknown unit \"w\"; use ms, "
+                   "s, m, h or d"}));
+  EXPECT_EQ(JobProblems("backfill = { auto_within = \"0s\" }\n"), Lines{});
+}
+
+TEST(ConfigProblems, EveryProblemIsReportedInFileOrder) {
+  const std::string text =
+      "colour = \"blue\"\n"               // 1
+      "[server]\n"                        // 2
+      "store = \"postgresql://db/cl\"\n"  // 3
+      "listen = \"0.0.0.0:8377\"\n"       // 4
+      "[[job]]\n"                         // 5
+      "name = \"a\"\n"                    // 6
+      "schedule = \"0 9 * * *\"\n"        // 7
+      "timezone = \"Asia/Seol\"\n"        // 8
+      "misfire_grace = \"2 hours\"\n"     // 9
+      "[[job.step]]\n"                    // 10
+      "name = \"gen\"\n"                  // 11
+      "command = []\n"                    // 12
+      "[[job]]\n"                         // 13
+      "name = \"a\"\n"                    // 14
+      "schedule = \"@hourly\"\n"          // 15
+      "timezone = \"UTC\"\n"              // 16
+      "[[job.step]]\n"                    // 17
+      "command = [\"x\"]\n";              // 18
+  EXPECT_EQ(Problems(text),
+            (Lines{
+                "c.toml:1: colour: unknown key",
+                "c.toml:3: server.store: PostgreSQL stores arrive in a later release; use "
+                "sqlite:FILE",
+                "c.toml:4: server.listen: host \"0.0.0.0\" is not a loopback address; this "
+                "release has no authentication yet, so it listens only on 127.x.x.x, ::1 or "
+                "localhost",
+                "c.toml:8: job[a].timezone: unknown timezone \"Asia/Seol\"; did you mean "
+                "\"Asia/Seoul\" or \"Asia/Oral\"?",
+                "c.toml:9: job[a].misfire_grace: \"2 hours\" contains a space; write e.g. "
+                "\"1h30m\"",
+                "c.toml:12: job[a].step[gen].command: must not be empty: give the program and its "
+                "arguments, e.g. [\"./bin/report\"]",
+                "c.toml:14: job[a].name: duplicate job name \"a\" (first defined at line 5)",
+                "c.toml:17: job[a].step[1].name: required key is missing",
+            }));
+  auto result = ParseConfig(text, "c.toml");
+  ASSERT_TRUE(std::holds_alternative<ConfigErrors>(result));
+  const std::string all = std::get<ConfigErrors>(result).ToString();
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 8);
+}
+
+// ---- values ---------------------------------------------------------------------------------
+
+TEST(ConfigDuration, ParsesUnitsAndCompounds) {
+  const std::vector<std::pair<std::string, milliseconds>> cases = {
+      {"30s", seconds(30)}, {"250ms", milliseconds(250)}, {"1h30m", minutes(90)},
+      {"1d", hours(24)},    {"0s", milliseconds(0)},      {"2d3h4m5s6ms", milliseconds(183845006)},
+      {"90m", minutes(90)}, {"1m30s", seconds(90)},
+  };
+  for (const auto& [text, expected] : cases) {
+    auto d = ParseDuration(text);
+    ASSERT_TRUE(d.ok()) << text << ": " << d.status().ToString();
+    EXPECT_EQ(*d, expected) << text;
+  }
+}
+
+TEST(ConfigDuration, ErrorsSayWhatIsWrong) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "empty duration; use e.g. \"30s\" or \"1h30m\""},
+      {"90", "\"90\" has no unit; use e.g. \"90s\""},
+      {"-5m", "\"-5m\" is negative; durations are 0 or more"},
+      {"5x", "\"5x\" has an unknown unit \"x\"; use ms, s, m, h or d"},
+      {"1H", "\"1H\" has an unknown unit \"H\"; use ms, s, m, h or d"},
+      {"1.5h", "\"1.5h\": use whole numbers, e.g. \"1h30m\" for 1.5h"},
+      {"h", "\"h\": expected a number at \"h\"; use e.g. \"1h30m\""},
+      {"30m1h",
+       "\"30m1h\": in a compound, each unit appears once, largest first (e.g. "
+       "\"1d12h\")"},
+      {"1h1h",
+       "\"1h1h\": in a compound, each unit appears once, largest first (e.g. "
+       "\"1d12h\")"},
+      {"1h 30m", "\"1h 30m\" contains a space; write e.g. \"1h30m\""},
+      {"99999999999999999999d", "\"99999999999999999999d\" is too large"},
+      {"999999999999999d", "\"999999999999999d\" is too large"},
+  };
+  for (const auto& [text, message] : cases) {
+    auto d = ParseDuration(text);
+    ASSERT_FALSE(d.ok()) << text;
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(d.status().message(), message) << text;
+  }
+}
+
+TEST(ConfigSize, ParsesBinaryUnitsAndBytes) {
+  EXPECT_EQ(*ParseSize("1024"), 1024u);
+  EXPECT_EQ(*ParseSize("0"), 0u);
+  EXPECT_EQ(*ParseSize("512KiB"), 512u * 1024);
+  EXPECT_EQ(*ParseSize("1MiB"), 1048576u);
+  EXPECT_EQ(*ParseSize("2GiB"), 2ull << 30);
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {"", "empty size; use e.g. \"1MiB\""},
+      {"1MB",
+       "\"1MB\" has an unknown unit \"MB\"; use KiB, MiB or GiB, or a plain number of "
+       "bytes"},
+      {"-1", "\"-1\" is negative"},
+      {"MiB", "\"MiB\": expected a number, e.g. \"1MiB\""},
+      {"99999999999GiB", "\"99999999999GiB\" is too large"},
+  };
+  for (const auto& [text, message] : errors) {
+    auto s = ParseSize(text);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.status().message(), message) << text;
+  }
+}
+
+TEST(ConfigNames, PartitionIdsAndNames) {
+  EXPECT_TRUE(IsValidPartitionId("acme"));
+  EXPECT_TRUE(IsValidPartitionId("AZaz09._-:@"));
+  EXPECT_TRUE(IsValidPartitionId(std::string(128, 'p')));
+  EXPECT_FALSE(IsValidPartitionId(std::string(129, 'p')));
+  EXPECT_FALSE(IsValidPartitionId(""));
+  for (const char* bad : {"a b", "a/b", "a,b", "é", "a\n", "{x}"}) {
+    EXPECT_FALSE(IsValidPartitionId(bad)) << bad;
+  }
+  EXPECT_TRUE(IsValidName("daily_report.v2-x"));
+  EXPECT_TRUE(IsValidName(std::string(64, 'n')));
+  EXPECT_FALSE(IsValidName(std::string(65, 'n')));
+  EXPECT_FALSE(IsValidName(""));
+  EXPECT_FALSE(IsValidName("a:b"));  // partition characters, not name characters
+  EXPECT_FALSE(IsValidName("a@b"));
+  EXPECT_FALSE(IsValidName("a/b"));
+}
+
+// ---- the documentation -----------------------------------------------------------------------
+
+// docs/config.md holds one table row per key, as DocumentedKeys() renders it:
+// a key added to the table and not to the docs (or the reverse) fails here.
+TEST(ConfigDocs, EveryKeyIsDocumentedExactlyAsTheTableSays) {
+  std::ifstream in(SourceRoot() / "docs" / "config.md");
+  ASSERT_TRUE(in) << "docs/config.md not found";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string doc = buffer.str();
+  const auto keys = DocumentedKeys();
+  ASSERT_GE(keys.size(), 30u);
+  for (const auto& k : keys) {
+    const std::string row =
+        "| `" + k.key + "` | " + k.type + " | " + k.default_value + " | " + k.meaning + " |\n";
+    EXPECT_NE(doc.find(row), std::string::npos)
+        << "docs/config.md lacks the row of " << (k.section.empty() ? "" : k.section + ".") << k.key
+        << ":\n"
+        << row;
+  }
+  // And no row documents a key the table does not have: a key row is
+  // "| `key` | type | default | meaning |" (four cells).
+  const auto is_key_row = [](const std::string& line) {
+    if (line.rfind("| `", 0) != 0 || std::count(line.begin(), line.end(), '|') != 5) return false;
+    const std::size_t close = line.find('`', 3);
+    return close != std::string::npos && close > 3 && line.compare(close, 3, "` |") == 0 &&
+           std::all_of(line.begin() + 3, line.begin() + static_cast<std::ptrdiff_t>(close),
+                       [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
+  };
+  std::size_t rows = 0;
+  std::istringstream lines(doc);
+  for (std::string line; std::getline(lines, line);) {
+    if (is_key_row(line)) ++rows;
+  }
+  EXPECT_EQ(rows, keys.size());
+}
+
+}  // namespace
+}  // namespace cronledger::config
