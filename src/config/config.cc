@@ -22,6 +22,8 @@
 #include <set>
 #include <span>
 
+#include "common/text.h"
+
 namespace cronledger::config {
 namespace {
 
@@ -240,23 +242,6 @@ std::optional<Value> Convert(const KeySpec<T>& spec, const Site& site, std::stri
       return v;
   }
   return std::nullopt;
-}
-
-// Optimal string alignment distance, for "did you mean".
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
 }
 
 // Keys of DESIGN.md that later releases implement: named as such when used.
@@ -852,115 +837,6 @@ std::variant<Config, ConfigErrors> LoadConfig(const std::string& path) {
     return ConfigErrors{{{path, 0, "", fmt::format("cannot read the configuration: {}", error)}}};
   }
   return ParseConfig(*text, path);
-}
-
-bool IsValidPartitionId(std::string_view id) {
-  if (id.empty() || id.size() > 128) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-' || c == ':' || c == '@';
-  });
-}
-
-bool IsValidName(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-  });
-}
-
-Result<milliseconds> ParseDuration(std::string_view text) {
-  struct Unit {
-    std::string_view name;
-    int64_t ms;
-  };
-  // Largest first: a compound must use them in this order, each once.
-  constexpr Unit kUnits[] = {
-      {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}};
-  const std::string q = Quote(text);
-  if (text.empty()) return InvalidArgument("empty duration; use e.g. \"30s\" or \"1h30m\"");
-  if (text.front() == '-') return InvalidArgument(q + " is negative; durations are 0 or more");
-  if (text.find_first_of(" \t") != std::string_view::npos) {
-    return InvalidArgument(q + " contains a space; write e.g. \"1h30m\"");
-  }
-  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (std::all_of(text.begin(), text.end(), is_digit)) {
-    return InvalidArgument(fmt::format("{} has no unit; use e.g. \"{}s\"", q, text));
-  }
-  int64_t total = 0;
-  std::size_t next_unit = 0;  // index into kUnits of the largest unit still allowed
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (!is_digit(text[i])) {
-      return InvalidArgument(
-          fmt::format("{}: expected a number at {}; use e.g. \"1h30m\"", q, Quote(text.substr(i))));
-    }
-    int64_t number = 0;
-    for (; i < text.size() && is_digit(text[i]); ++i) {
-      if (number > (std::numeric_limits<int64_t>::max() - 9) / 10) {
-        return InvalidArgument(q + " is too large");
-      }
-      number = number * 10 + (text[i] - '0');
-    }
-    if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
-      return InvalidArgument(q + ": use whole numbers, e.g. \"1h30m\" for 1.5h");
-    }
-    std::size_t end = i;
-    while (end < text.size() && !is_digit(text[end])) ++end;
-    const std::string_view unit = text.substr(i, end - i);
-    if (unit.empty()) return InvalidArgument(fmt::format("{} has no unit after {}", q, number));
-    const auto* u = std::find_if(std::begin(kUnits), std::end(kUnits),
-                                 [&](const Unit& x) { return x.name == unit; });
-    if (u == std::end(kUnits)) {
-      return InvalidArgument(
-          fmt::format("{} has an unknown unit {}; use ms, s, m, h or d", q, Quote(unit)));
-    }
-    const std::size_t index = static_cast<std::size_t>(u - std::begin(kUnits));
-    if (index < next_unit) {
-      return InvalidArgument(
-          q + ": in a compound, each unit appears once, largest first (e.g. \"1d12h\")");
-    }
-    next_unit = index + 1;
-    if (number > (std::numeric_limits<int64_t>::max() - total) / u->ms) {
-      return InvalidArgument(q + " is too large");
-    }
-    total += number * u->ms;
-    i = end;
-  }
-  return milliseconds{total};
-}
-
-Result<uint64_t> ParseSize(std::string_view text) {
-  const std::string q = Quote(text);
-  if (text.empty()) return InvalidArgument("empty size; use e.g. \"1MiB\"");
-  if (text.front() == '-') return InvalidArgument(q + " is negative");
-  std::size_t i = 0;
-  uint64_t number = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    if (number > (std::numeric_limits<uint64_t>::max() - 9) / 10) {
-      return InvalidArgument(q + " is too large");
-    }
-    number = number * 10 + static_cast<uint64_t>(text[i] - '0');
-  }
-  if (i == 0) return InvalidArgument(q + ": expected a number, e.g. \"1MiB\"");
-  const std::string_view unit = text.substr(i);
-  uint64_t scale = 1;
-  if (unit == "KiB") {
-    scale = uint64_t{1} << 10;
-  } else if (unit == "MiB") {
-    scale = uint64_t{1} << 20;
-  } else if (unit == "GiB") {
-    scale = uint64_t{1} << 30;
-  } else if (!unit.empty()) {
-    return InvalidArgument(
-        fmt::format("{} has an unknown unit {}; use KiB, MiB or GiB, or a plain number of bytes", q,
-                    Quote(unit)));
-  }
-  if (number > std::numeric_limits<uint64_t>::max() / scale) {
-    return InvalidArgument(q + " is too large");
-  }
-  return number * scale;
 }
 
 }  // namespace cronledger::config
