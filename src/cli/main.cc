@@ -9,9 +9,13 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/check_command.h"
+#include "cli/events_command.h"
 #include "cli/exit_codes.h"
 #include "cli/next_command.h"
+#include "cli/pause_command.h"
+#include "cli/runs_command.h"
 #include "cli/serve_command.h"
+#include "cli/status_command.h"
 #include "cronledger/clock.h"
 
 namespace cronledger::cli {
@@ -84,6 +88,65 @@ int Main(int argc, char** argv) {
   serve_cmd->add_option("--node-id", serve.node_id,
                         "This node's name (default: host name and listen port)");
 
+  // --- status -----------------------------------------------------------------
+  std::optional<std::string> status_config;
+  StatusArgs status;
+  CLI::App* status_cmd = app.add_subcommand(
+      "status", "Show where each job stands: state, counts for its business date, lag, next run");
+  status_cmd->add_option("--config", status_config, kConfigHelp);
+  status_cmd->add_flag("--json", status.json, "Print DESIGN.md's status JSON");
+
+  // --- runs -------------------------------------------------------------------
+  std::optional<std::string> runs_config;
+  RunsArgs runs;
+  CLI::App* runs_cmd = app.add_subcommand(
+      "runs", "List the ledger's runs, newest first, or show one run with its events");
+  runs_cmd->add_option("--config", runs_config, kConfigHelp);
+  runs_cmd->add_option("--job", runs.job, "Only this job's runs");
+  runs_cmd->add_option("--date", runs.date, "Only runs for this business date (YYYY-MM-DD)");
+  runs_cmd->add_option("--state", runs.state,
+                       "Only runs in this state: pending, running, succeeded, failed, unknown, "
+                       "skipped, awaiting_approval, cancelled");
+  runs_cmd->add_option("--partition", runs.partition, "Only this partition's runs");
+  runs_cmd->add_option("--limit", runs.limit, "At most N runs (1-100000, default 100)");
+  runs_cmd->add_option("--run", runs.run, "Show this run (by id) with its attempts and events");
+  runs_cmd->add_flag("--json", runs.json, "Print DESIGN.md's runs JSON");
+
+  // --- events -----------------------------------------------------------------
+  std::optional<std::string> events_config;
+  EventsArgs events;
+  CLI::App* events_cmd = app.add_subcommand(
+      "events", "Show the audit log: every transition and operator action, oldest first");
+  events_cmd->add_option("--config", events_config, kConfigHelp);
+  events_cmd->add_option("--job", events.job, "Only this job's events");
+  events_cmd->add_option("--run", events.run, "Only this run's events (by id)");
+  events_cmd->add_option("--since", events.since,
+                         "The first events at or after this RFC 3339 instant (default: the "
+                         "newest)");
+  events_cmd->add_option("--limit", events.limit, "At most N events (1-100000, default 100)");
+  events_cmd->add_flag("--json", events.json, "Print DESIGN.md's events JSON");
+
+  // --- pause, resume ----------------------------------------------------------
+  std::optional<std::string> pause_config;
+  PauseArgs pause;
+  std::optional<std::string> resume_config;
+  PauseArgs resume;
+  resume.pause = false;
+  const auto add_pause_options = [](CLI::App* cmd, std::optional<std::string>& config,
+                                    PauseArgs& args) {
+    cmd->add_option("--config", config, kConfigHelp);
+    CLI::Option* job = cmd->add_option("--job", args.job, "The job");
+    CLI::Option* all = cmd->add_flag("--all", args.all, "Every job (the global switch)");
+    job->excludes(all);
+    cmd->add_option("--reason", args.reason, "Why (required; recorded in the ledger)");
+    cmd->add_option("--by", args.by, "Who (default: the OS user)");
+  };
+  CLI::App* pause_cmd = app.add_subcommand(
+      "pause", "Pause a job or everything: nothing new is claimed until resume");
+  add_pause_options(pause_cmd, pause_config, pause);
+  CLI::App* resume_cmd = app.add_subcommand("resume", "Resume a paused job or everything");
+  add_pause_options(resume_cmd, resume_config, resume);
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
 
   try {
@@ -98,6 +161,26 @@ int Main(int argc, char** argv) {
   if (*serve_cmd) {
     serve.config_path = ResolveConfigPath(serve_config);
     return RunServe(serve, RealClock(), std::cerr);
+  }
+  if (*status_cmd) {
+    status.config_path = ResolveConfigPath(status_config);
+    return RunStatus(status, RealClock(), std::cout, std::cerr);
+  }
+  if (*runs_cmd) {
+    runs.config_path = ResolveConfigPath(runs_config);
+    return RunRuns(runs, std::cout, std::cerr);
+  }
+  if (*events_cmd) {
+    events.config_path = ResolveConfigPath(events_config);
+    return RunEvents(events, std::cout, std::cerr);
+  }
+  if (*pause_cmd) {
+    pause.config_path = ResolveConfigPath(pause_config);
+    return RunPause(pause, RealClock(), std::cout, std::cerr);
+  }
+  if (*resume_cmd) {
+    resume.config_path = ResolveConfigPath(resume_config);
+    return RunPause(resume, RealClock(), std::cout, std::cerr);
   }
   if (*help_cmd) {
     std::cout << app.help();

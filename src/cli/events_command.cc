@@ -1,0 +1,67 @@
+#include "cli/events_command.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/context.h"
+#include "cli/exit_codes.h"
+#include "cli/ledger_output.h"
+#include "cronledger/schedule.h"
+
+namespace cronledger::cli {
+namespace {
+
+int Usage(std::ostream& err, const std::string& message) {
+  err << "cronledger events: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err) {
+  store::EventQuery q;
+  q.job = args.job;
+  if (args.run) {
+    if (*args.run <= 0) return Usage(err, fmt::format("--run {}: run ids are positive", *args.run));
+    q.run_id = *args.run;
+  }
+  if (args.since) {
+    auto since = ParseRfc3339(*args.since);
+    if (!since.ok()) {
+      return Usage(err, "--since: " + since.status().message());
+    }
+    q.since = store::Instant(*since);
+  }
+  const int64_t limit = args.limit.value_or(kEventsDefaultLimit);
+  if (limit < 1 || limit > kEventsMaxLimit) {
+    return Usage(err,
+                 fmt::format("--limit {} is out of range; use 1 to {}", limit, kEventsMaxLimit));
+  }
+  q.limit = static_cast<int>(limit);
+
+  config::Config config;
+  if (int rc = LoadConfigOrReport("events", args.config_path, &config, err); rc != kExitOk) {
+    return rc;
+  }
+  std::unique_ptr<store::Store> store;
+  if (int rc = OpenStoreOrReport("events", config, &store, err); rc != kExitOk) return rc;
+
+  auto events = store->EventList(q);  // oldest first
+  if (!events.ok()) {
+    err << "cronledger events: " << events.status().message() << "\n";
+    return ExitCodeFor(events.status());
+  }
+  if (args.json) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& e : *events) list.push_back(EventJson(e));
+    nlohmann::ordered_json doc;
+    doc["events"] = std::move(list);
+    out << doc.dump(2) << "\n";
+    return kExitOk;
+  }
+  PrintEventTable(*events, out);
+  return kExitOk;
+}
+
+}  // namespace cronledger::cli

@@ -1,0 +1,30 @@
+#ifndef CRONLEDGER_CLI_EVENTS_COMMAND_H_
+#define CRONLEDGER_CLI_EVENTS_COMMAND_H_
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace cronledger::cli {
+
+struct EventsArgs {
+  std::string config_path;  // already resolved
+  std::optional<std::string> job;
+  std::optional<int64_t> run;
+  std::optional<std::string> since;  // RFC 3339
+  std::optional<int64_t> limit;      // 1..100000; default 100
+  bool json = false;
+};
+
+inline constexpr int64_t kEventsDefaultLimit = 100;
+inline constexpr int64_t kEventsMaxLimit = 100000;
+
+// `cronledger events`: the audit log, oldest first. Without --since the
+// newest N events; with it the first N at or after that instant. Exit 0; 2
+// on a usage or config error; 3 store unavailable.
+int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err);
+
+}  // namespace cronledger::cli
+
+#endif  // CRONLEDGER_CLI_EVENTS_COMMAND_H_

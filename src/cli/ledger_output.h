@@ -1,0 +1,52 @@
+// What the ledger commands print: the JSON shapes of DESIGN.md for runs and
+// events, and aligned text tables. Shared by `runs`, `events` and `status`.
+#ifndef CRONLEDGER_CLI_LEDGER_OUTPUT_H_
+#define CRONLEDGER_CLI_LEDGER_OUTPUT_H_
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cronledger/status.h"
+#include "store/store.h"
+
+namespace cronledger::cli {
+
+// "2026-11-28T09:00:00Z": an instant floored to the second.
+std::string FormatInstant(store::Instant t);
+
+// The text as a JSON string, or null when it is empty.
+nlohmann::ordered_json StringOrNull(const std::string& text);
+
+// DESIGN.md `runs` item: id, run_key, job, partition, period, business_date,
+// scheduled_at, state, reason (null unless skipped), attempts, steps.
+nlohmann::ordered_json RunJson(const store::RunRecord& run);
+
+// DESIGN.md `events` item: id, at, type, job, run_id, run_key, actor,
+// reason, details (the stored JSON object; empty texts and absent ids null).
+nlohmann::ordered_json EventJson(const store::EventRecord& event);
+
+// The exit code for a failed store operation: 1 when the ledger's state
+// refused it (conflict, not found), 2 for an invalid argument, else 3.
+int ExitCodeFor(const Status& status);
+
+// An aligned table: a header row, then the rows; every column but the last
+// is padded to its widest cell and columns are separated by two spaces.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header);
+  void AddRow(std::vector<std::string> row);
+  void Print(std::ostream& out) const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;  // rows_[0] is the header
+};
+
+// Prints `events` as a table (ID AT TYPE JOB RUN_KEY ACTOR REASON DETAILS).
+void PrintEventTable(const std::vector<store::EventRecord>& events, std::ostream& out);
+
+}  // namespace cronledger::cli
+
+#endif  // CRONLEDGER_CLI_LEDGER_OUTPUT_H_

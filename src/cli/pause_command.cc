@@ -1,0 +1,96 @@
+#include "cli/pause_command.h"
+
+#include <fmt/format.h>
+
+#include "cli/context.h"
+#include "cli/exit_codes.h"
+#include "cli/ledger_output.h"
+#include "engine/job_definition.h"
+
+namespace cronledger::cli {
+namespace {
+
+bool IsBlank(const std::string& text) {
+  return text.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+}  // namespace
+
+int RunPause(const PauseArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
+  const std::string command = args.pause ? "pause" : "resume";
+  const auto usage = [&](const std::string& message) {
+    err << "cronledger " << command << ": " << message << "\n";
+    return kExitUsage;
+  };
+  if (args.job.has_value() == args.all) {
+    return usage("give exactly one of --job JOB or --all");
+  }
+  if (args.job && args.job->empty()) return usage("--job needs a job name");
+  if (!args.reason || IsBlank(*args.reason)) {
+    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
+  }
+  std::string actor = args.by.value_or(DefaultActor());
+  if (IsBlank(actor)) return usage("--by needs a name");
+
+  config::Config config;
+  if (int rc = LoadConfigOrReport(command, args.config_path, &config, err); rc != kExitOk) {
+    return rc;
+  }
+  const config::JobConfig* job = args.job ? config.FindJob(*args.job) : nullptr;
+  if (args.job && job == nullptr) {
+    return usage(fmt::format("no job \"{}\" in {}", *args.job, config.path));
+  }
+
+  std::unique_ptr<store::Store> store;
+  if (int rc = OpenStoreOrReport(command, config, &store, err); rc != kExitOk) return rc;
+  const store::Instant now = store::ToInstant(clock.Now());
+  const auto failed = [&](const Status& s) {
+    err << "cronledger " << command << ": " << s.message() << "\n";
+    return ExitCodeFor(s);
+  };
+
+  if (job != nullptr) {
+    // A configured job serve has not planned yet: record it (as serve would)
+    // so that it can be paused before it ever runs.
+    auto existing = store->JobGet(job->name);
+    if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) {
+      return failed(existing.status());
+    }
+    if (!existing.ok()) {
+      store::JobSyncParams sync;
+      sync.job = job->name;
+      sync.definition = engine::CanonicalDefinition(*job);
+      sync.now = now;
+      if (auto r = store->JobSync(sync); !r.ok()) return failed(r.status());
+    }
+  }
+
+  store::PauseParams p;
+  p.job = args.job;
+  p.paused = args.pause;
+  p.actor = actor;
+  p.reason = *args.reason;
+  p.now = now;
+  if (Status s = store->JobSetPaused(p); !s.ok()) {
+    if (s.code() != StatusCode::kConflict || args.pause) return failed(s);
+    // Resuming what is not paused: say what is, since the job's own flag and
+    // the global switch are separate.
+    if (!args.job) {
+      return failed(Status(StatusCode::kConflict,
+                           "everything is not paused (a job paused on its own is resumed with "
+                           "--job)"));
+    }
+    auto all = store->IsPausedAll();
+    return failed(Status(StatusCode::kConflict,
+                         fmt::format("job \"{}\" is not paused{}", *args.job,
+                                     all.ok() && *all ? " on its own; everything is paused: "
+                                                        "resume it with --all"
+                                                      : "")));
+  }
+
+  out << (args.pause ? "paused " : "resumed ")
+      << (args.job ? "job " + *args.job : std::string("everything")) << "\n";
+  return kExitOk;
+}
+
+}  // namespace cronledger::cli

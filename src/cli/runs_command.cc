@@ -1,0 +1,151 @@
+#include "cli/runs_command.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "cli/context.h"
+#include "cli/exit_codes.h"
+#include "cli/ledger_output.h"
+#include "cronledger/schedule.h"
+#include "ledger/names.h"
+
+namespace cronledger::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr const char* kAllStates =
+    "pending, running, succeeded, failed, unknown, skipped, awaiting_approval, cancelled";
+
+// A real calendar date written YYYY-MM-DD.
+bool IsDate(const std::string& text) {
+  if (text.size() != 10 || text[4] != '-' || text[7] != '-') return false;
+  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+    if (text[i] < '0' || text[i] > '9') return false;
+  }
+  const std::chrono::year_month_day d{
+      std::chrono::year{std::stoi(text.substr(0, 4))},
+      std::chrono::month{static_cast<unsigned>(std::stoi(text.substr(5, 2)))},
+      std::chrono::day{static_cast<unsigned>(std::stoi(text.substr(8, 2)))}};
+  return d.ok();
+}
+
+int Usage(std::ostream& err, const std::string& message) {
+  err << "cronledger runs: " << message << "\n";
+  return kExitUsage;
+}
+
+int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::ostream& err) {
+  auto run = store.RunGet(id);
+  if (!run.ok()) {
+    err << "cronledger runs: " << run.status().message() << "\n";
+    return ExitCodeFor(run.status());
+  }
+  store::EventQuery q;
+  q.run_id = id;
+  q.limit = static_cast<int>(kRunsMaxLimit);
+  auto events = store.EventList(q);
+  if (!events.ok()) {
+    err << "cronledger runs: " << events.status().message() << "\n";
+    return ExitCodeFor(events.status());
+  }
+  if (json) {
+    ordered_json j = RunJson(*run);
+    j["attempt_list"] = ordered_json::array();  // attempts arrive with the dispatcher
+    j["effects"] = ordered_json::array();       // effects arrive with `effect run`
+    ordered_json list = ordered_json::array();
+    for (const auto& e : *events) list.push_back(EventJson(e));
+    j["events"] = std::move(list);
+    out << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  const std::string reason = run->reason ? std::string(ledger::Name(*run->reason)) : "-";
+  out << fmt::format("run {}  {}\n", run->id, run->RunKey());
+  out << fmt::format("  job            {}\n", run->job);
+  out << fmt::format("  partition      {}\n", run->partition);
+  out << fmt::format("  period         {}\n", run->period);
+  out << fmt::format("  business date  {}\n", run->business_date);
+  out << fmt::format("  scheduled at   {}\n", FormatUtc(run->scheduled_at));
+  out << fmt::format("  state          {}\n", ledger::Name(run->state));
+  out << fmt::format("  reason         {}\n", reason);
+  out << fmt::format("  attempts       {}\n", run->attempts);
+  out << fmt::format("  updated at     {}\n", FormatInstant(run->updated_at));
+  out << "\nevents:\n";
+  PrintEventTable(*events, out);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
+  store::RunQuery q;
+  if (args.run) {
+    if (args.job || args.date || args.state || args.partition || args.limit) {
+      return Usage(err,
+                   "--run ID shows one run; do not combine it with --job, --date, --state, "
+                   "--partition or --limit");
+    }
+    if (*args.run <= 0) return Usage(err, fmt::format("--run {}: run ids are positive", *args.run));
+  } else {
+    if (args.state) {
+      auto state = ledger::ParseRunState(*args.state);
+      if (!state) {
+        return Usage(err, fmt::format("--state \"{}\" is not a run state; use one of {}",
+                                      *args.state, kAllStates));
+      }
+      q.state = *state;
+    }
+    if (args.date) {
+      if (!IsDate(*args.date)) {
+        return Usage(err, fmt::format("--date \"{}\" is not a date; use YYYY-MM-DD, e.g. "
+                                      "2026-11-28",
+                                      *args.date));
+      }
+      q.business_date = *args.date;
+    }
+    const int64_t limit = args.limit.value_or(kRunsDefaultLimit);
+    if (limit < 1 || limit > kRunsMaxLimit) {
+      return Usage(err,
+                   fmt::format("--limit {} is out of range; use 1 to {}", limit, kRunsMaxLimit));
+    }
+    q.limit = static_cast<int>(limit);
+    q.job = args.job;
+    q.partition = args.partition;
+  }
+
+  config::Config config;
+  if (int rc = LoadConfigOrReport("runs", args.config_path, &config, err); rc != kExitOk) {
+    return rc;
+  }
+  std::unique_ptr<store::Store> store;
+  if (int rc = OpenStoreOrReport("runs", config, &store, err); rc != kExitOk) return rc;
+
+  if (args.run) return ShowOne(*store, *args.run, args.json, out, err);
+
+  auto runs = store->RunList(q);  // newest first
+  if (!runs.ok()) {
+    err << "cronledger runs: " << runs.status().message() << "\n";
+    return ExitCodeFor(runs.status());
+  }
+  if (args.json) {
+    ordered_json list = ordered_json::array();
+    for (const auto& r : *runs) list.push_back(RunJson(r));
+    ordered_json doc;
+    doc["runs"] = std::move(list);
+    out << doc.dump(2) << "\n";
+    return kExitOk;
+  }
+  TextTable table(
+      {"ID", "RUN_KEY", "STATE", "REASON", "SCHEDULED_AT", "BUSINESS_DATE", "ATTEMPTS"});
+  for (const auto& r : *runs) {
+    table.AddRow({std::to_string(r.id), r.RunKey(), std::string(ledger::Name(r.state)),
+                  r.reason ? std::string(ledger::Name(*r.reason)) : "", FormatUtc(r.scheduled_at),
+                  r.business_date, std::to_string(r.attempts)});
+  }
+  table.Print(out);
+  return kExitOk;
+}
+
+}  // namespace cronledger::cli

@@ -1,0 +1,23 @@
+#ifndef CRONLEDGER_CLI_STATUS_COMMAND_H_
+#define CRONLEDGER_CLI_STATUS_COMMAND_H_
+
+#include <ostream>
+#include <string>
+
+#include "cronledger/clock.h"
+
+namespace cronledger::cli {
+
+struct StatusArgs {
+  std::string config_path;  // already resolved (--config, $CRONLEDGER_CONFIG, ./cronledger.toml)
+  bool json = false;
+};
+
+// `cronledger status`: where each configured job stands (DESIGN.md's
+// `status` shape with --json, else an aligned table). Exit 0; 2 on a config
+// error; 3 when the store is unavailable.
+int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
+
+}  // namespace cronledger::cli
+
+#endif  // CRONLEDGER_CLI_STATUS_COMMAND_H_

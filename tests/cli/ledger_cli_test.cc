@@ -1,0 +1,727 @@
+// `cronledger status | runs | events | pause | resume`, run as real
+// subprocesses against a SQLite ledger in a temporary folder. Runs get into
+// the ledger the way they do in production: `cronledger serve` plans them
+// (a 6-field every-second schedule, so its first pass plans a minute of
+// occurrences at once), then it is stopped with SIGTERM.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/subprocess.h"
+
+namespace cronledger {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::ProcessResult;
+using testing::RunProcess;
+
+ProcessResult Cronledger(std::vector<std::string> args) {
+  args.insert(args.begin(), CRONLEDGER_BIN);
+  return RunProcess(args);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(text.substr(start, nl - start));
+  }
+  return lines;
+}
+
+std::vector<std::string> Keys(const Json& object) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : object.items()) keys.push_back(k);
+  return keys;
+}
+
+bool IsRfc3339Utc(const Json& v) {
+  if (!v.is_string()) return false;
+  const std::string s = v.get<std::string>();
+  return s.size() == 20 && s[4] == '-' && s[10] == 'T' && s.back() == 'Z';
+}
+
+bool IsDate(const Json& v) {
+  if (!v.is_string()) return false;
+  const std::string s = v.get<std::string>();
+  return s.size() == 10 && s[4] == '-' && s[7] == '-';
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// A fresh folder, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "cronledger-ledger-cli-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(File(name)) << text;
+    return File(name);
+  }
+
+ private:
+  std::string path_;
+};
+
+// `tick` fires every second for two partitions; `daily_report` once a day
+// (it has no occurrence within serve's lookahead, so no runs).
+std::string ConfigText(const std::string& store) {
+  return R"([server]
+store = ")" +
+         store + R"("
+
+[[job]]
+name = "tick"
+schedule = "* * * * * *"
+timezone = "UTC"
+partitions = ["acme", "globex"]
+
+  [[job.step]]
+  name = "work"
+  command = ["/bin/true"]
+
+[[job]]
+name = "daily_report"
+schedule = "0 9 * * *"
+timezone = "Asia/Seoul"
+date_offset_days = -1
+
+  [[job.step]]
+  name = "generate"
+  command = ["/bin/true"]
+)";
+}
+
+// Polls `done` every 50 ms, at most `tries` times. No clock is read.
+template <typename Done>
+bool WaitFor(Done done, int tries) {
+  for (int i = 0; i < tries; ++i) {
+    if (done()) return true;
+    usleep(50 * 1000);
+  }
+  return done();
+}
+
+// `cronledger serve` in the background. The destructor kills and reaps it
+// whatever happened, so no test (not even a failing one) leaves it behind.
+class ServeProcess {
+ public:
+  ServeProcess(const std::string& config, const std::string& log) {
+    // Everything the child needs is built before fork: it only execs.
+    std::vector<std::string> argv = {CRONLEDGER_BIN, "serve", "--config", config};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+      }
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    if (fd >= 0) close(fd);
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+  }
+  ~ServeProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  bool Running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      return false;
+    }
+    return true;
+  }
+
+  // SIGTERM, then up to ~10 s for a clean exit (SIGKILL after that). The
+  // exit code, -1 when it ended by a signal.
+  int Stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      WaitFor([&] { return !Running(); }, 200);
+      if (pid_ > 0) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+        exit_code_ = -1;
+      }
+    }
+    return exit_code_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+};
+
+// ---------------------------------------------------------------------------
+// A ledger planned by serve, shared (read-only) by the tests of this suite.
+
+class LedgerCliServed : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    config_ = dir_->Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+    const std::string log = dir_->File("serve.log");
+    ServeProcess serve(config_, log);
+    // Wait until serve has opened (and created) the store before touching
+    // it, then for its first pass, which plans a minute ahead at once; then
+    // let a couple of release passes run.
+    const bool started = WaitFor(
+        [&] { return !serve.Running() || ReadFile(log).find("started with") != std::string::npos; },
+        200);
+    const bool planned =
+        started &&
+        WaitFor(
+            [&] {
+              if (!serve.Running()) return true;
+              auto r = Cronledger({"runs", "--config", config_, "--limit", "1", "--json"});
+              return r.exit_code == 0 && !Json::parse(r.out)["runs"].empty();
+            },
+            200);
+    if (!planned || !serve.Running()) {
+      error_ = new std::string("serve planned nothing; its log:\n" + ReadFile(log));
+      return;
+    }
+    usleep(2000 * 1000);
+    const int rc = serve.Stop();
+    if (rc != 0) {
+      error_ =
+          new std::string("serve exited " + std::to_string(rc) + "; its log:\n" + ReadFile(log));
+    }
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+    delete error_;
+    error_ = nullptr;
+  }
+  void SetUp() override { ASSERT_EQ(error_, nullptr) << *error_; }
+
+  static Json RunJson(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--config", config_, "--json"});
+    auto r = Cronledger(std::move(args));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    return Json::parse(r.out);
+  }
+  static Json Runs(std::vector<std::string> args) {
+    args.insert(args.begin(), "runs");
+    return RunJson(std::move(args))["runs"];
+  }
+  static Json Events(std::vector<std::string> args) {
+    args.insert(args.begin(), "events");
+    return RunJson(std::move(args))["events"];
+  }
+
+  static TempDir* dir_;
+  static std::string config_;
+  static std::string* error_;
+};
+
+TempDir* LedgerCliServed::dir_ = nullptr;
+std::string LedgerCliServed::config_;
+std::string* LedgerCliServed::error_ = nullptr;
+
+const std::vector<std::string> kRunKeys = {"id",     "run_key",       "job",          "partition",
+                                           "period", "business_date", "scheduled_at", "state",
+                                           "reason", "attempts",      "steps"};
+const std::vector<std::string> kEventKeys = {"id",      "at",    "type",   "job",    "run_id",
+                                             "run_key", "actor", "reason", "details"};
+
+TEST_F(LedgerCliServed, StatusJsonHasExactlyTheContractKeysInOrder) {
+  const Json status = RunJson({"status"});
+  ASSERT_EQ(Keys(status), std::vector<std::string>{"jobs"});
+  ASSERT_EQ(status["jobs"].size(), 2u);
+  for (const auto& job : status["jobs"]) {
+    EXPECT_EQ(Keys(job),
+              (std::vector<std::string>{
+                  "name", "state", "last_success_at", "last_success_business_date", "business_date",
+                  "expected", "succeeded", "failed", "unknown", "waived", "in_progress", "missing",
+                  "lag_seconds", "next_at", "steps", "planned_through", "in_flight"}));
+  }
+  const Json& tick = status["jobs"][0];
+  EXPECT_EQ(tick["name"], "tick");
+  EXPECT_EQ(tick["state"], "active");
+  EXPECT_TRUE(tick["last_success_at"].is_null());
+  EXPECT_TRUE(tick["last_success_business_date"].is_null());
+  ASSERT_TRUE(IsDate(tick["business_date"])) << tick;
+  // Nothing runs yet (no dispatcher): every planned run of the date is pending.
+  const Json for_date = Runs(
+      {"--job", "tick", "--date", tick["business_date"].get<std::string>(), "--limit", "100000"});
+  EXPECT_GT(tick["expected"].get<int>(), 0);
+  EXPECT_EQ(tick["expected"].get<std::size_t>(), for_date.size());
+  EXPECT_EQ(tick["in_progress"], tick["expected"]);
+  for (const char* zero : {"succeeded", "failed", "unknown", "waived", "missing"}) {
+    EXPECT_EQ(tick[zero], 0) << zero;
+  }
+  EXPECT_TRUE(tick["lag_seconds"].is_number_integer());
+  EXPECT_GE(tick["lag_seconds"].get<int64_t>(), 0);
+  EXPECT_TRUE(IsRfc3339Utc(tick["next_at"])) << tick["next_at"];
+  EXPECT_TRUE(tick["steps"].is_object());
+  EXPECT_TRUE(tick["steps"].empty());
+  EXPECT_TRUE(IsRfc3339Utc(tick["planned_through"])) << tick["planned_through"];
+  EXPECT_GT(tick["in_flight"].get<int>(), 0);
+
+  const Json& daily = status["jobs"][1];
+  EXPECT_EQ(daily["name"], "daily_report");
+  EXPECT_EQ(daily["state"], "active");
+  EXPECT_TRUE(IsDate(daily["business_date"]));
+  EXPECT_EQ(daily["expected"], 0);
+  EXPECT_EQ(daily["lag_seconds"], 0);
+  // 09:00 in Seoul is 00:00 UTC.
+  ASSERT_TRUE(IsRfc3339Utc(daily["next_at"]));
+  EXPECT_EQ(daily["next_at"].get<std::string>().substr(10), "T00:00:00Z");
+}
+
+TEST_F(LedgerCliServed, StatusTextIsAnAlignedTable) {
+  const auto r = Cronledger({"status", "--config", config_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0].rfind("JOB  ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("STATE"), std::string::npos);
+  EXPECT_NE(lines[0].find("IN_PROGRESS"), std::string::npos);
+  EXPECT_EQ(lines[1].rfind("tick          active", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("daily_report  active", 0), 0u) << lines[2];
+  // Aligned: STATE starts in the same column on every line.
+  const auto state_col = lines[0].find("STATE");
+  EXPECT_EQ(lines[1].find("active"), state_col);
+  EXPECT_EQ(lines[2].find("active"), state_col);
+}
+
+TEST_F(LedgerCliServed, RunsJsonShapeFiltersAndLimit) {
+  const Json all = Runs({"--limit", "100000"});
+  ASSERT_GE(all.size(), 4u);
+  ASSERT_EQ(all.size() % 2, 0u) << "one run per partition and period";
+  std::map<std::string, int> per_partition;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Json& run = all[i];
+    ASSERT_EQ(Keys(run), kRunKeys) << run;
+    if (i > 0) {
+      EXPECT_LT(run["id"].get<int64_t>(), all[i - 1]["id"].get<int64_t>()) << "newest first";
+    }
+    EXPECT_EQ(run["job"], "tick");
+    EXPECT_EQ(run["run_key"], "tick/" + run["partition"].get<std::string>() + "/" +
+                                  run["period"].get<std::string>());
+    EXPECT_TRUE(IsRfc3339Utc(run["scheduled_at"])) << run;
+    // A UTC slot period: the local time with its offset, to the second.
+    EXPECT_EQ(run["period"], run["scheduled_at"].get<std::string>().substr(0, 19) + "+00:00");
+    EXPECT_EQ(run["business_date"], run["scheduled_at"].get<std::string>().substr(0, 10));
+    EXPECT_EQ(run["state"], "pending");
+    EXPECT_TRUE(run["reason"].is_null());
+    EXPECT_EQ(run["attempts"], 0);
+    EXPECT_EQ(run["steps"], Json::array());
+    ++per_partition[run["partition"].get<std::string>()];
+  }
+  EXPECT_EQ(per_partition,
+            (std::map<std::string, int>{{"acme", static_cast<int>(all.size() / 2)},
+                                        {"globex", static_cast<int>(all.size() / 2)}}));
+
+  // The default limit is 100.
+  EXPECT_EQ(Runs({}).size(), std::min<std::size_t>(all.size(), 100));
+
+  const Json acme = Runs({"--partition", "acme", "--limit", "100000"});
+  EXPECT_EQ(acme.size(), all.size() / 2);
+  for (const auto& run : acme) EXPECT_EQ(run["partition"], "acme");
+
+  EXPECT_EQ(Runs({"--state", "pending", "--limit", "100000"}).size(), all.size());
+  EXPECT_TRUE(Runs({"--state", "succeeded"}).empty());
+  EXPECT_TRUE(Runs({"--job", "daily_report"}).empty());
+  EXPECT_EQ(Runs({"--job", "tick", "--partition", "globex", "--limit", "100000"}).size(),
+            all.size() / 2);
+
+  const std::string date = all[0]["business_date"];
+  std::size_t on_date = 0;
+  for (const auto& run : all) on_date += run["business_date"] == date ? 1 : 0;
+  const Json dated = Runs({"--date", date, "--limit", "100000"});
+  EXPECT_EQ(dated.size(), on_date);
+  for (const auto& run : dated) EXPECT_EQ(run["business_date"], date);
+  EXPECT_TRUE(Runs({"--date", "2001-01-01"}).empty());
+
+  const Json five = Runs({"--limit", "5"});
+  ASSERT_EQ(five.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(five[i]["id"], all[i]["id"]);
+}
+
+TEST_F(LedgerCliServed, RunsTextIsATableNewestFirst) {
+  const Json all = Runs({"--limit", "100000"});
+  const auto r = Cronledger({"runs", "--config", config_, "--limit", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0].rfind("ID", 0), 0u);
+  EXPECT_NE(lines[0].find("RUN_KEY"), std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = std::to_string(all[i]["id"].get<int64_t>());
+    EXPECT_EQ(lines[i + 1].rfind(id + " ", 0), 0u) << lines[i + 1];
+    EXPECT_EQ(lines[i + 1].find(all[i]["run_key"].get<std::string>()), lines[0].find("RUN_KEY"))
+        << lines[i + 1];
+    EXPECT_EQ(lines[i + 1].find("pending"), lines[0].find("STATE")) << lines[i + 1];
+  }
+}
+
+TEST_F(LedgerCliServed, OneRunIncludesItsPlannedEvent) {
+  const Json all = Runs({"--limit", "100000"});
+  ASSERT_FALSE(all.empty());
+  const Json& oldest = all.back();
+  const int64_t id = oldest["id"];
+  const Json run = RunJson({"runs", "--run", std::to_string(id)});
+  std::vector<std::string> keys = kRunKeys;
+  keys.insert(keys.end(), {"attempt_list", "effects", "events"});
+  ASSERT_EQ(Keys(run), keys);
+  for (const auto& k : kRunKeys) EXPECT_EQ(run[k], oldest[k]) << k;
+  EXPECT_EQ(run["attempt_list"], Json::array());
+  EXPECT_EQ(run["effects"], Json::array());
+  ASSERT_FALSE(run["events"].empty());
+  const Json& planned = run["events"][0];
+  ASSERT_EQ(Keys(planned), kEventKeys);
+  EXPECT_EQ(planned["type"], "planned");
+  EXPECT_EQ(planned["job"], "tick");
+  EXPECT_EQ(planned["run_id"], id);
+  EXPECT_EQ(planned["run_key"], oldest["run_key"]);
+  EXPECT_EQ(planned["actor"], "planner");
+  EXPECT_TRUE(planned["reason"].is_null());
+  EXPECT_TRUE(IsRfc3339Utc(planned["at"]));
+  ASSERT_TRUE(planned["details"].is_object()) << planned["details"];
+  EXPECT_EQ(planned["details"]["scheduled_at"], oldest["scheduled_at"]);
+  EXPECT_EQ(planned["details"]["business_date"], oldest["business_date"]);
+  for (const auto& e : run["events"]) EXPECT_EQ(e["run_id"], id);
+
+  const auto text = Cronledger({"runs", "--config", config_, "--run", std::to_string(id)});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const auto lines = Lines(text.out);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0], "run " + std::to_string(id) + "  " + oldest["run_key"].get<std::string>());
+  EXPECT_NE(text.out.find("  state          pending\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  planned  "), std::string::npos) << text.out;
+
+  const auto missing = Cronledger({"runs", "--config", config_, "--run", "987654321"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err, "cronledger runs: no run with id 987654321\n");
+
+  const auto mixed =
+      Cronledger({"runs", "--config", config_, "--run", std::to_string(id), "--job", "tick"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("--run"), std::string::npos);
+}
+
+TEST_F(LedgerCliServed, EventsJsonShapeFiltersAndLimit) {
+  const Json all = Events({"--limit", "100000"});
+  const Json runs = Runs({"--limit", "100000"});
+  ASSERT_FALSE(all.empty());
+  std::size_t planned = 0;
+  std::set<std::string> types;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Json& e = all[i];
+    ASSERT_EQ(Keys(e), kEventKeys) << e;
+    if (i > 0) {
+      EXPECT_GT(e["id"].get<int64_t>(), all[i - 1]["id"].get<int64_t>()) << "oldest first";
+    }
+    EXPECT_TRUE(IsRfc3339Utc(e["at"])) << e;
+    EXPECT_TRUE(e["details"].is_object()) << e;
+    EXPECT_FALSE(e["actor"].get<std::string>().empty());
+    types.insert(e["type"].get<std::string>());
+    if (e["type"] == "planned") {
+      ++planned;
+      EXPECT_TRUE(e["run_id"].is_number_integer());
+      EXPECT_TRUE(e["run_key"].is_string());
+    } else if (e["type"] == "config_changed") {
+      // About a job, not a run: those are null, not "" or 0.
+      EXPECT_TRUE(e["run_id"].is_null());
+      EXPECT_TRUE(e["run_key"].is_null());
+      EXPECT_TRUE(e["details"]["definition"].is_object()) << e;
+    }
+  }
+  EXPECT_EQ(planned, runs.size()) << "one planned event per run";
+  EXPECT_TRUE(types.count("config_changed")) << "serve recorded both jobs' definitions";
+
+  const Json last3 = Events({"--limit", "3"});
+  ASSERT_EQ(last3.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(last3[i], all[all.size() - 3 + i]);
+
+  const Json daily = Events({"--job", "daily_report", "--limit", "100000"});
+  ASSERT_FALSE(daily.empty());
+  for (const auto& e : daily) EXPECT_EQ(e["job"], "daily_report");
+
+  const int64_t run_id = runs[0]["id"];
+  const Json of_run = Events({"--run", std::to_string(run_id)});
+  ASSERT_FALSE(of_run.empty());
+  for (const auto& e : of_run) EXPECT_EQ(e["run_id"], run_id);
+
+  // --since: the first events at or after the instant.
+  const std::string first_at = all[0]["at"];
+  const Json since = Events({"--since", first_at, "--limit", "2"});
+  ASSERT_EQ(since.size(), 2u);
+  EXPECT_EQ(since[0], all[0]);
+  EXPECT_TRUE(Events({"--since", "2999-01-01T00:00:00Z"}).empty());
+
+  const auto text = Cronledger({"events", "--config", config_, "--limit", "2"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const auto lines = Lines(text.out);
+  ASSERT_EQ(lines.size(), 3u) << text.out;
+  EXPECT_EQ(lines[0].rfind("ID", 0), 0u);
+  EXPECT_NE(lines[0].find("TYPE"), std::string::npos);
+  EXPECT_EQ(lines[2].rfind(std::to_string(all.back()["id"].get<int64_t>()) + " ", 0), 0u);
+}
+
+// ---------------------------------------------------------------------------
+// pause / resume on a fresh ledger (serve never ran).
+
+class LedgerCliPause : public ::testing::Test {
+ protected:
+  void SetUp() override { config_ = dir_.Write("cronledger.toml", ConfigText("sqlite:ledger.db")); }
+  ProcessResult Run(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--config", config_});
+    return Cronledger(std::move(args));
+  }
+  Json StateOf() {
+    auto r = Run({"status", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    Json states = Json::object();
+    const Json status = Json::parse(r.out);
+    for (const auto& j : status["jobs"]) states[j["name"].get<std::string>()] = j["state"];
+    return states;
+  }
+  Json LastEvent() {
+    auto r = Run({"events", "--json", "--limit", "1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Json::parse(r.out)["events"].at(0);
+  }
+
+  TempDir dir_;
+  std::string config_;
+};
+
+TEST_F(LedgerCliPause, PauseAndResumeAJobNotYetInTheLedger) {
+  auto r = Run({"pause", "--job", "daily_report", "--reason", "quarter close", "--by", "alice"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "paused job daily_report\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(StateOf(), (Json{{"tick", "active"}, {"daily_report", "paused"}}));
+
+  Json e = LastEvent();
+  EXPECT_EQ(e["type"], "paused");
+  EXPECT_EQ(e["job"], "daily_report");
+  EXPECT_EQ(e["actor"], "alice");
+  EXPECT_EQ(e["reason"], "quarter close");
+  EXPECT_TRUE(e["run_id"].is_null());
+  EXPECT_EQ(e["details"], (Json{{"scope", "job"}}));
+  // The job was recorded first, as serve would have: its definition version.
+  auto events = Run({"events", "--json", "--job", "daily_report"});
+  const Json list = Json::parse(events.out)["events"];
+  ASSERT_EQ(list.size(), 2u) << list;
+  EXPECT_EQ(list[0]["type"], "config_changed");
+
+  r = Run({"pause", "--job", "daily_report", "--reason", "again", "--by", "bob"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "cronledger pause: job \"daily_report\" is already paused\n");
+  EXPECT_EQ(LastEvent()["actor"], "alice") << "a refused action records nothing";
+
+  r = Run({"resume", "--job", "daily_report", "--reason", "closed", "--by", "carol"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "resumed job daily_report\n");
+  EXPECT_EQ(StateOf(), (Json{{"tick", "active"}, {"daily_report", "active"}}));
+  e = LastEvent();
+  EXPECT_EQ(e["type"], "resumed");
+  EXPECT_EQ(e["actor"], "carol");
+  EXPECT_EQ(e["reason"], "closed");
+
+  r = Run({"resume", "--job", "daily_report", "--reason", "again"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "cronledger resume: job \"daily_report\" is not paused\n");
+}
+
+TEST_F(LedgerCliPause, PauseAndResumeEverything) {
+  auto r = Run({"pause", "--all", "--reason", "database migration"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "paused everything\n");
+  EXPECT_EQ(StateOf(), (Json{{"tick", "paused"}, {"daily_report", "paused"}}));
+  Json e = LastEvent();
+  EXPECT_EQ(e["type"], "paused");
+  EXPECT_TRUE(e["job"].is_null());
+  EXPECT_EQ(e["reason"], "database migration");
+  EXPECT_FALSE(e["actor"].get<std::string>().empty()) << "--by defaults to the OS user";
+  EXPECT_EQ(e["details"], (Json{{"scope", "all"}}));
+
+  r = Run({"pause", "--all", "--reason", "twice"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "cronledger pause: everything is already paused\n");
+
+  // The global switch and a job's own flag are separate.
+  r = Run({"resume", "--job", "tick", "--reason", "only this one"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "cronledger resume: job \"tick\" is not paused on its own; everything is paused: "
+            "resume it with --all\n");
+
+  r = Run({"resume", "--all", "--reason", "done", "--by", "ops"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "resumed everything\n");
+  EXPECT_EQ(StateOf(), (Json{{"tick", "active"}, {"daily_report", "active"}}));
+  EXPECT_EQ(LastEvent()["type"], "resumed");
+
+  r = Run({"resume", "--all", "--reason", "twice"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "cronledger resume: everything is not paused (a job paused on its own is resumed "
+            "with --job)\n");
+}
+
+TEST_F(LedgerCliPause, UsageErrorsExitTwoAndTouchNothing) {
+  const std::string db = dir_.File("ledger.db");
+  struct Case {
+    std::vector<std::string> args;
+    std::string err_contains;
+  };
+  const std::vector<Case> cases = {
+      {{"pause", "--job", "tick"}, "--reason TEXT is required"},
+      {{"pause", "--job", "tick", "--reason", ""}, "--reason TEXT is required"},
+      {{"resume", "--job", "tick", "--reason", "   "}, "--reason TEXT is required"},
+      {{"pause", "--reason", "x"}, "exactly one of --job JOB or --all"},
+      {{"pause", "--job", "tick", "--all", "--reason", "x"}, "--job excludes --all"},
+      {{"pause", "--job", "nope", "--reason", "x"},
+       "cronledger pause: no job \"nope\" in " + config_ + "\n"},
+      {{"resume", "--job", "nope", "--reason", "x"},
+       "cronledger resume: no job \"nope\" in " + config_ + "\n"},
+  };
+  for (const auto& c : cases) {
+    const auto r = Run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << c.args[1];
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find(c.err_contains), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db)) << "no store was opened";
+}
+
+// ---------------------------------------------------------------------------
+// Usage, config and store errors.
+
+TEST(LedgerCliErrors, UnavailableStoreExitsThree) {
+  TempDir dir;
+  const std::string config =
+      dir.Write("cronledger.toml", ConfigText("sqlite:/proc/nonexistent/x.db"));
+  const std::vector<std::vector<std::string>> commands = {
+      {"status"},
+      {"status", "--json"},
+      {"runs"},
+      {"runs", "--run", "1"},
+      {"events"},
+      {"pause", "--job", "tick", "--reason", "x"},
+      {"resume", "--all", "--reason", "x"},
+  };
+  for (auto args : commands) {
+    const std::string name = args[0];
+    args.insert(args.begin() + 1, {"--config", config});
+    const auto r = Cronledger(args);
+    EXPECT_EQ(r.exit_code, 3) << name << ": " << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err.rfind("cronledger " + name + ": store unavailable: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("/proc/nonexistent/x.db"), std::string::npos) << r.err;
+  }
+}
+
+TEST(LedgerCliErrors, ConfigErrorsExitTwo) {
+  TempDir dir;
+  const std::string config =
+      dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db") + "\n[bogus]\nx = 1\n");
+  for (const std::string command : {"status", "runs", "events"}) {
+    const auto r = Cronledger({command, "--config", config});
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("bogus"), std::string::npos) << r.err;
+  }
+  const auto missing = Cronledger({"status", "--config", dir.File("absent.toml")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
+}
+
+TEST(LedgerCliErrors, FilterValidationIsPrecise) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"runs", "--state", "done"},
+       "cronledger runs: --state \"done\" is not a run state; use one of pending, running, "
+       "succeeded, failed, unknown, skipped, awaiting_approval, cancelled\n"},
+      {{"runs", "--date", "2026-02-30"},
+       "cronledger runs: --date \"2026-02-30\" is not a date; use YYYY-MM-DD, e.g. "
+       "2026-11-28\n"},
+      {{"runs", "--date", "2026-1-1"},
+       "cronledger runs: --date \"2026-1-1\" is not a date; use YYYY-MM-DD, e.g. 2026-11-28\n"},
+      {{"runs", "--limit", "0"}, "cronledger runs: --limit 0 is out of range; use 1 to 100000\n"},
+      {{"runs", "--limit", "100001"},
+       "cronledger runs: --limit 100001 is out of range; use 1 to 100000\n"},
+      {{"events", "--limit", "0"},
+       "cronledger events: --limit 0 is out of range; use 1 to 100000\n"},
+  };
+  for (const auto& c : cases) {
+    auto args = c.args;
+    args.insert(args.begin() + 1, {"--config", config});
+    const auto r = Cronledger(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, c.err);
+  }
+  const auto since = Cronledger({"events", "--config", config, "--since", "yesterday"});
+  EXPECT_EQ(since.exit_code, 2);
+  EXPECT_EQ(since.err.rfind("cronledger events: --since: ", 0), 0u) << since.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db"))) << "rejected before opening";
+
+  // Valid filters on an empty ledger: empty lists, exit 0.
+  const auto empty = Cronledger({"runs", "--config", config, "--state", "awaiting_approval",
+                                 "--date", "2024-02-29", "--limit", "100000", "--json"});
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(Json::parse(empty.out), (Json{{"runs", Json::array()}}));
+}
+
+}  // namespace
+}  // namespace cronledger
