@@ -25,10 +25,12 @@ int LoadConfigOrReport(const std::string& command, const std::string& path,
 }
 
 int OpenStoreOrReport(const std::string& command, const config::Config& config,
-                      std::unique_ptr<store::Store>* out, std::ostream& err) {
-  auto s = store::OpenStore(config.server);
+                      std::unique_ptr<store::Store>* out, std::ostream& err, StoreAccess access) {
+  auto s = store::OpenStore(config.server, access == StoreAccess::kCreate);
   if (!s.ok()) {
-    err << "cronledger " << command << ": store unavailable: " << s.status().message() << "\n";
+    err << "cronledger " << command << ": store unavailable: " << s.status().message();
+    if (access == StoreAccess::kExisting) err << " (has `cronledger serve` run with this config?)";
+    err << "\n";
     return s.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitUnavailable;
   }
   *out = std::move(*s);

@@ -17,10 +17,15 @@ namespace cronledger::cli {
 int LoadConfigOrReport(const std::string& command, const std::string& path,
                        config::Config* out, std::ostream& err);
 
-// Opens the configured store. kExitUnavailable when it cannot be reached or
-// the database needs a newer cronledger, kExitUsage for an unsupported URL.
+// Whether a command may create the ledger when it does not exist yet.
+enum class StoreAccess { kCreate, kExisting };
+
+// Opens the configured store. kExitUnavailable when it cannot be reached,
+// does not exist (kExisting) or needs a newer cronledger; kExitUsage for an
+// unsupported URL.
 int OpenStoreOrReport(const std::string& command, const config::Config& config,
-                      std::unique_ptr<store::Store>* out, std::ostream& err);
+                      std::unique_ptr<store::Store>* out, std::ostream& err,
+                      StoreAccess access = StoreAccess::kCreate);
 
 // The name operator actions record by default: the OS user.
 std::string DefaultActor();

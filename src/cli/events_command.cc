@@ -45,7 +45,7 @@ int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err) {
     return rc;
   }
   std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("events", config, &store, err); rc != kExitOk) return rc;
+  if (int rc = OpenStoreOrReport("events", config, &store, err, StoreAccess::kExisting); rc != kExitOk) return rc;
 
   auto events = store->EventList(q);  // oldest first
   if (!events.ok()) {

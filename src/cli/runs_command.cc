@@ -120,7 +120,7 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
     return rc;
   }
   std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("runs", config, &store, err); rc != kExitOk) return rc;
+  if (int rc = OpenStoreOrReport("runs", config, &store, err, StoreAccess::kExisting); rc != kExitOk) return rc;
 
   if (args.run) return ShowOne(*store, *args.run, args.json, out, err);
 

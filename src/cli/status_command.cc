@@ -54,7 +54,7 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
     return rc;
   }
   std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("status", config, &store, err); rc != kExitOk) return rc;
+  if (int rc = OpenStoreOrReport("status", config, &store, err, StoreAccess::kExisting); rc != kExitOk) return rc;
   auto report = engine::BuildStatus(config, *store, clock.Now());
   if (!report.ok()) {
     err << "cronledger status: " << report.status().message() << "\n";

@@ -11,7 +11,8 @@ namespace cronledger::store {
 // Opens the store named by server.store ("sqlite:/path"). kUnavailable or
 // kIOError when it cannot be reached, kFailedPrecondition when the database
 // needs a newer cronledger, kInvalidArgument for an unsupported URL.
-Result<std::unique_ptr<Store>> OpenStore(const config::ServerConfig& server);
+// With `create` false a store that does not exist yet is kUnavailable.
+Result<std::unique_ptr<Store>> OpenStore(const config::ServerConfig& server, bool create = true);
 
 }  // namespace cronledger::store
 

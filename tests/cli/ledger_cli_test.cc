@@ -292,8 +292,9 @@ TEST_F(LedgerCliServed, StatusJsonHasExactlyTheContractKeysInOrder) {
   // Nothing runs yet (no dispatcher): every planned run of the date is pending.
   const Json for_date = Runs(
       {"--job", "tick", "--date", tick["business_date"].get<std::string>(), "--limit", "100000"});
+  // Only due runs count; serve also planned up to a minute ahead.
   EXPECT_GT(tick["expected"].get<int>(), 0);
-  EXPECT_EQ(tick["expected"].get<std::size_t>(), for_date.size());
+  EXPECT_LE(tick["expected"].get<std::size_t>(), for_date.size());
   EXPECT_EQ(tick["in_progress"], tick["expected"]);
   for (const char* zero : {"succeeded", "failed", "unknown", "waived", "missing"}) {
     EXPECT_EQ(tick[zero], 0) << zero;
@@ -666,6 +667,18 @@ TEST(LedgerCliErrors, UnavailableStoreExitsThree) {
   }
 }
 
+TEST(LedgerCliErrors, ReadingCommandsDoNotInventALedger) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  for (const std::string command : {"status", "runs", "events"}) {
+    const auto r = Cronledger({command, "--config", config});
+    EXPECT_EQ(r.exit_code, 3) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("has `cronledger serve` run with this config?"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
+}
+
 TEST(LedgerCliErrors, ConfigErrorsExitTwo) {
   TempDir dir;
   const std::string config =
@@ -717,6 +730,9 @@ TEST(LedgerCliErrors, FilterValidationIsPrecise) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db"))) << "rejected before opening";
 
   // Valid filters on an empty ledger: empty lists, exit 0.
+  ASSERT_EQ(Cronledger({"pause", "--config", config, "--all", "--reason", "create the ledger"})
+                .exit_code,
+            0);
   const auto empty = Cronledger({"runs", "--config", config, "--state", "awaiting_approval",
                                  "--date", "2024-02-29", "--limit", "100000", "--json"});
   ASSERT_EQ(empty.exit_code, 0) << empty.err;

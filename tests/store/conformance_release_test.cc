@@ -191,6 +191,7 @@ TEST_P(StoreRelease, PauseTwiceIsAConflictAndUnknownJobNotFound) {
   const Status resume_all =
       S().JobSetPaused({std::nullopt, false, "a", "r", InstantAt("2026-11-05T05:01:00Z")});
   EXPECT_EQ(resume_all.code(), StatusCode::kConflict);
+  EXPECT_EQ(resume_all.message(), "everything is not paused");
   const Status ghost = S().JobSetPaused({"ghost", true, "a", "r", InstantAt("2026-11-05T05:00:00Z")});
   EXPECT_EQ(ghost.code(), StatusCode::kNotFound);
   auto job = S().JobGet("j");
@@ -292,6 +293,12 @@ TEST_P(StoreRelease, StatsCountTheBusinessDateAndFindLag) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->by_state["pending"], 3);
   EXPECT_EQ(stats->by_state.count("skipped"), 0u);
+  // Runs planned ahead but not yet due are not counted.
+  Plan("j", {Occurrence("2026-11-05T23:00:00Z", {"a"}, "late")}, "2026-11-05T23:00:00Z",
+       "2026-11-05T09:10:00Z");
+  auto with_future = S().StatsGet(p);
+  ASSERT_TRUE(with_future.ok());
+  EXPECT_EQ(with_future->by_state["pending"], 3);
   EXPECT_EQ(stats->in_flight, 3);
   EXPECT_FALSE(stats->last_success_at.has_value());
   ASSERT_TRUE(stats->oldest_open_scheduled_at.has_value());

@@ -85,12 +85,11 @@ std::optional<int64_t> Stmt::OptInt(int col) const {
   return Int(col);
 }
 
-Result<std::unique_ptr<Db>> Db::Open(const std::string& path) {
+Result<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create) {
   sqlite3* handle = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &handle,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                     SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &handle,
+      SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = handle ? sqlite3_errmsg(handle) : "out of memory";
     sqlite3_close(handle);

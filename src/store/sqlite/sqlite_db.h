@@ -65,8 +65,8 @@ class Stmt {
 
 class Db {
  public:
-  // Opens (creating if needed) the database file.
-  static Result<std::unique_ptr<Db>> Open(const std::string& path);
+  // Opens the database file, creating it when missing if `create` is set.
+  static Result<std::unique_ptr<Db>> Open(const std::string& path, bool create = true);
   ~Db();
 
   // Runs one or more statements without results (pragmas, DDL).

@@ -115,7 +115,7 @@ Instant ToInstant(std::chrono::system_clock::time_point t) {
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& options) {
-  ASSIGN_OR_RETURN(db, Db::Open(options.path));
+  ASSIGN_OR_RETURN(db, Db::Open(options.path, options.create_if_missing));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
   Db& d = *store->db_;
   RETURN_IF_ERROR(d.Exec(fmt::format("PRAGMA busy_timeout = {}", options.busy_timeout.count())));
@@ -598,14 +598,15 @@ Status SqliteStore::JobSetPaused(const PauseParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  const std::string_view verb = p.paused ? "paused" : "not paused";
+  // "job X is already paused" / "job X is not paused".
+  const std::string_view state = p.paused ? "already paused" : "not paused";
   if (p.job) {
     ASSIGN_OR_RETURN(s, db_->Prepare("SELECT paused FROM jobs WHERE name = ?"));
     s.Bind(1, *p.job);
     ASSIGN_OR_RETURN(row, s.Step());
     if (!row) return NotFound(fmt::format("no job \"{}\" in the ledger", *p.job));
     if ((s.Int(0) != 0) == p.paused) {
-      return Status(StatusCode::kConflict, fmt::format("job \"{}\" is already {}", *p.job, verb));
+      return Status(StatusCode::kConflict, fmt::format("job \"{}\" is {}", *p.job, state));
     }
     ASSIGN_OR_RETURN(u, db_->Prepare(
         "UPDATE jobs SET paused = ?, paused_at = ?, paused_by = ?, pause_reason = ? "
@@ -623,7 +624,7 @@ Status SqliteStore::JobSetPaused(const PauseParams& p) {
         "SELECT coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0)"));
     ASSIGN_OR_RETURN(row, s.Step());
     if (row && (s.Int(0) != 0) == p.paused) {
-      return Status(StatusCode::kConflict, fmt::format("everything is already {}", verb));
+      return Status(StatusCode::kConflict, fmt::format("everything is {}", state));
     }
     ASSIGN_OR_RETURN(u, db_->Prepare(
         "INSERT INTO settings (key, value) VALUES ('paused_all', ?) "
@@ -734,8 +735,8 @@ Result<JobStats> SqliteStore::StatsGet(const StatsParams& p) {
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT state, coalesce(reason, ''), count(*) FROM runs WHERE job = ? AND "
-        "business_date = ? GROUP BY state, reason"));
-    s.Bind(1, p.job).Bind(2, p.business_date);
+        "business_date = ? AND scheduled_at <= ? GROUP BY state, reason"));
+    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
     for (;;) {
       ASSIGN_OR_RETURN(row, s.Step());
       if (!row) break;

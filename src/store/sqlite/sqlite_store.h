@@ -16,6 +16,9 @@ struct SqliteOptions {
   std::string path;
   bool synchronous_full = true;  // durability = "full"; false: "normal"
   std::chrono::milliseconds busy_timeout{5000};
+  // false: a missing file is kUnavailable instead of a new, empty ledger
+  // (read-only commands must not invent one from a mistyped path).
+  bool create_if_missing = true;
   // Fault injection for tests: runs before every SQL statement.
   sqlite::StatementHook statement_hook;
 };
