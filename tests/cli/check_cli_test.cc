@@ -1,5 +1,7 @@
 // `cronledger check`, run as a real subprocess.
 #include <gtest/gtest.h>
+
+#include "source_dir.h"
 #include <stdlib.h>
 
 #include <filesystem>
@@ -15,10 +17,7 @@ namespace {
 using testing::ProcessResult;
 using testing::RunProcess;
 
-// The source tree, found from this file: tests/cli/check_cli_test.cc.
-std::filesystem::path SourceRoot() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
+std::filesystem::path SourceRoot() { return cronledger::testing::kSourceDir; }
 
 ProcessResult Cronledger(std::vector<std::string> args) {
   args.insert(args.begin(), CRONLEDGER_BIN);

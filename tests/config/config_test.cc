@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "source_dir.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -19,10 +21,7 @@ using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-// The source tree, found from this file: tests/config/config_test.cc.
-std::filesystem::path SourceRoot() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
+std::filesystem::path SourceRoot() { return cronledger::testing::kSourceDir; }
 
 constexpr const char* kPath = "/srv/cl/cronledger.toml";
 
