@@ -14,15 +14,12 @@
 namespace cronledger {
 namespace {
 
+using testing::Cronledger;
+using testing::Lines;
 using testing::ProcessResult;
 using testing::RunProcess;
 
 std::filesystem::path SourceRoot() { return cronledger::testing::kSourceDir; }
-
-ProcessResult Cronledger(std::vector<std::string> args) {
-  args.insert(args.begin(), CRONLEDGER_BIN);
-  return RunProcess(args);
-}
 
 // With exactly `env` (plus a PATH) and the working directory `cwd`.
 ProcessResult CronledgerWith(std::vector<std::string> args, std::vector<std::string> env,

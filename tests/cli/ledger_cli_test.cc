@@ -26,22 +26,10 @@ namespace cronledger {
 namespace {
 
 using Json = nlohmann::ordered_json;
+using testing::Cronledger;
+using testing::Lines;
 using testing::ProcessResult;
 using testing::RunProcess;
-
-ProcessResult Cronledger(std::vector<std::string> args) {
-  args.insert(args.begin(), CRONLEDGER_BIN);
-  return RunProcess(args);
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
-    lines.push_back(text.substr(start, nl - start));
-  }
-  return lines;
-}
 
 std::vector<std::string> Keys(const Json& object) {
   std::vector<std::string> keys;

@@ -80,4 +80,18 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector
   return Run(argv, &env, cwd);
 }
 
+ProcessResult Cronledger(std::vector<std::string> args) {
+  args.insert(args.begin(), CRONLEDGER_BIN);
+  return RunProcess(args);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(text.substr(start, nl - start));
+  }
+  return lines;
+}
+
 }  // namespace cronledger::testing

@@ -21,6 +21,13 @@ ProcessResult RunProcess(const std::vector<std::string>& argv);
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          const std::string& cwd = "");
 
+// Runs the cronledger binary under test (CRONLEDGER_BIN) with `args`.
+ProcessResult Cronledger(std::vector<std::string> args);
+
+// The lines of `text`, without their newlines (an unterminated last line is
+// dropped: every line cronledger prints ends with one).
+std::vector<std::string> Lines(const std::string& text);
+
 }  // namespace cronledger::testing
 
 #endif  // CRONLEDGER_TESTS_CLI_SUBPROCESS_H_
