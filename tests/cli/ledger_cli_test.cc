@@ -5,6 +5,7 @@
 // occurrences at once), then it is stopped with SIGTERM.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -125,9 +126,11 @@ bool WaitFor(Done done, int tries) {
 // whatever happened, so no test (not even a failing one) leaves it behind.
 class ServeProcess {
  public:
-  ServeProcess(const std::string& config, const std::string& log) {
+  ServeProcess(const std::string& config, const std::string& log,
+               const std::vector<std::string>& extra = {}) {
     // Everything the child needs is built before fork: it only execs.
     std::vector<std::string> argv = {CRONLEDGER_BIN, "serve", "--config", config};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -725,6 +728,87 @@ TEST(LedgerCliErrors, FilterValidationIsPrecise) {
                                  "--date", "2024-02-29", "--limit", "100000", "--json"});
   ASSERT_EQ(empty.exit_code, 0) << empty.err;
   EXPECT_EQ(Json::parse(empty.out), (Json{{"runs", Json::array()}}));
+}
+
+}  // namespace
+}  // namespace cronledger
+
+namespace cronledger {
+namespace {
+
+// ---------------------------------------------------------------------------
+// serve's own exit codes and start-up report.
+
+TEST(ServeCli, InvalidConfigExitsTwoAndWritesNothing) {
+  TempDir dir;
+  const std::string config = dir.Write(
+      "cronledger.toml", ConfigText("sqlite:ledger.db") + "\n[[job]]\nname = \"x\"\n");
+  const auto r = Cronledger({"serve", "--config", config});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("job[x].schedule: required key is missing"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
+
+  const std::string good = dir.Write("good.toml", ConfigText("sqlite:ledger.db"));
+  const auto listen = Cronledger({"serve", "--config", good, "--listen", "0.0.0.0:8377"});
+  EXPECT_EQ(listen.exit_code, 2) << listen.err;
+  EXPECT_EQ(listen.err.rfind("cronledger serve: --listen: host \"0.0.0.0\" is not a loopback", 0),
+            0u)
+      << listen.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
+}
+
+TEST(ServeCli, UnavailableStoreExitsThree) {
+  TempDir dir;
+  const std::string config =
+      dir.Write("cronledger.toml", ConfigText("sqlite:/proc/nonexistent/x.db"));
+  const auto r = Cronledger({"serve", "--config", config});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cronledger serve: store unavailable"), std::string::npos) << r.err;
+}
+
+TEST(ServeCli, RefusesADatabaseThatNeedsANewerRelease) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  ASSERT_EQ(Cronledger({"pause", "--config", config, "--all", "--reason", "create"}).exit_code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.File("ledger.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_meta SET version = 7, compatible_from = 5", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const auto r = Cronledger({"serve", "--config", config});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("has schema version 7 and needs cronledger with schema version 5 or "
+                       "newer"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("upgrade cronledger"), std::string::npos) << r.err;
+}
+
+TEST(ServeCli, ReportsWhereEachJobStandsAndStopsCleanly) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  const std::string log = dir.File("serve.log");
+  {
+    ServeProcess serve(config, log);
+    ASSERT_TRUE(WaitFor([&] { return ReadFile(log).find("planned") != std::string::npos; }, 400))
+        << ReadFile(log);
+    EXPECT_EQ(serve.Stop(), 0) << ReadFile(log);
+  }
+  // A restart reads the ledger first and says where each job stands.
+  const std::string log2 = dir.File("serve2.log");
+  {
+    ServeProcess serve(config, log2, {"--node-id", "web-7"});
+    ASSERT_TRUE(WaitFor([&] { return ReadFile(log2).find("job daily_report") != std::string::npos; },
+                        400))
+        << ReadFile(log2);
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  const std::string text = ReadFile(log2);
+  EXPECT_NE(text.find("serve: node web-7 started with 2 job(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("serve: job tick (active): planned through 20"), std::string::npos) << text;
+  EXPECT_NE(text.find("run(s) in flight, 0 unknown"), std::string::npos) << text;
+  EXPECT_NE(text.find("serve: node web-7 stopped cleanly"), std::string::npos) << text;
 }
 
 }  // namespace
