@@ -7,10 +7,12 @@
 #ifndef CRONLEDGER_CONFIG_CONFIG_H_
 #define CRONLEDGER_CONFIG_CONFIG_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -21,6 +23,8 @@ namespace cronledger::config {
 enum class Durability { kFull, kNormal };
 enum class Catchup { kAll, kLatest, kNone };
 enum class OnPause { kHold, kSkip };
+enum class Executor { kSubprocess, kInprocess, kExternal };
+enum class Overlap { kQueue, kSkip, kAllow };
 
 struct ServerConfig {
   // "sqlite:/abs/path.db" after resolution against the config's folder, or
@@ -30,6 +34,23 @@ struct ServerConfig {
   std::string node_id;  // default: host name and listen port
   int max_workers = 8;
   Durability durability = Durability::kFull;
+  std::chrono::seconds drain_timeout{30};
+  std::string log_dir;  // absolute; default: "logs" beside the config file
+  std::chrono::seconds log_retention{30 * 86400};
+  uint64_t output_cap = 1 << 20;  // bytes, per attempt and stream
+};
+
+// Retry policy (DESIGN.md, Configuration): max_attempts counts the first;
+// backoff before attempt n+1 is min(max_backoff, initial_backoff *
+// multiplier^(n-1)) scaled by a uniform factor in [1 - jitter, 1 + jitter];
+// max_retry_duration counts from the first attempt's start.
+struct RetryConfig {
+  int max_attempts = 3;
+  std::chrono::milliseconds initial_backoff{30000};
+  double multiplier = 2.0;
+  std::chrono::milliseconds max_backoff{600000};
+  double jitter = 0.2;
+  std::chrono::seconds max_retry_duration{6 * 3600};
 };
 
 struct StepConfig {
@@ -37,6 +58,8 @@ struct StepConfig {
   std::vector<std::string> command;  // absolute path or resolved against the config folder
   std::chrono::seconds timeout{3600};
   bool idempotent = false;
+  // Files (placeholders allowed) copied and kept with the attempt.
+  std::vector<std::string> keep_inputs;
   int line = 0;  // where the [[job.step]] starts, for messages
 };
 
@@ -69,7 +92,23 @@ struct JobConfig {
   BackfillConfig backfill;
   AlertConfig alert;
   std::vector<StepConfig> steps;
+  Executor executor = Executor::kSubprocess;
+  // Unset: three times the longest step timeout.
+  std::optional<std::chrono::seconds> lease_ttl;
+  Overlap overlap = Overlap::kQueue;
+  RetryConfig retry;
+  std::vector<int> retry_exit_codes;  // override the default classes
+  std::vector<int> fail_exit_codes;
+  std::vector<std::pair<std::string, std::string>> env;  // in file order
+  std::vector<std::string> env_from_host;  // names, passed through, never stored
   int line = 0;  // where the [[job]] starts
+
+  std::chrono::seconds EffectiveLeaseTtl() const {
+    if (lease_ttl) return *lease_ttl;
+    std::chrono::seconds longest{0};
+    for (const auto& s : steps) longest = std::max(longest, s.timeout);
+    return 3 * longest;
+  }
 
   // The key in force: `key`, or the schedule's default.
   PeriodKey EffectiveKey(const Schedule& schedule) const {
