@@ -1,0 +1,1 @@
+#include "exec/subprocess_executor.h"
