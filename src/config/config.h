@@ -161,8 +161,8 @@ std::variant<Config, ConfigErrors> ParseConfig(std::string_view text, const std:
 
 // One accepted key, as documented in docs/config.md: the same table drives
 // parsing, the messages and this list (a test compares it with the docs).
-// `section` is "" (top level), "server", "job", "job.backfill", "job.alert"
-// or "job.step"; `default_value` is "required" for a required key.
+// `section` is "" (top level), "server", "job", "job.backfill", "job.alert",
+// "job.retry" or "job.step"; `default_value` is "required" for a required key.
 struct KeyDoc {
   std::string section;
   std::string key;

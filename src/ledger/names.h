@@ -42,6 +42,17 @@ inline constexpr std::string_view kResumed = "resumed";
 inline constexpr std::string_view kConfigChanged = "config_changed";
 inline constexpr std::string_view kPartitionsChanged = "partitions_changed";
 inline constexpr std::string_view kPartitionsFailed = "partitions_failed";
+inline constexpr std::string_view kClaimed = "claimed";
+inline constexpr std::string_view kStepStarted = "step_started";
+inline constexpr std::string_view kStepSucceeded = "step_succeeded";
+inline constexpr std::string_view kStepFailed = "step_failed";
+inline constexpr std::string_view kSucceeded = "succeeded";
+inline constexpr std::string_view kFailed = "failed";
+inline constexpr std::string_view kUnknown = "unknown";
+inline constexpr std::string_view kRetryScheduled = "retry_scheduled";
+inline constexpr std::string_view kLeaseExpired = "lease_expired";
+inline constexpr std::string_view kStaleWriteRejected = "stale_write_rejected";
+inline constexpr std::string_view kRetry = "retry";
 }  // namespace event
 
 }  // namespace cronledger::ledger

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "cronledger/status.h"
+#include "config/config.h"
+#include "ledger/attempt_policy.h"
 #include "ledger/names.h"
 #include "ledger/release_policy.h"
 
@@ -191,6 +193,106 @@ struct JobStats {
   // The oldest due run in the horizon that is neither succeeded nor waived.
   std::optional<std::chrono::sys_seconds> oldest_open_scheduled_at;
   int in_flight = 0;  // pending or running, any date
+  // step name -> step state -> count, for business_date's due runs.
+  std::map<std::string, std::map<std::string, int>> steps;
+};
+
+// ---- execution: claims, leases, attempts, steps -----------------------------
+
+// How the runs of one job may be claimed by the caller.
+struct ClaimRule {
+  std::string job;
+  std::chrono::milliseconds lease_ttl{3600000};
+  int max_concurrency = 0;  // running runs of the job at most; 0: no limit
+  config::Overlap overlap = config::Overlap::kQueue;
+  std::vector<std::string> steps;  // the job's steps, in order
+};
+
+struct ClaimParams {
+  Instant now;
+  std::string node;
+  int limit = 1;
+  std::vector<ClaimRule> rules;  // only these jobs are claimed
+};
+
+struct StepState {
+  std::string name;
+  std::string state;  // pending | running | succeeded | failed
+  friend bool operator==(const StepState&, const StepState&) = default;
+};
+
+struct ClaimedRun {
+  RunRecord run;
+  int attempt = 0;          // this attempt's number (1 for the first)
+  int64_t token = 0;        // its fencing token
+  Instant lease_expires_at;
+  int budget_attempts = 0;  // attempts in the retry budget, this one included
+  Instant budget_started_at;
+  std::vector<StepState> steps;  // in order; a retry resumes at the first not succeeded
+};
+
+struct HeartbeatParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  Instant now;
+  std::chrono::milliseconds lease_ttl{3600000};
+  std::string node;
+};
+
+struct StepParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  std::string step;
+  std::string state;  // running | succeeded | failed
+  Instant now;
+  std::string node;
+};
+
+struct FinishParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  Instant now;
+  std::string node;
+  std::string actor = "worker";  // "worker" | "reaper"
+  ledger::EndClass end_class = ledger::EndClass::kSucceeded;
+  std::optional<int> exit_status;
+  std::string step;  // the step that ended the attempt, if any
+  std::string log_path;
+  std::string output_tail;
+  ledger::AttemptDecision decision;
+  // The reaper's finish: applies only while the lease is still expired, so
+  // a heartbeat that got in first wins.
+  bool only_if_lease_expired = false;
+};
+
+struct ExpiredLease {
+  RunRecord run;
+  int64_t token = 0;
+  int attempt = 0;
+  std::string node;
+  std::string running_step;  // empty when between steps
+  int budget_attempts = 0;
+  Instant budget_started_at;
+};
+
+struct OperatorParams {
+  int64_t run_id = 0;
+  std::string actor;
+  std::string reason;
+  Instant now;
+};
+
+struct AttemptRecord {
+  int number = 0;
+  int64_t token = 0;
+  std::string node;
+  Instant started_at;
+  std::optional<Instant> ended_at;
+  std::string end_class;  // empty while open
+  std::optional<int> exit_status;
+  std::string step;
+  std::string log_path;
+  std::string output_tail;
 };
 
 struct SchemaInfo {
@@ -250,6 +352,41 @@ class Store {
   virtual Result<std::vector<EventRecord>> EventList(const EventQuery& q) = 0;
 
   virtual Result<JobStats> StatsGet(const StatsParams& p) = 0;
+
+  // ---- execution ----
+
+  // Claims up to `limit` claimable runs (released, pending, due, past any
+  // backoff) of the jobs in `rules`, oldest first, honouring each job's
+  // max_concurrency and overlap (queue: wait while an earlier run of the
+  // partition is pending or running; skip: skip it (overlap) while one is
+  // running; allow). Each claim takes the next fencing token, sets the
+  // lease, opens an attempt and appends `claimed`. One transaction.
+  virtual Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) = 0;
+
+  // Extends the lease to now + lease_ttl. kStaleLease (and a
+  // stale_write_rejected event) when `token` is not the run's current one.
+  virtual Status RunHeartbeat(const HeartbeatParams& p) = 0;
+
+  // Records a step's state for the attempt holding `token`; fenced like
+  // RunHeartbeat. Appends step_started / step_succeeded / step_failed.
+  virtual Status StepUpdate(const StepParams& p) = 0;
+
+  // Closes attempts and applies their decisions, each fenced by its own
+  // token (a stale one changes nothing: kStaleLease in its slot and a
+  // stale_write_rejected event). All in one transaction: nothing in the
+  // batch is acknowledged before it commits.
+  virtual Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) = 0;
+
+  // Running runs whose lease expired before `now`.
+  virtual Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) = 0;
+
+  // Operator: a failed or unknown run back to pending as a new attempt on
+  // the same run key, with a fresh retry budget; appends `retry`.
+  // kConflict for a run in another state, kNotFound for no such run.
+  virtual Status RunRetry(const OperatorParams& p) = 0;
+
+  virtual Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) = 0;
+  virtual Result<std::vector<StepState>> StepList(int64_t run_id) = 0;
 };
 
 }  // namespace cronledger::store

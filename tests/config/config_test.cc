@@ -4,14 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include "source_dir.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "source_dir.h"
 
 namespace cronledger::config {
 namespace {
@@ -68,6 +68,7 @@ std::vector<std::string> JobProblems(const std::string& job_lines,
 }
 
 using Lines = std::vector<std::string>;
+using Env = std::vector<std::pair<std::string, std::string>>;
 
 // ---- loading a valid file -----------------------------------------------------
 
@@ -82,6 +83,8 @@ TEST(ConfigLoad, ExampleConfigLoadsWithDefaultsAndResolvedPaths) {
   EXPECT_EQ(c.server.node_id, "");
   EXPECT_EQ(c.server.max_workers, 8);
   EXPECT_EQ(c.server.durability, Durability::kFull);
+  EXPECT_EQ(c.server.log_dir, (examples / "logs").string());
+  EXPECT_EQ(c.server.output_cap, 1u << 20);
   ASSERT_EQ(c.jobs.size(), 2u);
 
   const JobConfig* report = c.FindJob("daily_report");
@@ -96,6 +99,13 @@ TEST(ConfigLoad, ExampleConfigLoadsWithDefaultsAndResolvedPaths) {
                                              "{partition}", "--date", "{business_date}"}));
   EXPECT_EQ(report->steps[1].name, "deliver");
   EXPECT_EQ(report->steps[1].command[0], (examples / "bin/send-report").string());
+  EXPECT_EQ(report->executor, Executor::kSubprocess);
+  EXPECT_EQ(report->overlap, Overlap::kQueue);
+  EXPECT_EQ(report->retry.max_attempts, 5);
+  EXPECT_EQ(report->retry_exit_codes, (std::vector<int>{75}));
+  EXPECT_EQ(report->fail_exit_codes, (std::vector<int>{64, 65, 66, 77, 78}));
+  EXPECT_EQ(report->env, (Env{{"REPORT_BUCKET", "reports-prod"}}));
+  EXPECT_EQ(report->EffectiveLeaseTtl(), minutes(15));
 
   const JobConfig* beat = c.FindJob("heartbeat");
   ASSERT_NE(beat, nullptr);
@@ -124,6 +134,10 @@ TEST(ConfigLoad, EveryDefaultIsApplied) {
   EXPECT_EQ(c.server.node_id, "");
   EXPECT_EQ(c.server.max_workers, 8);
   EXPECT_EQ(c.server.durability, Durability::kFull);
+  EXPECT_EQ(c.server.drain_timeout, seconds(30));
+  EXPECT_EQ(c.server.log_dir, "/srv/cl/logs");
+  EXPECT_EQ(c.server.log_retention, hours(24 * 30));
+  EXPECT_EQ(c.server.output_cap, 1048576u);
   ASSERT_EQ(c.jobs.size(), 1u);
   const JobConfig& j = c.jobs[0];
   EXPECT_EQ(j.line, 3);
@@ -141,10 +155,26 @@ TEST(ConfigLoad, EveryDefaultIsApplied) {
   EXPECT_EQ(j.backfill.horizon, hours(24 * 30));
   EXPECT_EQ(j.alert.max_lag, hours(1));
   EXPECT_EQ(j.alert.webhook, "");
+  EXPECT_EQ(j.executor, Executor::kSubprocess);
+  EXPECT_FALSE(j.lease_ttl.has_value());
+  EXPECT_EQ(j.overlap, Overlap::kQueue);
+  EXPECT_EQ(j.retry.max_attempts, 3);
+  EXPECT_EQ(j.retry.initial_backoff, seconds(30));
+  EXPECT_EQ(j.retry.multiplier, 2.0);
+  EXPECT_EQ(j.retry.max_backoff, minutes(10));
+  EXPECT_EQ(j.retry.jitter, 0.2);
+  EXPECT_EQ(j.retry.max_retry_duration, hours(6));
+  EXPECT_TRUE(j.retry_exit_codes.empty());
+  EXPECT_TRUE(j.fail_exit_codes.empty());
+  EXPECT_TRUE(j.env.empty());
+  EXPECT_TRUE(j.env_from_host.empty());
   ASSERT_EQ(j.steps.size(), 1u);
   EXPECT_EQ(j.steps[0].line, 7);
   EXPECT_EQ(j.steps[0].timeout, hours(1));
   EXPECT_FALSE(j.steps[0].idempotent);
+  EXPECT_TRUE(j.steps[0].keep_inputs.empty());
+  // Unset lease_ttl: three times the longest step timeout.
+  EXPECT_EQ(j.EffectiveLeaseTtl(), hours(3));
   // The default key comes from the schedule: once a day means "date".
   auto schedule = Schedule::Create(j.schedule, j.timezone, j.ScheduleOptionsFor());
   ASSERT_TRUE(schedule.ok());
@@ -291,14 +321,11 @@ TEST(ConfigProblems, UnknownKeysAtEveryLevel) {
 }
 
 TEST(ConfigProblems, KeysOfLaterReleasesAreUnknownAndSaySo) {
-  EXPECT_EQ(Problems(std::string(kServer) + "log_dir = \"logs\"\n"),
-            (Lines{"c.toml:3: server.log_dir: unknown key: \"log_dir\" is not supported by this "
-                   "release"}));
-  EXPECT_EQ(JobProblems("retry = { max_attempts = 5 }\n"),
-            (Lines{"c.toml:7: job[j].retry: unknown key: \"retry\" is not supported by this "
-                   "release"}));
-  EXPECT_EQ(JobProblems("", "keep_inputs = [\"x\"]\n"),
-            (Lines{"c.toml:10: job[j].step[s].keep_inputs: unknown key: \"keep_inputs\" is not "
+  EXPECT_EQ(Problems(std::string(kServer) + "retention = \"400d\"\n"),
+            (Lines{"c.toml:3: server.retention: unknown key: \"retention\" is not supported by "
+                   "this release"}));
+  EXPECT_EQ(Problems(std::string(kServer) + "metrics_public = false\n"),
+            (Lines{"c.toml:3: server.metrics_public: unknown key: \"metrics_public\" is not "
                    "supported by this release"}));
 }
 
@@ -351,7 +378,8 @@ TEST(ConfigProblems, MissingRequiredKeysPointAtTheirTable) {
             (Lines{"c.toml:1: server.store: required key is missing"}));
   EXPECT_EQ(Problems(std::string(kServer) + kJob + "[[job.step]]\nidempotent = true\n"),
             (Lines{"c.toml:10: job[j].step[2].name: required key is missing",
-                   "c.toml:10: job[j].step[2].command: required key is missing"}));
+                   "c.toml:10: job[j].step[2].command: required key is missing: steps of "
+                   "executor \"subprocess\" run a command"}));
 }
 
 // ---- problems: server ---------------------------------------------------------------------
@@ -600,6 +628,318 @@ TEST(ConfigProblems, EveryProblemIsReportedInFileOrder) {
   ASSERT_TRUE(std::holds_alternative<ConfigErrors>(result));
   const std::string all = std::get<ConfigErrors>(result).ToString();
   EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 8);
+}
+
+// ---- execution: server logs and drain, executor, lease, retry, exit codes, env -----------
+
+TEST(ConfigExecution, EveryExecutionKeyIsStored) {
+  const Config c = MustParse(
+      "[server]\n"
+      "store = \"sqlite:cl.db\"\n"
+      "drain_timeout = \"0s\"\n"
+      "log_dir = \"../var/log/cl/\"\n"
+      "log_retention = \"7d\"\n"
+      "output_cap = \"64KiB\"\n"
+      "[[job]]\n"
+      "name = \"settle\"\n"
+      "schedule = \"0 9 * * *\"\n"
+      "timezone = \"UTC\"\n"
+      "executor = \"inprocess\"\n"
+      "lease_ttl = \"15m\"\n"
+      "overlap = \"skip\"\n"
+      "retry = { max_attempts = 5, initial_backoff = \"500ms\", multiplier = 3, "
+      "max_backoff = \"1m30s\", jitter = 0.5, max_retry_duration = \"2h\" }\n"
+      "retry_exit_codes = [75, 1]\n"
+      "fail_exit_codes = [64, 65, 255]\n"
+      "env = { ZED = \"last letter\", ALPHA = \"\", _mid_1 = \"x=y\" }\n"
+      "env_from_host = [\"SMTP_PASSWORD\", \"aws_region\"]\n"
+      "[[job.step]]\n"
+      "name = \"pay\"\n"
+      "timeout = \"10m\"\n"
+      "keep_inputs = [\"data/{business_date}/orders.csv\", "
+      "\"/srv/in/{partition}-{run_key}.json\"]\n"
+      "[[job.step]]\n"
+      "name = \"notify\"\n"
+      "command = [\"./bin/notify\", \"{period}\"]\n"
+      "timeout = \"14m59s\"\n");
+  EXPECT_EQ(c.server.drain_timeout, seconds(0));
+  EXPECT_EQ(c.server.log_dir, "/srv/var/log/cl");
+  EXPECT_EQ(c.server.log_retention, hours(24 * 7));
+  EXPECT_EQ(c.server.output_cap, 64u * 1024);
+  const JobConfig& j = c.jobs.at(0);
+  EXPECT_EQ(j.executor, Executor::kInprocess);
+  EXPECT_EQ(j.lease_ttl, minutes(15));
+  EXPECT_EQ(j.EffectiveLeaseTtl(), minutes(15));
+  EXPECT_EQ(j.overlap, Overlap::kSkip);
+  EXPECT_EQ(j.retry.max_attempts, 5);
+  EXPECT_EQ(j.retry.initial_backoff, milliseconds(500));
+  EXPECT_EQ(j.retry.multiplier, 3.0);
+  EXPECT_EQ(j.retry.max_backoff, seconds(90));
+  EXPECT_EQ(j.retry.jitter, 0.5);
+  EXPECT_EQ(j.retry.max_retry_duration, hours(2));
+  EXPECT_EQ(j.retry_exit_codes, (std::vector<int>{75, 1}));
+  EXPECT_EQ(j.fail_exit_codes, (std::vector<int>{64, 65, 255}));
+  // In the order written, not sorted.
+  EXPECT_EQ(j.env, (Env{{"ZED", "last letter"}, {"ALPHA", ""}, {"_mid_1", "x=y"}}));
+  EXPECT_EQ(j.env_from_host, (Lines{"SMTP_PASSWORD", "aws_region"}));
+  ASSERT_EQ(j.steps.size(), 2u);
+  // An inprocess step needs no command; keep_inputs stay as written.
+  EXPECT_TRUE(j.steps[0].command.empty());
+  EXPECT_EQ(j.steps[0].keep_inputs,
+            (Lines{"data/{business_date}/orders.csv", "/srv/in/{partition}-{run_key}.json"}));
+  EXPECT_EQ(j.steps[1].command, (Lines{"/srv/cl/bin/notify", "{period}"}));
+}
+
+TEST(ConfigExecution, LogDirResolvesAgainstTheConfigFolder) {
+  const auto log_dir = [](const std::string& value) {
+    return MustParse(std::string(kServer) + "log_dir = \"" + value + "\"\n").server.log_dir;
+  };
+  EXPECT_EQ(log_dir("logs"), "/srv/cl/logs");
+  EXPECT_EQ(log_dir("./a/../b/"), "/srv/cl/b");
+  EXPECT_EQ(log_dir("/var/log/cronledger"), "/var/log/cronledger");
+  EXPECT_EQ(MustParse(kServer, "/etc/cl/conf.d/../c.toml").server.log_dir, "/etc/cl/logs");
+}
+
+TEST(ConfigExecution, EnvKeepsFileOrderAsATableToo) {
+  const Config c = MustParse(std::string(kServer) + kJob +
+                             "[job.env]\n"
+                             "B = \"2\"\n"
+                             "A = \"1\"\n"
+                             "C = \"3\"\n");
+  EXPECT_EQ(c.jobs.at(0).env, (Env{{"B", "2"}, {"A", "1"}, {"C", "3"}}));
+}
+
+TEST(ConfigExecution, ServerKeyProblems) {
+  const auto server = [](const std::string& line) {
+    return Problems(std::string(kServer) + line + "\n");
+  };
+  EXPECT_EQ(
+      server("drain_timeout = \"-1s\""),
+      (Lines{"c.toml:3: server.drain_timeout: \"-1s\" is negative; durations are 0 or more"}));
+  EXPECT_EQ(server("drain_timeout = \"1500ms\""),
+            (Lines{"c.toml:3: server.drain_timeout: \"1500ms\" is not a whole number of "
+                   "seconds"}));
+  EXPECT_EQ(server("drain_timeout = 30"),
+            (Lines{"c.toml:3: server.drain_timeout: expected a duration string, got the integer "
+                   "30; use e.g. \"30s\""}));
+  EXPECT_EQ(server("log_dir = \"\""),
+            (Lines{"c.toml:3: server.log_dir: must not be empty; omit the key for \"logs\" beside "
+                   "the config file"}));
+  EXPECT_EQ(server("log_dir = 1"),
+            (Lines{"c.toml:3: server.log_dir: expected a string, got an integer"}));
+  EXPECT_EQ(server("log_retention = \"0s\""),
+            (Lines{"c.toml:3: server.log_retention: must be greater than 0, got \"0s\""}));
+  EXPECT_EQ(server("output_cap = \"512\""),
+            (Lines{"c.toml:3: server.output_cap: must be between 1KiB and 1GiB, got \"512\""}));
+  EXPECT_EQ(server("output_cap = \"2GiB\""),
+            (Lines{"c.toml:3: server.output_cap: must be between 1KiB and 1GiB, got \"2GiB\""}));
+  EXPECT_EQ(server("output_cap = \"1MB\""),
+            (Lines{"c.toml:3: server.output_cap: \"1MB\" has an unknown unit \"MB\"; use KiB, MiB "
+                   "or GiB, or a plain number of bytes"}));
+  EXPECT_EQ(server("output_cap = 1048576"),
+            (Lines{"c.toml:3: server.output_cap: expected a size string, got the integer "
+                   "1048576; write e.g. \"1048576\" (bytes) or \"1MiB\""}));
+  EXPECT_EQ(server("output_cap = true"),
+            (Lines{"c.toml:3: server.output_cap: expected a size string such as \"1MiB\", got a "
+                   "boolean"}));
+  // The bounds themselves are accepted.
+  EXPECT_EQ(server("output_cap = \"1024\""), Lines{});
+  EXPECT_EQ(server("output_cap = \"1GiB\""), Lines{});
+}
+
+TEST(ConfigExecution, ExecutorDecidesWhetherStepsNeedACommand) {
+  const auto job = [](const std::string& executor, const std::string& step) {
+    return Problems(std::string(kServer) +
+                    "[[job]]\nname = \"j\"\nschedule = \"@daily\"\ntimezone = \"UTC\"\n" +
+                    executor + "[[job.step]]\nname = \"s\"\n" + step);
+  };
+  EXPECT_EQ(job("", ""),
+            (Lines{"c.toml:7: job[j].step[s].command: required key is missing: steps of "
+                   "executor \"subprocess\" run a command"}));
+  EXPECT_EQ(job("executor = \"subprocess\"\n", ""),
+            (Lines{"c.toml:8: job[j].step[s].command: required key is missing: steps of "
+                   "executor \"subprocess\" run a command"}));
+  EXPECT_EQ(job("executor = \"inprocess\"\n", ""), Lines{});
+  EXPECT_EQ(job("executor = \"external\"\n", ""), Lines{});
+  // A command that is given is checked whatever the executor.
+  EXPECT_EQ(job("executor = \"external\"\n", "command = [\"./x\", \"{date}\"]\n"),
+            (Lines{"c.toml:10: job[j].step[s].command: unknown placeholder \"{date}\" in element "
+                   "2; the placeholders are {partition}, {business_date}, {period} and "
+                   "{run_key}"}));
+  EXPECT_EQ(job("executor = \"inprocess\"\n", "command = []\n"),
+            (Lines{"c.toml:10: job[j].step[s].command: must not be empty: give the program and "
+                   "its arguments, e.g. [\"./bin/report\"]"}));
+  // An invalid executor is the one problem: nothing is required on its account.
+  EXPECT_EQ(job("executor = \"http\"\n", ""),
+            (Lines{"c.toml:7: job[j].executor: \"http\" is not allowed; use \"subprocess\", "
+                   "\"inprocess\" or \"external\""}));
+}
+
+TEST(ConfigExecution, LeaseTtlMustOutlastEveryStep) {
+  const std::string steps =
+      "timeout = \"5m\"\n[[job.step]]\nname = \"t\"\ncommand = [\"y\"]\ntimeout = \"20m\"\n";
+  EXPECT_EQ(JobProblems("lease_ttl = \"15m\"\n", steps),
+            (Lines{"c.toml:7: job[j].lease_ttl: lease_ttl (15m) must be longer than the longest "
+                   "step timeout (20m, step \"t\"): a lease shorter than a step would expire "
+                   "mid-step"}));
+  EXPECT_EQ(JobProblems("lease_ttl = \"20m\"\n", steps),
+            (Lines{"c.toml:7: job[j].lease_ttl: lease_ttl (20m) must be longer than the longest "
+                   "step timeout (20m, step \"t\"): a lease shorter than a step would expire "
+                   "mid-step"}));
+  // Against the default step timeout (1h) too.
+  EXPECT_EQ(JobProblems("lease_ttl = \"1h\"\n"),
+            (Lines{"c.toml:7: job[j].lease_ttl: lease_ttl (1h) must be longer than the longest "
+                   "step timeout (1h, step \"s\"): a lease shorter than a step would expire "
+                   "mid-step"}));
+  EXPECT_EQ(JobProblems("lease_ttl = \"20m1s\"\n", steps), Lines{});
+  EXPECT_EQ(JobProblems("lease_ttl = \"0s\"\n"),
+            (Lines{"c.toml:7: job[j].lease_ttl: must be greater than 0, got \"0s\""}));
+  EXPECT_EQ(JobProblems("lease_ttl = \"90500ms\"\n"),
+            (Lines{"c.toml:7: job[j].lease_ttl: \"90500ms\" is not a whole number of seconds"}));
+  const Config c = MustParse(std::string(kServer) + kJob + steps);
+  EXPECT_EQ(c.jobs[0].EffectiveLeaseTtl(), hours(1));  // 3 x 20m
+}
+
+TEST(ConfigExecution, OverlapIsAChoice) {
+  EXPECT_EQ(JobProblems("overlap = \"wait\"\n"),
+            (Lines{"c.toml:7: job[j].overlap: \"wait\" is not allowed; use \"queue\", \"skip\" or "
+                   "\"allow\""}));
+  EXPECT_EQ(MustParse(std::string(kServer) + kJob).jobs[0].overlap, Overlap::kQueue);
+}
+
+TEST(ConfigExecution, RetryProblems) {
+  const auto retry = [](const std::string& table) {
+    return JobProblems("retry = { " + table + " }\n");
+  };
+  EXPECT_EQ(retry("max_attempt = 5"),
+            (Lines{"c.toml:7: job[j].retry.max_attempt: unknown key; did you mean "
+                   "\"max_attempts\"?"}));
+  EXPECT_EQ(retry("backoff = \"1s\""), (Lines{"c.toml:7: job[j].retry.backoff: unknown key"}));
+  EXPECT_EQ(retry("max_attempts = 0"),
+            (Lines{"c.toml:7: job[j].retry.max_attempts: must be between 1 and 1000, got 0"}));
+  EXPECT_EQ(retry("max_attempts = 1001"),
+            (Lines{"c.toml:7: job[j].retry.max_attempts: must be between 1 and 1000, got 1001"}));
+  EXPECT_EQ(retry("multiplier = 0.5"),
+            (Lines{"c.toml:7: job[j].retry.multiplier: must be at least 1, got 0.5"}));
+  EXPECT_EQ(retry("multiplier = \"2\""),
+            (Lines{"c.toml:7: job[j].retry.multiplier: expected a number, got a string"}));
+  EXPECT_EQ(retry("multiplier = inf"),
+            (Lines{"c.toml:7: job[j].retry.multiplier: must be a finite number, got inf"}));
+  EXPECT_EQ(retry("jitter = 1.5"),
+            (Lines{"c.toml:7: job[j].retry.jitter: must be between 0 and 1, got 1.5"}));
+  EXPECT_EQ(retry("jitter = -0.1"),
+            (Lines{"c.toml:7: job[j].retry.jitter: must be between 0 and 1, got -0.1"}));
+  EXPECT_EQ(retry("initial_backoff = \"soon\""),
+            (Lines{"c.toml:7: job[j].retry.initial_backoff: \"soon\": expected a number at "
+                   "\"soon\"; use e.g. \"1h30m\""}));
+  EXPECT_EQ(retry("max_retry_duration = \"0s\""),
+            (Lines{"c.toml:7: job[j].retry.max_retry_duration: must be greater than 0, got "
+                   "\"0s\""}));
+  EXPECT_EQ(retry("max_retry_duration = \"1500ms\""),
+            (Lines{"c.toml:7: job[j].retry.max_retry_duration: \"1500ms\" is not a whole number "
+                   "of seconds"}));
+  EXPECT_EQ(retry("initial_backoff = \"5m\", max_backoff = \"1m\""),
+            (Lines{"c.toml:7: job[j].retry.max_backoff: max_backoff (1m) must not be less than "
+                   "initial_backoff (5m)"}));
+  // Against the default max_backoff (10m) too.
+  EXPECT_EQ(retry("initial_backoff = \"20m\""),
+            (Lines{"c.toml:7: job[j].retry.max_backoff: max_backoff (10m) must not be less than "
+                   "initial_backoff (20m)"}));
+  EXPECT_EQ(retry("initial_backoff = \"1s500ms\", max_backoff = \"1500ms\""), Lines{});
+  EXPECT_EQ(retry("initial_backoff = \"0s\", max_backoff = \"0s\", jitter = 0, multiplier = 1"),
+            Lines{});
+  // A key already wrong is not compared again.
+  EXPECT_EQ(retry("initial_backoff = \"20m\", max_backoff = \"x\""),
+            (Lines{"c.toml:7: job[j].retry.max_backoff: \"x\": expected a number at \"x\"; use "
+                   "e.g. \"1h30m\""}));
+  EXPECT_EQ(JobProblems("retry = 3\n"),
+            (Lines{"c.toml:7: job[j].retry: expected a table, got an integer"}));
+  // Written as a table: the line of max_backoff.
+  EXPECT_EQ(Problems(std::string(kServer) + kJob +
+                     "[job.retry]\ninitial_backoff = \"1m\"\nmax_backoff = \"30s\"\n"),
+            (Lines{"c.toml:12: job[j].retry.max_backoff: max_backoff (30s) must not be less than "
+                   "initial_backoff (1m)"}));
+}
+
+TEST(ConfigExecution, ExitCodeProblems) {
+  EXPECT_EQ(JobProblems("retry_exit_codes = [0]\n"),
+            (Lines{"c.toml:7: job[j].retry_exit_codes: element 1: must be between 1 and 255, got "
+                   "0"}));
+  EXPECT_EQ(JobProblems("fail_exit_codes = [64, 256]\n"),
+            (Lines{"c.toml:7: job[j].fail_exit_codes: element 2: must be between 1 and 255, got "
+                   "256"}));
+  EXPECT_EQ(JobProblems("fail_exit_codes = [64, 65, 64]\n"),
+            (Lines{"c.toml:7: job[j].fail_exit_codes: duplicate exit code 64"}));
+  EXPECT_EQ(JobProblems("retry_exit_codes = [\"75\"]\n"),
+            (Lines{"c.toml:7: job[j].retry_exit_codes: element 1: expected an integer, got a "
+                   "string"}));
+  EXPECT_EQ(JobProblems("retry_exit_codes = 75\n"),
+            (Lines{"c.toml:7: job[j].retry_exit_codes: expected an array of integers, got an "
+                   "integer"}));
+  EXPECT_EQ(JobProblems("retry_exit_codes = [75, 1]\nfail_exit_codes = [\n  64,\n  75,\n  1,\n]\n"),
+            (Lines{"c.toml:10: job[j].fail_exit_codes: exit code 75 is in both retry_exit_codes "
+                   "and fail_exit_codes; keep it in one",
+                   "c.toml:11: job[j].fail_exit_codes: exit code 1 is in both retry_exit_codes "
+                   "and fail_exit_codes; keep it in one"}));
+  EXPECT_EQ(JobProblems("retry_exit_codes = []\nfail_exit_codes = []\n"), Lines{});
+}
+
+TEST(ConfigExecution, EnvProblems) {
+  EXPECT_EQ(JobProblems("env = { 1X = \"a\", \"A-B\" = \"b\" }\n"),
+            (Lines{"c.toml:7: job[j].env.1X: \"1X\" is not a valid variable name: use A-Z a-z 0-9 "
+                   "_, not starting with a digit",
+                   "c.toml:7: job[j].env.A-B: \"A-B\" is not a valid variable name: use A-Z a-z "
+                   "0-9 _, not starting with a digit"}));
+  EXPECT_EQ(JobProblems("env = { CRONLEDGER_JOB = \"x\" }\n"),
+            (Lines{"c.toml:7: job[j].env.CRONLEDGER_JOB: \"CRONLEDGER_JOB\" is reserved: "
+                   "cronledger sets the CRONLEDGER_ variables of every step"}));
+  for (const char* name : {"PATH", "HOME", "LANG", "TZ"}) {
+    EXPECT_EQ(JobProblems(std::string("env = { ") + name + " = \"x\" }\n"),
+              (Lines{std::string("c.toml:7: job[j].env.") + name + ": \"" + name +
+                     "\" is reserved: cronledger sets PATH, HOME, LANG and TZ for every step"}));
+  }
+  EXPECT_EQ(JobProblems("env = { PORT = 8080 }\n"),
+            (Lines{"c.toml:7: job[j].env.PORT: expected a string, got an integer"}));
+  EXPECT_EQ(JobProblems("env = { A = \"x\\u0000y\" }\n"),
+            (Lines{"c.toml:7: job[j].env.A: must not contain a NUL character"}));
+  EXPECT_EQ(JobProblems("env = [\"A=1\"]\n"),
+            (Lines{"c.toml:7: job[j].env: expected a table, got an array"}));
+  // Names are case-sensitive: these are not reserved.
+  EXPECT_EQ(JobProblems("env = { Path = \"x\", cronledger_x = \"y\", _ = \"z\" }\n"), Lines{});
+}
+
+TEST(ConfigExecution, EnvFromHostProblems) {
+  EXPECT_EQ(JobProblems("env_from_host = [\"SMTP PASSWORD\", \"TZ\", \"CRONLEDGER_TOKEN\"]\n"),
+            (Lines{"c.toml:7: job[j].env_from_host: \"SMTP PASSWORD\" is not a valid variable "
+                   "name: use A-Z a-z 0-9 _, not starting with a digit",
+                   "c.toml:7: job[j].env_from_host: \"TZ\" is reserved: cronledger sets PATH, "
+                   "HOME, LANG and TZ for every step",
+                   "c.toml:7: job[j].env_from_host: \"CRONLEDGER_TOKEN\" is reserved: cronledger "
+                   "sets the CRONLEDGER_ variables of every step"}));
+  EXPECT_EQ(JobProblems("env_from_host = [\"A\", \"B\", \"A\"]\n"),
+            (Lines{"c.toml:7: job[j].env_from_host: duplicate name \"A\""}));
+  EXPECT_EQ(JobProblems("env_from_host = [\"\"]\n"),
+            (Lines{"c.toml:7: job[j].env_from_host: \"\" is not a valid variable name: use A-Z "
+                   "a-z 0-9 _, not starting with a digit"}));
+  EXPECT_EQ(JobProblems("env = { TOKEN = \"x\", B = \"y\" }\nenv_from_host = [\"A\", \"TOKEN\"]\n"),
+            (Lines{"c.toml:8: job[j].env_from_host: \"TOKEN\" is also set in env; keep it in "
+                   "one"}));
+}
+
+TEST(ConfigExecution, KeepInputsProblems) {
+  EXPECT_EQ(JobProblems("", "keep_inputs = [\"in.csv\", \"\"]\n"),
+            (Lines{"c.toml:10: job[j].step[s].keep_inputs: element 2 is an empty string"}));
+  EXPECT_EQ(JobProblems("", "keep_inputs = [\"data/{date}.csv\"]\n"),
+            (Lines{"c.toml:10: job[j].step[s].keep_inputs: unknown placeholder \"{date}\" in "
+                   "element 1; the placeholders are {partition}, {business_date}, {period} and "
+                   "{run_key}"}));
+  EXPECT_EQ(JobProblems("", "keep_inputs = \"in.csv\"\n"),
+            (Lines{"c.toml:10: job[j].step[s].keep_inputs: expected an array of strings, got a "
+                   "string"}));
+  EXPECT_EQ(JobProblems("", "keep_inputs = []\n"), Lines{});
+  // Relative paths are not resolved against the config folder.
+  const Config c = MustParse(std::string(kServer) + kJob + "keep_inputs = [\"./in.csv\"]\n");
+  EXPECT_EQ(c.jobs[0].steps[0].keep_inputs, (Lines{"./in.csv"}));
 }
 
 // ---- values ---------------------------------------------------------------------------------

@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cronledger/schedule.h"
+#include "store/sqlite/sqlite_util.h"
 
 namespace cronledger::store {
 namespace {
+
+using namespace sqlite_util;  // NOLINT: the store's own helpers
 
 using sqlite::Db;
 using sqlite::Stmt;
@@ -26,67 +29,6 @@ struct Migration {
 constexpr Migration kMigrations[] = {
 #include "sqlite_migrations.inc"
 };
-
-int64_t Ms(Instant t) { return t.time_since_epoch().count(); }
-int64_t Ms(sys_seconds t) { return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count(); }
-Instant FromMs(int64_t ms) { return Instant{milliseconds{ms}}; }
-sys_seconds SecondsFromMs(int64_t ms) {
-  return std::chrono::floor<seconds>(sys_seconds{} + milliseconds{ms});
-}
-// The first whole second at or after `t`.
-sys_seconds CeilSeconds(Instant t) { return std::chrono::ceil<seconds>(t); }
-
-#define RETURN_IF_ERROR(expr)            \
-  do {                                   \
-    if (Status _s = (expr); !_s.ok()) {  \
-      return _s;                         \
-    }                                    \
-  } while (0)
-
-#define ASSIGN_OR_RETURN(lhs, expr)      \
-  auto lhs##_result = (expr);            \
-  if (!lhs##_result.ok()) {              \
-    return lhs##_result.status();        \
-  }                                      \
-  auto lhs = std::move(*lhs##_result)
-
-// The columns RunFromRow reads, in order.
-constexpr const char* kRunColumns =
-    "id, job, partition, period, business_date, scheduled_at, state, reason, released, "
-    "misfire_exempt, attempts, job_version, created_at, updated_at";
-
-RunRecord RunFromRow(const Stmt& s) {
-  RunRecord r;
-  r.id = s.Int(0);
-  r.job = s.Text(1);
-  r.partition = s.Text(2);
-  r.period = s.Text(3);
-  r.business_date = s.Text(4);
-  r.scheduled_at = SecondsFromMs(s.Int(5));
-  r.state = ledger::ParseRunState(s.Text(6)).value_or(ledger::RunState::kPending);
-  if (!s.IsNull(7)) r.reason = ledger::ParseSkipReason(s.Text(7));
-  r.released = s.Int(8) != 0;
-  r.misfire_exempt = s.Int(9) != 0;
-  r.attempts = static_cast<int>(s.Int(10));
-  r.job_version = static_cast<int>(s.Int(11));
-  r.created_at = FromMs(s.Int(12));
-  r.updated_at = FromMs(s.Int(13));
-  return r;
-}
-
-EventRecord EventFromRow(const Stmt& s) {
-  EventRecord e;
-  e.id = s.Int(0);
-  e.at = FromMs(s.Int(1));
-  e.type = s.Text(2);
-  e.job = s.Text(3);
-  e.run_id = s.OptInt(4);
-  e.run_key = s.Text(5);
-  e.actor = s.Text(6);
-  e.reason = s.Text(7);
-  e.details = s.Text(8);
-  return e;
-}
 
 // {"key": {"from": old, "to": new}} for every top-level key that differs.
 nlohmann::json Diff(const std::string& before, const std::string& after) {
@@ -775,6 +717,18 @@ Result<JobStats> SqliteStore::StatsGet(const StatsParams& p) {
     s.Bind(1, p.job).Bind(2, Ms(p.horizon_from)).Bind(3, Ms(p.now));
     ASSIGN_OR_RETURN(row, s.Step());
     if (row && !s.IsNull(0)) stats.oldest_open_scheduled_at = SecondsFromMs(s.Int(0));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT rs.step, rs.state, count(*) FROM run_steps rs JOIN runs r ON r.id = rs.run_id "
+        "WHERE r.job = ? AND r.business_date = ? AND r.scheduled_at <= ? "
+        "GROUP BY rs.step, rs.state"));
+    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
+    for (;;) {
+      ASSIGN_OR_RETURN(row, s.Step());
+      if (!row) break;
+      stats.steps[s.Text(0)][s.Text(1)] = static_cast<int>(s.Int(2));
+    }
   }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(

@@ -25,7 +25,7 @@ struct SqliteOptions {
 
 // The schema version this binary writes, and the oldest schema version a
 // binary must have to use a database this binary has migrated.
-inline constexpr int kSqliteSchemaVersion = 1;
+inline constexpr int kSqliteSchemaVersion = 2;
 inline constexpr int kSqliteCompatibleFrom = 1;
 
 // Thread-safe: calls are serialised on one connection. Several processes may
@@ -62,6 +62,15 @@ class SqliteStore final : public Store {
 
   Result<JobStats> StatsGet(const StatsParams& p) override;
 
+  Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) override;
+  Status RunHeartbeat(const HeartbeatParams& p) override;
+  Status StepUpdate(const StepParams& p) override;
+  Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
+  Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
+  Status RunRetry(const OperatorParams& p) override;
+  Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) override;
+  Result<std::vector<StepState>> StepList(int64_t run_id) override;
+
   // Replaces the statement hook (tests).
   void SetStatementHook(sqlite::StatementHook hook);
 
@@ -71,6 +80,11 @@ class SqliteStore final : public Store {
   Status AppendEventLocked(const EventRecord& e);
   Result<std::vector<JobVersion>> VersionsLocked(std::string_view job);
   Result<std::optional<int64_t>> PlannedThroughLocked(std::string_view job);
+  // Appends stale_write_rejected for a write by `token` to `run_id` and
+  // returns the kStaleLease status to report.
+  Status RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
+                           std::string_view node, Instant now);
+  Result<std::vector<StepState>> StepsLocked(int64_t run_id);
 
   std::mutex mu_;
   std::unique_ptr<sqlite::Db> db_;

@@ -1,0 +1,499 @@
+// SqliteStore, execution half: claims, leases, fenced writes, attempts.
+//
+// Fencing: a claim takes the next token from the one `fencing` row and puts
+// it on the run; every later write by the worker names its token and is an
+// UPDATE ... WHERE id = ? AND lease_token = ? AND state = 'running'. Zero
+// rows means the lease moved on (expired and reaped, or claimed again): the
+// write changes nothing, a stale_write_rejected event is appended in the
+// same transaction, and the caller gets kStaleLease.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cronledger/schedule.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_util.h"
+
+namespace cronledger::store {
+namespace {
+
+using namespace sqlite_util;  // NOLINT: the store's own helpers
+using sqlite::Transaction;
+
+std::string RunKeyOf(const RunRecord& r) { return r.job + "/" + r.partition + "/" + r.period; }
+
+}  // namespace
+
+Result<std::vector<StepState>> SqliteStore::StepsLocked(int64_t run_id) {
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "SELECT step, state FROM run_steps WHERE run_id = ? ORDER BY position"));
+  s.Bind(1, run_id);
+  std::vector<StepState> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) break;
+    out.push_back({s.Text(0), s.Text(1)});
+  }
+  return out;
+}
+
+Status SqliteStore::RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
+                                      std::string_view node, Instant now) {
+  std::optional<int64_t> current;
+  std::string job;
+  std::string run_key;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT lease_token, job, job || '/' || partition || '/' || period FROM runs "
+        "WHERE id = ?"));
+    s.Bind(1, run_id);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return NotFound(fmt::format("no run with id {}", run_id));
+    current = s.OptInt(0);
+    job = s.Text(1);
+    run_key = s.Text(2);
+  }
+  EventRecord e;
+  e.at = now;
+  e.type = ledger::event::kStaleWriteRejected;
+  e.job = job;
+  e.run_id = run_id;
+  e.run_key = run_key;
+  e.actor = node.empty() ? "worker" : std::string(node);
+  e.reason = fmt::format("{} with fencing token {} is not the current one", write, token);
+  nlohmann::json details = {{"write", write}, {"token", token}};
+  details["current_token"] = current ? nlohmann::json(*current) : nlohmann::json();
+  e.details = details.dump();
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  return Status(StatusCode::kStaleLease,
+                fmt::format("run {}: {} rejected: fencing token {} is stale", run_id, write, token));
+}
+
+Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
+  std::vector<ClaimedRun> out;
+  if (p.rules.empty() || p.limit <= 0) return out;
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  std::map<std::string, const ClaimRule*> rules;
+  // Numbered explicitly: a bare "?" would take the number after the
+  // largest seen so far in the text, colliding with ?2 below.
+  std::string placeholders;
+  int next_param = 3;
+  for (const auto& r : p.rules) {
+    rules[r.job] = &r;
+    if (!placeholders.empty()) placeholders += ", ";
+    placeholders += fmt::format("?{}", next_param++);
+  }
+  std::vector<RunRecord> candidates;
+  {
+    const std::string sql = fmt::format(
+        "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+        "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND job IN ({}) "
+        "ORDER BY scheduled_at, id LIMIT ?2",
+        kRunColumns, placeholders);
+    ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+    s.Bind(1, Ms(p.now)).Bind(2, int64_t{p.limit} * 4 + 16);
+    int i = 3;
+    for (const auto& r : p.rules) s.Bind(i++, r.job);
+    for (;;) {
+      ASSIGN_OR_RETURN(row, s.Step());
+      if (!row) break;
+      candidates.push_back(RunFromRow(s));
+    }
+  }
+  std::map<std::string, int> running;  // per job, counted once then tracked
+  for (const RunRecord& c : candidates) {
+    if (static_cast<int>(out.size()) >= p.limit) break;
+    const ClaimRule& rule = *rules.at(c.job);
+    if (rule.max_concurrency > 0) {
+      auto it = running.find(c.job);
+      if (it == running.end()) {
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "SELECT count(*) FROM runs WHERE job = ? AND state = 'running'"));
+        s.Bind(1, c.job);
+        ASSIGN_OR_RETURN(row, s.Step());
+        it = running.emplace(c.job, row ? static_cast<int>(s.Int(0)) : 0).first;
+      }
+      if (it->second >= rule.max_concurrency) continue;
+    }
+    if (rule.overlap != config::Overlap::kAllow) {
+      const bool queue = rule.overlap == config::Overlap::kQueue;
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          queue ? "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
+                  "AND state IN ('pending', 'running') LIMIT 1"
+                : "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
+                  "AND state = 'running' LIMIT 1"));
+      s.Bind(1, c.job).Bind(2, c.partition).Bind(3, Ms(c.scheduled_at));
+      ASSIGN_OR_RETURN(blocked, s.Step());
+      if (blocked && queue) continue;  // waits behind the earlier period
+      if (blocked) {
+        ASSIGN_OR_RETURN(u, db_->Prepare(
+            "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?, "
+            "finished_at = ? WHERE id = ? AND state = 'pending'"));
+        u.Bind(1, Ms(p.now)).Bind(2, Ms(p.now)).Bind(3, c.id);
+        RETURN_IF_ERROR(u.Run());
+        EventRecord e;
+        e.at = p.now;
+        e.type = ledger::event::kSkipped;
+        e.job = c.job;
+        e.run_id = c.id;
+        e.run_key = RunKeyOf(c);
+        e.actor = p.node;
+        e.reason = "overlap";
+        e.details = nlohmann::json{{"reason", "overlap"},
+                                   {"waived", true},
+                                   {"scheduled_at", FormatUtc(c.scheduled_at)}}
+                        .dump();
+        RETURN_IF_ERROR(AppendEventLocked(e));
+        continue;
+      }
+    }
+    // Take the next fencing token.
+    int64_t token = 0;
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token"));
+      ASSIGN_OR_RETURN(row, s.Step());
+      if (!row) return Internal("the fencing sequence is missing");
+      token = s.Int(0);
+    }
+    const Instant expires = p.now + rule.lease_ttl;
+    ClaimedRun claimed;
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE runs SET state = 'running', lease_token = ?1, lease_expires_at = ?2, "
+          "lease_node = ?3, attempts = attempts + 1, budget_attempts = budget_attempts + 1, "
+          "budget_started_at = coalesce(budget_started_at, ?4), next_attempt_at = NULL, "
+          "updated_at = ?4 WHERE id = ?5 AND state = 'pending' "
+          "RETURNING attempts, budget_attempts, budget_started_at"));
+      s.Bind(1, token).Bind(2, Ms(expires)).Bind(3, p.node).Bind(4, Ms(p.now)).Bind(5, c.id);
+      ASSIGN_OR_RETURN(row, s.Step());
+      if (!row) continue;
+      claimed.attempt = static_cast<int>(s.Int(0));
+      claimed.budget_attempts = static_cast<int>(s.Int(1));
+      claimed.budget_started_at = FromMs(s.Int(2));
+    }
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO attempts (run_id, number, fencing_token, node, started_at) "
+          "VALUES (?, ?, ?, ?, ?)"));
+      s.Bind(1, c.id).Bind(2, int64_t{claimed.attempt}).Bind(3, token).Bind(4, p.node)
+          .Bind(5, Ms(p.now));
+      RETURN_IF_ERROR(s.Run());
+    }
+    for (std::size_t i = 0; i < rule.steps.size(); ++i) {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO run_steps (run_id, step, position, state, updated_at) "
+          "VALUES (?, ?, ?, 'pending', ?) ON CONFLICT (run_id, step) DO NOTHING"));
+      s.Bind(1, c.id).Bind(2, rule.steps[i]).Bind(3, static_cast<int64_t>(i)).Bind(4, Ms(p.now));
+      RETURN_IF_ERROR(s.Run());
+    }
+    ASSIGN_OR_RETURN(steps, StepsLocked(c.id));
+    EventRecord e;
+    e.at = p.now;
+    e.type = ledger::event::kClaimed;
+    e.job = c.job;
+    e.run_id = c.id;
+    e.run_key = RunKeyOf(c);
+    e.actor = p.node;
+    e.details = nlohmann::json{{"attempt", claimed.attempt},
+                               {"fencing_token", token},
+                               {"node", p.node},
+                               {"lease_expires_at", FormatUtc(std::chrono::floor<seconds>(expires))}}
+                    .dump();
+    RETURN_IF_ERROR(AppendEventLocked(e));
+    claimed.run = c;
+    claimed.run.state = ledger::RunState::kRunning;
+    claimed.run.attempts = claimed.attempt;
+    claimed.token = token;
+    claimed.lease_expires_at = expires;
+    claimed.steps = std::move(steps);
+    if (rule.max_concurrency > 0) ++running[c.job];
+    out.push_back(std::move(claimed));
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+Status SqliteStore::RunHeartbeat(const HeartbeatParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "UPDATE runs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_token = ? "
+      "AND state = 'running'"));
+  s.Bind(1, Ms(p.now + p.lease_ttl)).Bind(2, Ms(p.now)).Bind(3, p.run_id).Bind(4, p.token);
+  RETURN_IF_ERROR(s.Run());
+  Status result;
+  if (db_->Changes() == 0) result = RejectStaleLocked(p.run_id, p.token, "heartbeat", p.node, p.now);
+  if (result.code() == StatusCode::kNotFound) return result;
+  RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+Status SqliteStore::StepUpdate(const StepParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  int attempt = 0;
+  std::string job;
+  std::string run_key;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT attempts, job, job || '/' || partition || '/' || period FROM runs "
+        "WHERE id = ? AND lease_token = ? AND state = 'running'"));
+    s.Bind(1, p.run_id).Bind(2, p.token);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) {
+      attempt = static_cast<int>(s.Int(0));
+      job = s.Text(1);
+      run_key = s.Text(2);
+    }
+  }
+  if (attempt == 0) {
+    Status stale = RejectStaleLocked(p.run_id, p.token, "step " + p.step, p.node, p.now);
+    if (stale.code() == StatusCode::kNotFound) return stale;
+    RETURN_IF_ERROR(tx.Commit());
+    return stale;
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE run_steps SET state = ?, attempt = ?, updated_at = ? WHERE run_id = ? AND "
+        "step = ?"));
+    s.Bind(1, p.state).Bind(2, int64_t{attempt}).Bind(3, Ms(p.now)).Bind(4, p.run_id)
+        .Bind(5, p.step);
+    RETURN_IF_ERROR(s.Run());
+    if (db_->Changes() == 0) {
+      return InvalidArgument(fmt::format("run {} has no step \"{}\"", p.run_id, p.step));
+    }
+  }
+  EventRecord e;
+  e.at = p.now;
+  e.type = p.state == "running"     ? ledger::event::kStepStarted
+           : p.state == "succeeded" ? ledger::event::kStepSucceeded
+                                    : ledger::event::kStepFailed;
+  e.job = job;
+  e.run_id = p.run_id;
+  e.run_key = run_key;
+  e.actor = p.node;
+  e.details = nlohmann::json{{"step", p.step}, {"attempt", attempt}}.dump();
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  RETURN_IF_ERROR(tx.Commit());
+  return Status::Ok();
+}
+
+Result<std::vector<Status>> SqliteStore::RunFinishAttempts(const std::vector<FinishParams>& batch) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  std::vector<Status> results;
+  results.reserve(batch.size());
+  for (const FinishParams& p : batch) {
+    const auto& d = p.decision;
+    const bool ended = d.state != ledger::RunState::kPending;
+    std::string job;
+    std::string run_key;
+    int attempt = 0;
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE runs SET state = ?1, reason = NULL, lease_token = NULL, "
+          "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = ?2, "
+          "last_end_class = ?3, updated_at = ?4, finished_at = ?5, released = 1, "
+          "misfire_exempt = 1 "
+          "WHERE id = ?6 AND lease_token = ?7 AND state = 'running' "
+          "AND (?8 = 0 OR lease_expires_at < ?4) "
+          "RETURNING job, job || '/' || partition || '/' || period, attempts"));
+      s.Bind(1, ledger::Name(d.state));
+      if (d.next_attempt_at) {
+        s.Bind(2, d.next_attempt_at->time_since_epoch().count());
+      } else {
+        s.Bind(2, std::nullopt);
+      }
+      s.Bind(3, ledger::Name(p.end_class)).Bind(4, Ms(p.now));
+      if (ended) {
+        s.Bind(5, Ms(p.now));
+      } else {
+        s.Bind(5, std::nullopt);
+      }
+      s.Bind(6, p.run_id).Bind(7, p.token).Bind(8, int64_t{p.only_if_lease_expired ? 1 : 0});
+      ASSIGN_OR_RETURN(row, s.Step());
+      if (row) {
+        job = s.Text(0);
+        run_key = s.Text(1);
+        attempt = static_cast<int>(s.Int(2));
+      }
+    }
+    if (attempt == 0) {
+      if (p.only_if_lease_expired) {
+        // The lease was renewed or the run finished meanwhile: nothing to reap.
+        results.push_back(Status(StatusCode::kConflict, "lease no longer expired"));
+        continue;
+      }
+      Status stale = RejectStaleLocked(p.run_id, p.token, "finish", p.node, p.now);
+      if (stale.code() == StatusCode::kNotFound) return stale;
+      results.push_back(stale);
+      continue;
+    }
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE attempts SET ended_at = ?, end_class = ?, exit_status = ?, step = ?, "
+          "log_path = ?, output_tail = ? WHERE run_id = ? AND fencing_token = ?"));
+      s.Bind(1, Ms(p.now)).Bind(2, ledger::Name(p.end_class));
+      if (p.exit_status) {
+        s.Bind(3, int64_t{*p.exit_status});
+      } else {
+        s.Bind(3, std::nullopt);
+      }
+      s.Bind(4, p.step).Bind(5, p.log_path).Bind(6, p.output_tail).Bind(7, p.run_id)
+          .Bind(8, p.token);
+      RETURN_IF_ERROR(s.Run());
+    }
+    // A step left running by an attempt that ended is not running any more.
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE run_steps SET state = 'pending', updated_at = ? WHERE run_id = ? AND "
+          "state = 'running'"));
+      s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
+      RETURN_IF_ERROR(s.Run());
+    }
+    nlohmann::json details = {{"attempt", attempt},
+                              {"end_class", ledger::Name(p.end_class)},
+                              {"fencing_token", p.token}};
+    if (p.exit_status) details["exit_status"] = *p.exit_status;
+    if (!p.step.empty()) details["step"] = p.step;
+    if (d.next_attempt_at) {
+      details["next_attempt_at"] =
+          FormatUtc(std::chrono::floor<seconds>(*d.next_attempt_at));
+    }
+    EventRecord e;
+    e.at = p.now;
+    e.job = job;
+    e.run_id = p.run_id;
+    e.run_key = run_key;
+    e.actor = p.actor == "reaper" ? "reaper" : p.node;
+    e.reason = d.reason;
+    e.details = details.dump();
+    if (p.end_class == ledger::EndClass::kLeaseExpired) {
+      EventRecord expired = e;
+      expired.type = ledger::event::kLeaseExpired;
+      expired.reason = fmt::format("lease of node {} expired", p.node);
+      RETURN_IF_ERROR(AppendEventLocked(expired));
+    }
+    switch (d.state) {
+      case ledger::RunState::kSucceeded: e.type = ledger::event::kSucceeded; break;
+      case ledger::RunState::kFailed: e.type = ledger::event::kFailed; break;
+      case ledger::RunState::kUnknown: e.type = ledger::event::kUnknown; break;
+      default: e.type = ledger::event::kRetryScheduled; break;
+    }
+    RETURN_IF_ERROR(AppendEventLocked(e));
+    results.push_back(Status::Ok());
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return results;
+}
+
+Result<std::vector<ExpiredLease>> SqliteStore::RunListExpiredLeases(Instant now, int limit) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "SELECT {}, lease_token, lease_node, budget_attempts, coalesce(budget_started_at, 0), "
+      "(SELECT step FROM run_steps WHERE run_id = runs.id AND state = 'running' LIMIT 1) "
+      "FROM runs WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at "
+      "LIMIT ?",
+      kRunColumns)));
+  s.Bind(1, Ms(now)).Bind(2, int64_t{limit});
+  std::vector<ExpiredLease> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) break;
+    ExpiredLease e;
+    e.run = RunFromRow(s);
+    e.token = s.Int(14);
+    e.node = s.Text(15);
+    e.budget_attempts = static_cast<int>(s.Int(16));
+    e.budget_started_at = FromMs(s.Int(17));
+    e.running_step = s.Text(18);
+    e.attempt = e.run.attempts;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Status SqliteStore::RunRetry(const OperatorParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  std::string state;
+  std::string job;
+  std::string run_key;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT state, job, job || '/' || partition || '/' || period FROM runs WHERE id = ?"));
+    s.Bind(1, p.run_id);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return NotFound(fmt::format("no run with id {}", p.run_id));
+    state = s.Text(0);
+    job = s.Text(1);
+    run_key = s.Text(2);
+  }
+  if (state != "failed" && state != "unknown") {
+    return Status(StatusCode::kConflict,
+                  fmt::format("run {} is {}; only failed or unknown runs can be retried",
+                              p.run_id, state));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE runs SET state = 'pending', reason = NULL, released = 1, misfire_exempt = 1, "
+        "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
+        "finished_at = NULL, updated_at = ? WHERE id = ?"));
+    s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  EventRecord e;
+  e.at = p.now;
+  e.type = ledger::event::kRetry;
+  e.job = job;
+  e.run_id = p.run_id;
+  e.run_key = run_key;
+  e.actor = p.actor;
+  e.reason = p.reason;
+  e.details = nlohmann::json{{"from", state}}.dump();
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  return tx.Commit();
+}
+
+Result<std::vector<AttemptRecord>> SqliteStore::AttemptList(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "SELECT number, fencing_token, node, started_at, ended_at, coalesce(end_class, ''), "
+      "exit_status, coalesce(step, ''), coalesce(log_path, ''), coalesce(output_tail, '') "
+      "FROM attempts WHERE run_id = ? ORDER BY number"));
+  s.Bind(1, run_id);
+  std::vector<AttemptRecord> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) break;
+    AttemptRecord a;
+    a.number = static_cast<int>(s.Int(0));
+    a.token = s.Int(1);
+    a.node = s.Text(2);
+    a.started_at = FromMs(s.Int(3));
+    if (auto end = s.OptInt(4)) a.ended_at = FromMs(*end);
+    a.end_class = s.Text(5);
+    if (auto x = s.OptInt(6)) a.exit_status = static_cast<int>(*x);
+    a.step = s.Text(7);
+    a.log_path = s.Text(8);
+    a.output_tail = s.Text(9);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Result<std::vector<StepState>> SqliteStore::StepList(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  return StepsLocked(run_id);
+}
+
+}  // namespace cronledger::store

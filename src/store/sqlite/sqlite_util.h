@@ -1,0 +1,81 @@
+// Helpers shared by the SQLite store's translation units. Internal.
+#ifndef CRONLEDGER_STORE_SQLITE_SQLITE_UTIL_H_
+#define CRONLEDGER_STORE_SQLITE_SQLITE_UTIL_H_
+
+#include <chrono>
+#include <cstdint>
+
+#include "store/sqlite/sqlite_db.h"
+#include "store/store.h"
+
+namespace cronledger::store::sqlite_util {
+
+using sqlite::Stmt;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::sys_seconds;
+
+inline int64_t Ms(Instant t) { return t.time_since_epoch().count(); }
+inline int64_t Ms(sys_seconds t) { return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count(); }
+inline Instant FromMs(int64_t ms) { return Instant{milliseconds{ms}}; }
+inline sys_seconds SecondsFromMs(int64_t ms) {
+  return std::chrono::floor<seconds>(sys_seconds{} + milliseconds{ms});
+}
+// The first whole second at or after `t`.
+inline sys_seconds CeilSeconds(Instant t) { return std::chrono::ceil<seconds>(t); }
+
+#define RETURN_IF_ERROR(expr)            \
+  do {                                   \
+    if (Status _s = (expr); !_s.ok()) {  \
+      return _s;                         \
+    }                                    \
+  } while (0)
+
+#define ASSIGN_OR_RETURN(lhs, expr)      \
+  auto lhs##_result = (expr);            \
+  if (!lhs##_result.ok()) {              \
+    return lhs##_result.status();        \
+  }                                      \
+  auto lhs = std::move(*lhs##_result)
+
+// The columns RunFromRow reads, in order.
+inline constexpr const char* kRunColumns =
+    "id, job, partition, period, business_date, scheduled_at, state, reason, released, "
+    "misfire_exempt, attempts, job_version, created_at, updated_at";
+
+inline RunRecord RunFromRow(const Stmt& s) {
+  RunRecord r;
+  r.id = s.Int(0);
+  r.job = s.Text(1);
+  r.partition = s.Text(2);
+  r.period = s.Text(3);
+  r.business_date = s.Text(4);
+  r.scheduled_at = SecondsFromMs(s.Int(5));
+  r.state = ledger::ParseRunState(s.Text(6)).value_or(ledger::RunState::kPending);
+  if (!s.IsNull(7)) r.reason = ledger::ParseSkipReason(s.Text(7));
+  r.released = s.Int(8) != 0;
+  r.misfire_exempt = s.Int(9) != 0;
+  r.attempts = static_cast<int>(s.Int(10));
+  r.job_version = static_cast<int>(s.Int(11));
+  r.created_at = FromMs(s.Int(12));
+  r.updated_at = FromMs(s.Int(13));
+  return r;
+}
+
+inline EventRecord EventFromRow(const Stmt& s) {
+  EventRecord e;
+  e.id = s.Int(0);
+  e.at = FromMs(s.Int(1));
+  e.type = s.Text(2);
+  e.job = s.Text(3);
+  e.run_id = s.OptInt(4);
+  e.run_key = s.Text(5);
+  e.actor = s.Text(6);
+  e.reason = s.Text(7);
+  e.details = s.Text(8);
+  return e;
+}
+
+}  // namespace cronledger::store::sqlite_util
+
+#endif  // CRONLEDGER_STORE_SQLITE_SQLITE_UTIL_H_

@@ -1,0 +1,360 @@
+// Store conformance: claims, leases and fencing, attempts, steps, retries.
+#include "store/conformance.h"
+
+namespace cronledger::testing {
+namespace {
+
+using ledger::EndClass;
+using ledger::RunState;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class StoreExec : public StoreConformance {
+ protected:
+  // Plans `periods` (each "HH:MM" on 2026-11-05) for `partitions` and
+  // releases everything due at 12:00.
+  void Setup(const std::vector<std::string>& partitions,
+             const std::vector<std::string>& times = {"09:00"}, const std::string& job = "j") {
+    AddJob(job);
+    std::vector<store::PlannedOccurrence> occs;
+    for (const auto& t : times) {
+      const std::string at = "2026-11-05T" + t + ":00Z";
+      occs.push_back(Occurrence(at, partitions, "T" + t));
+    }
+    Plan(job, occs, "2026-11-05T" + times.back() + ":00Z", "2026-11-05T08:00:00Z");
+    store::ReleaseParams r;
+    r.job = job;
+    r.policy.misfire_grace = std::chrono::hours{24};
+    r.now = InstantAt("2026-11-05T12:00:00Z");
+    ASSERT_TRUE(S().RunRelease(r).ok());
+  }
+
+  store::ClaimRule Rule(const std::string& job = "j") {
+    store::ClaimRule rule;
+    rule.job = job;
+    rule.lease_ttl = std::chrono::minutes{5};
+    rule.overlap = config::Overlap::kAllow;
+    rule.steps = {"generate", "deliver"};
+    return rule;
+  }
+
+  std::vector<store::ClaimedRun> Claim(const std::string& now, int limit,
+                                       std::vector<store::ClaimRule> rules = {},
+                                       const std::string& node = "n1") {
+    store::ClaimParams p;
+    p.now = InstantAt(now);
+    p.node = node;
+    p.limit = limit;
+    p.rules = rules.empty() ? std::vector<store::ClaimRule>{Rule()} : rules;
+    auto r = S().RunClaim(p);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::vector<store::ClaimedRun>{};
+  }
+
+  store::FinishParams Finish(const store::ClaimedRun& c, const std::string& now, RunState state,
+                             EndClass end = EndClass::kSucceeded) {
+    store::FinishParams f;
+    f.run_id = c.run.id;
+    f.token = c.token;
+    f.now = InstantAt(now);
+    f.node = "n1";
+    f.end_class = end;
+    f.exit_status = end == EndClass::kSucceeded ? 0 : 1;
+    f.decision.state = state;
+    return f;
+  }
+
+  Status FinishOne(const store::FinishParams& f) {
+    auto r = S().RunFinishAttempts({f});
+    if (!r.ok()) return r.status();
+    return r->at(0);
+  }
+
+  RunState StateOf(int64_t id) { return S().RunGet(id)->state; }
+};
+
+TEST_P(StoreExec, ClaimsDueRunsWithIncreasingTokensAndOneLeaseEach) {
+  Setup({"a", "b", "c"});
+  const auto first = Claim("2026-11-05T12:00:01Z", 2);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_LT(first[0].token, first[1].token);
+  for (const auto& c : first) {
+    EXPECT_EQ(c.attempt, 1);
+    EXPECT_EQ(c.run.state, RunState::kRunning);
+    EXPECT_EQ(c.lease_expires_at, InstantAt("2026-11-05T12:05:01Z"));
+    EXPECT_EQ(c.steps, (std::vector<store::StepState>{{"generate", "pending"},
+                                                      {"deliver", "pending"}}));
+    EXPECT_EQ(StateOf(c.run.id), RunState::kRunning);
+  }
+  const auto second = Claim("2026-11-05T12:00:02Z", 5);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_GT(second[0].token, first[1].token);
+  EXPECT_TRUE(Claim("2026-11-05T12:00:03Z", 5).empty()) << "a running run is not claimable";
+  const auto claimed = Events("j", "claimed");
+  ASSERT_EQ(claimed.size(), 3u);
+  EXPECT_EQ(claimed[0].actor, "n1");
+  auto attempts = S().AttemptList(first[0].run.id);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].token, first[0].token);
+  EXPECT_EQ((*attempts)[0].node, "n1");
+  EXPECT_FALSE((*attempts)[0].ended_at.has_value());
+}
+
+TEST_P(StoreExec, OnlyReleasedDueRunsOfListedJobsAreClaimed) {
+  Setup({"a"}, {"09:00", "13:00"});
+  AddJob("other");
+  Plan("other", {Occurrence("2026-11-05T09:00:00Z", {"x"})}, "2026-11-05T09:00:00Z",
+       "2026-11-05T08:00:00Z");
+  // "other" was never released; the 13:00 run is not due at 12:00.
+  const auto claimed = Claim("2026-11-05T12:00:01Z", 10, {Rule("j"), Rule("other")});
+  ASSERT_EQ(claimed.size(), 1u);
+  EXPECT_EQ(claimed[0].run.period, "T09:00");
+  EXPECT_TRUE(Claim("2026-11-05T12:00:01Z", 10, {Rule("nope")}).empty());
+}
+
+TEST_P(StoreExec, FinishRecordsTheAttemptAndTheOutcome) {
+  Setup({"a"});
+  const auto c = Claim("2026-11-05T12:00:01Z", 1).at(0);
+  for (const char* step : {"generate", "deliver"}) {
+    for (const char* state : {"running", "succeeded"}) {
+      ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, step, state,
+                                  InstantAt("2026-11-05T12:00:02Z"), "n1"})
+                      .ok());
+    }
+  }
+  auto f = Finish(c, "2026-11-05T12:00:03Z", RunState::kSucceeded);
+  f.log_path = "/logs/1.log";
+  f.output_tail = "done\n";
+  ASSERT_TRUE(FinishOne(f).ok());
+  EXPECT_EQ(StateOf(c.run.id), RunState::kSucceeded);
+  const auto attempts = *S().AttemptList(c.run.id);
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].end_class, "succeeded");
+  EXPECT_EQ(attempts[0].exit_status, 0);
+  EXPECT_EQ(attempts[0].log_path, "/logs/1.log");
+  EXPECT_EQ(attempts[0].output_tail, "done\n");
+  EXPECT_EQ(attempts[0].ended_at, InstantAt("2026-11-05T12:00:03Z"));
+  EXPECT_EQ(*S().StepList(c.run.id), (std::vector<store::StepState>{{"generate", "succeeded"},
+                                                                    {"deliver", "succeeded"}}));
+  EXPECT_EQ(Events("j", "succeeded").size(), 1u);
+  EXPECT_EQ(Events("j", "step_succeeded").size(), 2u);
+  store::StatsParams p{"j", "2026-11-05", InstantAt("2026-11-05T12:01:00Z"),
+                       SecondsAt("2026-10-01T00:00:00Z")};
+  auto stats = S().StatsGet(p);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->by_state["succeeded"], 1);
+  EXPECT_EQ(stats->last_success_business_date, "2026-11-05");
+  EXPECT_EQ(stats->steps["deliver"]["succeeded"], 1);
+  EXPECT_FALSE(stats->oldest_open_scheduled_at.has_value());
+}
+
+TEST_P(StoreExec, StaleTokenWritesChangeNothingAndAreRecorded) {
+  Setup({"a"});
+  const auto c = Claim("2026-11-05T12:00:01Z", 1).at(0);
+  const int64_t wrong = c.token + 1000;
+  const Status hb = S().RunHeartbeat({c.run.id, wrong, InstantAt("2026-11-05T12:01:00Z"),
+                                      std::chrono::minutes{5}, "n2"});
+  EXPECT_EQ(hb.code(), StatusCode::kStaleLease);
+  const Status step = S().StepUpdate({c.run.id, wrong, "generate", "succeeded",
+                                      InstantAt("2026-11-05T12:01:00Z"), "n2"});
+  EXPECT_EQ(step.code(), StatusCode::kStaleLease);
+  auto f = Finish(c, "2026-11-05T12:01:00Z", RunState::kSucceeded);
+  f.token = wrong;
+  EXPECT_EQ(FinishOne(f).code(), StatusCode::kStaleLease);
+  EXPECT_EQ(StateOf(c.run.id), RunState::kRunning);
+  EXPECT_EQ(S().StepList(c.run.id)->at(0).state, "pending");
+  EXPECT_FALSE(S().AttemptList(c.run.id)->at(0).ended_at.has_value());
+  const auto rejected = Events("j", "stale_write_rejected");
+  ASSERT_EQ(rejected.size(), 3u);
+  EXPECT_NE(rejected[0].details.find("\"current_token\":" + std::to_string(c.token)),
+            std::string::npos)
+      << rejected[0].details;
+  // The right token still works.
+  EXPECT_TRUE(S().RunHeartbeat({c.run.id, c.token, InstantAt("2026-11-05T12:01:00Z"),
+                                std::chrono::minutes{5}, "n1"})
+                  .ok());
+}
+
+TEST_P(StoreExec, ExpiredLeaseIsReapedAndTheLateWorkerIsFencedOff) {
+  Setup({"a"});
+  const auto first = Claim("2026-11-05T12:00:00Z", 1).at(0);
+  ASSERT_TRUE(S().StepUpdate({first.run.id, first.token, "generate", "running",
+                              InstantAt("2026-11-05T12:00:01Z"), "n1"})
+                  .ok());
+  EXPECT_TRUE(S().RunListExpiredLeases(InstantAt("2026-11-05T12:04:59Z"), 10)->empty());
+  const auto expired = *S().RunListExpiredLeases(InstantAt("2026-11-05T12:06:00Z"), 10);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].token, first.token);
+  EXPECT_EQ(expired[0].node, "n1");
+  EXPECT_EQ(expired[0].running_step, "generate");
+  // The reaper: an uncertain end of an idempotent step, retried.
+  store::FinishParams reap = Finish(first, "2026-11-05T12:06:00Z", RunState::kPending,
+                                    EndClass::kLeaseExpired);
+  reap.actor = "reaper";
+  reap.exit_status.reset();
+  reap.only_if_lease_expired = true;
+  ASSERT_TRUE(FinishOne(reap).ok());
+  EXPECT_EQ(Events("j", "lease_expired").size(), 1u);
+  EXPECT_EQ(S().StepList(first.run.id)->at(0).state, "pending");
+  // Another node takes it over with a higher token.
+  const auto second = Claim("2026-11-05T12:06:01Z", 1, {}, "n2").at(0);
+  EXPECT_EQ(second.run.id, first.run.id);
+  EXPECT_GT(second.token, first.token);
+  EXPECT_EQ(second.attempt, 2);
+  // The first worker wakes up late: every write is rejected.
+  EXPECT_EQ(S().RunHeartbeat({first.run.id, first.token, InstantAt("2026-11-05T12:06:02Z"),
+                              std::chrono::minutes{5}, "n1"})
+                .code(),
+            StatusCode::kStaleLease);
+  EXPECT_EQ(FinishOne(Finish(first, "2026-11-05T12:06:02Z", RunState::kSucceeded)).code(),
+            StatusCode::kStaleLease);
+  EXPECT_EQ(StateOf(first.run.id), RunState::kRunning);
+  const auto attempts = *S().AttemptList(first.run.id);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].end_class, "lease_expired");
+  EXPECT_FALSE(attempts[1].ended_at.has_value());
+  ASSERT_TRUE(FinishOne(Finish(second, "2026-11-05T12:06:03Z", RunState::kSucceeded)).ok());
+  EXPECT_EQ(StateOf(first.run.id), RunState::kSucceeded);
+}
+
+TEST_P(StoreExec, TheReaperLosesToAHeartbeatThatCameFirst) {
+  Setup({"a"});
+  const auto c = Claim("2026-11-05T12:00:00Z", 1).at(0);
+  ASSERT_EQ(S().RunListExpiredLeases(InstantAt("2026-11-05T12:06:00Z"), 10)->size(), 1u);
+  ASSERT_TRUE(S().RunHeartbeat({c.run.id, c.token, InstantAt("2026-11-05T12:05:59Z"),
+                                std::chrono::minutes{5}, "n1"})
+                  .ok());
+  store::FinishParams reap = Finish(c, "2026-11-05T12:06:00Z", RunState::kPending,
+                                    EndClass::kLeaseExpired);
+  reap.only_if_lease_expired = true;
+  EXPECT_EQ(FinishOne(reap).code(), StatusCode::kConflict);
+  EXPECT_EQ(StateOf(c.run.id), RunState::kRunning);
+  EXPECT_TRUE(Events("j", "stale_write_rejected").empty());
+}
+
+TEST_P(StoreExec, RetryWaitsForItsBackoffAndKeepsTheBudget) {
+  Setup({"a"});
+  const auto c = Claim("2026-11-05T12:00:00Z", 1).at(0);
+  auto f = Finish(c, "2026-11-05T12:00:10Z", RunState::kPending, EndClass::kRetryable);
+  f.decision.next_attempt_at = InstantAt("2026-11-05T12:00:40Z");
+  f.decision.reason = "retryable: attempt 2 of 3";
+  ASSERT_TRUE(FinishOne(f).ok());
+  EXPECT_EQ(StateOf(c.run.id), RunState::kPending);
+  EXPECT_TRUE(Claim("2026-11-05T12:00:39Z", 1).empty());
+  const auto again = Claim("2026-11-05T12:00:40Z", 1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempt, 2);
+  EXPECT_EQ(again[0].budget_attempts, 2);
+  EXPECT_EQ(again[0].budget_started_at, InstantAt("2026-11-05T12:00:00Z"));
+  const auto scheduled = Events("j", "retry_scheduled");
+  ASSERT_EQ(scheduled.size(), 1u);
+  EXPECT_EQ(scheduled[0].reason, "retryable: attempt 2 of 3");
+  EXPECT_NE(scheduled[0].details.find("\"next_attempt_at\":\"2026-11-05T12:00:40Z\""),
+            std::string::npos);
+}
+
+TEST_P(StoreExec, StepsResumeAtTheFirstNotSucceeded) {
+  Setup({"a"});
+  const auto c = Claim("2026-11-05T12:00:00Z", 1).at(0);
+  ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, "generate", "succeeded",
+                              InstantAt("2026-11-05T12:00:01Z"), "n1"})
+                  .ok());
+  ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, "deliver", "failed",
+                              InstantAt("2026-11-05T12:00:02Z"), "n1"})
+                  .ok());
+  ASSERT_TRUE(FinishOne(Finish(c, "2026-11-05T12:00:03Z", RunState::kPending,
+                               EndClass::kRetryable))
+                  .ok());
+  const auto again = Claim("2026-11-05T12:00:04Z", 1).at(0);
+  EXPECT_EQ(again.steps, (std::vector<store::StepState>{{"generate", "succeeded"},
+                                                        {"deliver", "failed"}}));
+}
+
+TEST_P(StoreExec, MaxConcurrencyPerJob) {
+  Setup({"a", "b", "c"});
+  auto rule = Rule();
+  rule.max_concurrency = 2;
+  EXPECT_EQ(Claim("2026-11-05T12:00:00Z", 10, {rule}).size(), 2u);
+  EXPECT_TRUE(Claim("2026-11-05T12:00:01Z", 10, {rule}).empty());
+}
+
+TEST_P(StoreExec, OverlapQueueWaitsForTheEarlierPeriod) {
+  Setup({"a"}, {"09:00", "10:00"});
+  auto rule = Rule();
+  rule.overlap = config::Overlap::kQueue;
+  const auto first = Claim("2026-11-05T12:00:00Z", 10, {rule});
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].run.period, "T09:00");
+  EXPECT_TRUE(Claim("2026-11-05T12:00:01Z", 10, {rule}).empty());
+  // An end state does not block: failed is a gap of its own.
+  ASSERT_TRUE(FinishOne(Finish(first[0], "2026-11-05T12:00:02Z", RunState::kFailed,
+                               EndClass::kPermanent))
+                  .ok());
+  const auto second = Claim("2026-11-05T12:00:03Z", 10, {rule});
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].run.period, "T10:00");
+}
+
+TEST_P(StoreExec, OverlapSkipAndAllow) {
+  Setup({"a"}, {"09:00", "10:00"});
+  auto skip = Rule();
+  skip.overlap = config::Overlap::kSkip;
+  const auto first = Claim("2026-11-05T12:00:00Z", 1, {skip});
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(Claim("2026-11-05T12:00:01Z", 10, {skip}).empty());
+  auto runs = Runs("j");
+  std::sort(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  EXPECT_EQ(runs[1].state, RunState::kSkipped);
+  EXPECT_EQ(runs[1].reason, ledger::SkipReason::kOverlap);
+
+  Setup({"b"}, {"09:00", "10:00"}, "k");
+  EXPECT_EQ(Claim("2026-11-05T12:00:00Z", 10, {Rule("k")}).size(), 2u);  // allow
+}
+
+TEST_P(StoreExec, OperatorRetryOnlyFromFailedOrUnknown) {
+  Setup({"a"});
+  const auto c = Claim("2026-11-05T12:00:00Z", 1).at(0);
+  const Status running = S().RunRetry({c.run.id, "alice", "try again", InstantAt("2026-11-05T12:00:01Z")});
+  EXPECT_EQ(running.code(), StatusCode::kConflict);
+  EXPECT_EQ(running.message(), "run 1 is running; only failed or unknown runs can be retried");
+  ASSERT_TRUE(FinishOne(Finish(c, "2026-11-05T12:00:02Z", RunState::kFailed,
+                               EndClass::kPermanent))
+                  .ok());
+  ASSERT_TRUE(S().RunRetry({c.run.id, "alice", "fixed the input", InstantAt("2026-11-05T13:00:00Z")})
+                  .ok());
+  EXPECT_EQ(StateOf(c.run.id), RunState::kPending);
+  const auto again = Claim("2026-11-05T13:00:01Z", 1).at(0);
+  EXPECT_EQ(again.attempt, 2);
+  EXPECT_EQ(again.budget_attempts, 1) << "an operator retry starts a fresh budget";
+  const auto retry = Events("j", "retry");
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(retry[0].actor, "alice");
+  EXPECT_EQ(retry[0].reason, "fixed the input");
+  EXPECT_EQ(S().RunRetry({999, "a", "r", InstantAt("2026-11-05T13:00:00Z")}).code(),
+            StatusCode::kNotFound);
+}
+
+TEST_P(StoreExec, BatchFinishIsFencedRowByRow) {
+  Setup({"a", "b", "c"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 3);
+  ASSERT_EQ(claimed.size(), 3u);
+  std::vector<store::FinishParams> batch;
+  for (const auto& c : claimed) batch.push_back(Finish(c, "2026-11-05T12:00:05Z", RunState::kSucceeded));
+  batch[1].token += 1000;
+  auto r = S().RunFinishAttempts(batch);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_TRUE((*r)[0].ok());
+  EXPECT_EQ((*r)[1].code(), StatusCode::kStaleLease);
+  EXPECT_TRUE((*r)[2].ok());
+  EXPECT_EQ(StateOf(claimed[0].run.id), RunState::kSucceeded);
+  EXPECT_EQ(StateOf(claimed[1].run.id), RunState::kRunning);
+  EXPECT_EQ(StateOf(claimed[2].run.id), RunState::kSucceeded);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreExec, ::testing::ValuesIn(AllStoreFactories()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace cronledger::testing
