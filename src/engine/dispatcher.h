@@ -1,0 +1,118 @@
+// The dispatcher: claims due runs under leases and executes their steps on a
+// pool of worker threads, heartbeating the leases it holds.
+//
+// Every write a worker makes carries its fencing token. When the store
+// rejects one (the lease moved on: expired and reaped, or claimed by another
+// node), the worker stops at once — its step is cancelled, its subprocess
+// killed — and writes nothing more; the reaper or the new owner decides the
+// run. Outcomes follow ledger::DecideAfterAttempt.
+#ifndef CRONLEDGER_ENGINE_DISPATCHER_H_
+#define CRONLEDGER_ENGINE_DISPATCHER_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "cronledger/clock.h"
+#include "engine/step_runner.h"
+#include "store/store.h"
+
+namespace cronledger::engine {
+
+struct DispatcherOptions {
+  std::string node = "local";
+  int max_workers = 8;
+  int claim_batch = 32;
+  // How often the background loop looks for due runs when idle.
+  std::chrono::milliseconds poll{100};
+  uint64_t jitter_seed = 0;  // 0: nondeterministic
+};
+
+struct DispatcherCounters {
+  std::atomic<int64_t> claimed{0};
+  std::atomic<int64_t> succeeded{0};
+  std::atomic<int64_t> failed{0};
+  std::atomic<int64_t> unknown{0};
+  std::atomic<int64_t> retried{0};
+  std::atomic<int64_t> stale_writes_rejected{0};
+};
+
+class Dispatcher {
+ public:
+  // `config`, `store`, `clock` and `runner` must outlive the dispatcher.
+  Dispatcher(const config::Config& config, store::Store& store, Clock& clock, StepRunner& runner,
+             DispatcherOptions options);
+  // Cancels whatever still runs and joins every thread.
+  ~Dispatcher();
+
+  // Claims up to the free worker slots (subprocess and inprocess jobs only)
+  // and hands the runs to workers. Returns how many were claimed.
+  Result<int> ClaimOnce(Clock::TimePoint now);
+
+  // Extends the lease of every active run whose last heartbeat is older than
+  // a third of its TTL. A rejected heartbeat cancels that run.
+  void HeartbeatOnce(Clock::TimePoint now);
+
+  // Starts a background loop: claim when workers are free, heartbeat, sleep.
+  void Start();
+  // Stops claiming (the loop keeps heartbeating the runs in progress).
+  void StopClaiming();
+  // Waits until nothing runs or `deadline` passes, then cancels what still
+  // runs: an idempotent step is released for another attempt, any other is
+  // left for its lease to expire. Then stops the loop and the workers.
+  void Drain(Clock::TimePoint deadline);
+
+  int Active() const;
+  // Blocks until no run is active (tests).
+  void WaitIdle();
+  const DispatcherCounters& counters() const { return counters_; }
+
+ private:
+  struct ActiveRun {
+    store::ClaimedRun claim;
+    std::chrono::milliseconds lease_ttl{0};
+    Clock::TimePoint last_heartbeat;
+    std::stop_source cancel;
+    std::atomic<bool> stale{false};
+    std::atomic<bool> shutdown{false};
+  };
+
+  void WorkerLoop(std::stop_token stop);
+  void Execute(ActiveRun& run);
+  void Finish(ActiveRun& run, const store::FinishParams& params);
+  std::string LogPath(const store::ClaimedRun& claim) const;
+  double JitterSample();
+
+  const config::Config& config_;
+  store::Store& store_;
+  Clock& clock_;
+  StepRunner& runner_;
+  DispatcherOptions options_;
+  std::vector<store::ClaimRule> rules_;
+  DispatcherCounters counters_;
+
+  mutable std::mutex mu_;
+  std::condition_variable_any work_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<std::shared_ptr<ActiveRun>> queue_;
+  std::map<int64_t, std::shared_ptr<ActiveRun>> active_;
+  std::mt19937_64 rng_;
+  std::atomic<bool> claiming_{true};
+
+  std::vector<std::jthread> workers_;
+  std::jthread loop_;
+};
+
+}  // namespace cronledger::engine
+
+#endif  // CRONLEDGER_ENGINE_DISPATCHER_H_

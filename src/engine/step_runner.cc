@@ -1,0 +1,52 @@
+#include "engine/step_runner.h"
+
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "exec/subprocess_executor.h"
+
+namespace cronledger::engine {
+
+DefaultStepRunner::DefaultStepRunner(const config::Config& config, Clock& clock,
+                                     const HandlerRegistry* handlers)
+    : config_(config), clock_(clock), handlers_(handlers) {}
+
+exec::StepOutcome DefaultStepRunner::Run(const exec::StepContext& ctx,
+                                         const config::JobConfig& job,
+                                         const config::StepConfig& step,
+                                         const std::string& log_path, std::stop_token cancel) {
+  if (job.executor == config::Executor::kSubprocess) {
+    exec::SubprocessSpec spec;
+    spec.command = step.command;
+    spec.cwd = config_.dir;
+    spec.timeout = step.timeout;
+    spec.env = job.env;
+    spec.env_from_host = job.env_from_host;
+    spec.log_path = log_path;
+    spec.output_cap = config_.server.output_cap;
+    return exec::RunSubprocessStep(ctx, spec, clock_, cancel);
+  }
+  exec::StepOutcome outcome;
+  const StepHandler handler = handlers_ ? handlers_->Find(job.name, step.name) : nullptr;
+  if (!handler) {
+    outcome.end = exec::StepEnd::kSpawnFailed;
+    outcome.error = fmt::format("no in-process handler registered for job {} step {}", job.name,
+                                step.name);
+    return outcome;
+  }
+  RunContext rc{ctx.job,     ctx.partition, ctx.business_date, ctx.period,
+                ctx.run_key, ctx.scheduled_at, ctx.run_id,     ctx.attempt,
+                ctx.fencing_token, ctx.step,   cancel};
+  try {
+    outcome.exit_status = handler(rc);
+    outcome.end = cancel.stop_requested() ? exec::StepEnd::kCancelled : exec::StepEnd::kExited;
+  } catch (const std::exception& e) {
+    // A throwing handler is a failed attempt, retryable like exit 1.
+    outcome.exit_status = 1;
+    outcome.output_tail = fmt::format("handler threw: {}", e.what());
+  }
+  return outcome;
+}
+
+}  // namespace cronledger::engine

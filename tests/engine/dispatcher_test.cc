@@ -1,0 +1,320 @@
+// The dispatcher and the reaper against a real SQLite store, with
+// in-process handlers (and one real subprocess job) and a fake clock.
+#include "engine/dispatcher.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/planner.h"
+#include "engine/reaper.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cronledger::engine {
+namespace {
+
+using ledger::RunState;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+Clock::TimePoint At(const std::string& rfc3339) {
+  return Clock::TimePoint{ParseRfc3339(rfc3339)->time_since_epoch()};
+}
+
+config::StepConfig Step(const std::string& name, bool idempotent = true) {
+  config::StepConfig s;
+  s.name = name;
+  s.timeout = seconds{60};
+  s.idempotent = idempotent;
+  return s;
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cronledger-dispatch-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    config_.dir = dir_;
+    config_.server.log_dir = dir_ + "/logs";
+    store::SqliteOptions o;
+    o.path = dir_ + "/ledger.db";
+    o.synchronous_full = false;
+    store_ = std::move(store::SqliteStore::Open(o)).value();
+  }
+  void TearDown() override {
+    dispatchers_.clear();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // One in-process job "j" with one partition and the given steps, firing
+  // at 09:00 UTC; planned and released at 09:00:01.
+  void AddJob(std::vector<config::StepConfig> steps, config::RetryConfig retry = {},
+              const std::string& name = "j") {
+    config::JobConfig job;
+    job.name = name;
+    job.schedule = "0 9 * * *";
+    job.timezone = "UTC";
+    job.executor = config::Executor::kInprocess;
+    job.steps = std::move(steps);
+    job.retry = retry;
+    config_.jobs.push_back(job);
+  }
+
+  void PlanAndRelease() {
+    Planner planner(config_, *store_, clock_);
+    ASSERT_TRUE(planner.RunOnce(At("2026-11-05T08:59:30Z")).ok());
+    clock_.Set(At("2026-11-05T09:00:01Z"));
+    ASSERT_TRUE(planner.RunOnce(clock_.Now()).ok());
+  }
+
+  Dispatcher& NewDispatcher(const std::string& node = "n1") {
+    runners_.push_back(std::make_unique<DefaultStepRunner>(config_, clock_, &handlers_));
+    DispatcherOptions o;
+    o.node = node;
+    o.max_workers = 4;
+    o.jitter_seed = 42;
+    dispatchers_.push_back(
+        std::make_unique<Dispatcher>(config_, *store_, clock_, *runners_.back(), o));
+    return *dispatchers_.back();
+  }
+
+  // Claims what is due now and waits for it to finish.
+  int RunDue(Dispatcher& d) {
+    auto n = d.ClaimOnce(clock_.Now());
+    EXPECT_TRUE(n.ok()) << n.status().ToString();
+    d.WaitIdle();
+    return n.ok() ? *n : 0;
+  }
+
+  store::RunRecord OnlyRun() {
+    store::RunQuery q;
+    q.job = "j";
+    auto runs = *store_->RunList(q);
+    EXPECT_EQ(runs.size(), 1u);
+    return runs.at(0);
+  }
+
+  std::vector<store::EventRecord> Events(const std::string& type) {
+    store::EventQuery q;
+    q.job = "j";
+    q.type = type;
+    q.limit = 1000;
+    return *store_->EventList(q);
+  }
+
+  std::string dir_;
+  config::Config config_;
+  FakeClock clock_{At("2026-11-05T08:00:00Z")};
+  std::unique_ptr<store::SqliteStore> store_;
+  HandlerRegistry handlers_;
+  std::vector<std::unique_ptr<DefaultStepRunner>> runners_;
+  std::vector<std::unique_ptr<Dispatcher>> dispatchers_;
+};
+
+TEST_F(DispatcherTest, RunsEveryStepAndRecordsSuccess) {
+  AddJob({Step("generate"), Step("deliver")});
+  std::vector<std::string> calls;
+  std::mutex mu;
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    std::lock_guard lock(mu);
+    calls.push_back(ctx.step + " " + ctx.run_key + " attempt " + std::to_string(ctx.attempt));
+    EXPECT_GT(ctx.fencing_token, 0);
+    EXPECT_EQ(ctx.business_date, "2026-11-05");
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  EXPECT_EQ(RunDue(d), 1);
+  EXPECT_EQ(calls, (std::vector<std::string>{"generate j/default/2026-11-05 attempt 1",
+                                             "deliver j/default/2026-11-05 attempt 1"}));
+  const auto run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kSucceeded);
+  const auto attempts = *store_->AttemptList(run.id);
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].end_class, "succeeded");
+  EXPECT_EQ(attempts[0].node, "n1");
+  EXPECT_TRUE(attempts[0].ended_at.has_value());
+  EXPECT_EQ(Events("step_succeeded").size(), 2u);
+  EXPECT_EQ(d.counters().succeeded.load(), 1);
+}
+
+TEST_F(DispatcherTest, RetryableFailureThenSuccessAfterBackoff) {
+  config::RetryConfig retry;
+  retry.initial_backoff = milliseconds{30000};
+  retry.jitter = 0.0;
+  AddJob({Step("work")}, retry);
+  std::atomic<int> calls{0};
+  handlers_.Register("j", [&](const RunContext&) { return ++calls == 1 ? 75 : 0; });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  RunDue(d);
+  auto run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kPending);
+  EXPECT_EQ(Events("retry_scheduled").size(), 1u);
+  clock_.Advance(seconds{29});
+  EXPECT_EQ(RunDue(d), 0) << "not before its backoff";
+  clock_.Advance(seconds{2});
+  EXPECT_EQ(RunDue(d), 1);
+  run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kSucceeded);
+  EXPECT_EQ(run.attempts, 2);
+  const auto attempts = *store_->AttemptList(run.id);
+  EXPECT_EQ(attempts[0].end_class, "retryable");
+  EXPECT_EQ(attempts[0].exit_status, 75);
+  EXPECT_EQ(attempts[1].end_class, "succeeded");
+}
+
+TEST_F(DispatcherTest, PermanentExitIsNotRetried) {
+  AddJob({Step("work")});
+  std::atomic<int> calls{0};
+  handlers_.Register("j", [&](const RunContext&) {
+    ++calls;
+    return 65;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  RunDue(d);
+  clock_.Advance(minutes{60});
+  RunDue(d);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(OnlyRun().state, RunState::kFailed);
+  const auto failed = Events("failed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].reason, "permanent failure: not retried");
+}
+
+TEST_F(DispatcherTest, RetryResumesAtTheFirstStepNotSucceeded) {
+  config::RetryConfig retry;
+  retry.initial_backoff = milliseconds{1000};
+  retry.jitter = 0.0;
+  AddJob({Step("generate"), Step("deliver")}, retry);
+  std::atomic<int> generated{0};
+  std::atomic<int> delivered{0};
+  handlers_.Register("j", [&](const RunContext&) { return ++generated, 0; }, "generate");
+  handlers_.Register("j", [&](const RunContext&) { return ++delivered == 1 ? 1 : 0; }, "deliver");
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  RunDue(d);
+  clock_.Advance(seconds{2});
+  RunDue(d);
+  EXPECT_EQ(generated.load(), 1);
+  EXPECT_EQ(delivered.load(), 2);
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+}
+
+TEST_F(DispatcherTest, MissingHandlerIsASpawnFailure) {
+  AddJob({Step("work")});
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  RunDue(d);
+  const auto run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kFailed);
+  const auto attempts = *store_->AttemptList(run.id);
+  EXPECT_EQ(attempts[0].end_class, "spawn_failed");
+  EXPECT_NE(attempts[0].output_tail.find("no in-process handler"), std::string::npos);
+}
+
+TEST_F(DispatcherTest, AStalledWorkerIsFencedOffAndItsRunFinishedByAnother) {
+  config::RetryConfig retry;
+  retry.initial_backoff = milliseconds{0};
+  retry.jitter = 0.0;
+  AddJob({Step("work", /*idempotent=*/true)}, retry);
+  std::atomic<int> calls{0};
+  std::atomic<bool> first_started{false};
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    if (++calls == 1) {
+      first_started = true;
+      // "Stalled": does not return until told its lease is gone.
+      while (!ctx.cancel.stop_requested()) usleep(1000);
+      return 0;  // it believes it succeeded; its write must not count
+    }
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& stalled = NewDispatcher("n1");
+  ASSERT_EQ(*stalled.ClaimOnce(clock_.Now()), 1);
+  while (!first_started) usleep(1000);
+  // No heartbeat arrives; the lease (3 x 60 s) expires and the reaper takes it.
+  clock_.Advance(minutes{4});
+  Reaper reaper(config_, *store_);
+  ASSERT_EQ(*reaper.RunOnce(clock_.Now()), 1);
+  EXPECT_EQ(OnlyRun().state, RunState::kPending);  // idempotent: retried
+  Dispatcher& other = NewDispatcher("n2");
+  EXPECT_EQ(RunDue(other), 1);
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+  // The stalled worker wakes: its heartbeat is rejected, its step cancelled,
+  // and it writes nothing.
+  stalled.HeartbeatOnce(clock_.Now());
+  stalled.WaitIdle();
+  EXPECT_GE(stalled.counters().stale_writes_rejected.load(), 1);
+  EXPECT_EQ(stalled.counters().succeeded.load(), 0);
+  EXPECT_GE(Events("stale_write_rejected").size(), 1u);
+  const auto attempts = *store_->AttemptList(OnlyRun().id);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].end_class, "lease_expired");
+  EXPECT_EQ(attempts[0].node, "n1");
+  EXPECT_EQ(attempts[1].end_class, "succeeded");
+  EXPECT_EQ(attempts[1].node, "n2");
+  EXPECT_EQ(Events("succeeded").size(), 1u);
+}
+
+TEST_F(DispatcherTest, ExpiredLeaseOfAnUnsafeStepMakesTheRunUnknown) {
+  AddJob({Step("send", /*idempotent=*/false)});
+  std::atomic<bool> started{false};
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    started = true;
+    while (!ctx.cancel.stop_requested()) usleep(1000);
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  ASSERT_EQ(*d.ClaimOnce(clock_.Now()), 1);
+  while (!started) usleep(1000);
+  clock_.Advance(minutes{4});
+  Reaper reaper(config_, *store_);
+  ASSERT_EQ(*reaper.RunOnce(clock_.Now()), 1);
+  const auto run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kUnknown);
+  const auto unknown = Events("unknown");
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0].actor, "reaper");
+  EXPECT_EQ(unknown[0].reason,
+            "lease_expired of a step that is not idempotent: it may have had its effect");
+  d.HeartbeatOnce(clock_.Now());
+  d.WaitIdle();
+  EXPECT_EQ(OnlyRun().state, RunState::kUnknown);
+}
+
+TEST_F(DispatcherTest, HeartbeatsKeepALongStepAlive) {
+  AddJob({Step("work")});
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  handlers_.Register("j", [&](const RunContext&) {
+    started = true;
+    while (!release) usleep(1000);
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  ASSERT_EQ(*d.ClaimOnce(clock_.Now()), 1);
+  while (!started) usleep(1000);
+  Reaper reaper(config_, *store_);
+  for (int i = 0; i < 10; ++i) {  // 10 minutes, lease 3 minutes, heartbeat each minute
+    clock_.Advance(minutes{1});
+    d.HeartbeatOnce(clock_.Now());
+    ASSERT_EQ(*reaper.RunOnce(clock_.Now()), 0);
+  }
+  release = true;
+  d.WaitIdle();
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+  EXPECT_EQ(d.counters().stale_writes_rejected.load(), 0);
+}
+
+}  // namespace
+}  // namespace cronledger::engine
