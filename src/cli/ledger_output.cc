@@ -39,7 +39,7 @@ ordered_json StringOrNull(const std::string& text) {
   return text.empty() ? ordered_json(nullptr) : ordered_json(text);
 }
 
-ordered_json RunJson(const store::RunRecord& run) {
+ordered_json RunJson(const store::RunRecord& run, const std::vector<store::StepState>& steps) {
   ordered_json j;
   j["id"] = run.id;
   j["run_key"] = run.RunKey();
@@ -52,7 +52,28 @@ ordered_json RunJson(const store::RunRecord& run) {
   j["reason"] =
       run.reason ? ordered_json(std::string(ledger::Name(*run.reason))) : ordered_json(nullptr);
   j["attempts"] = run.attempts;
-  j["steps"] = ordered_json::array();  // step states arrive with the dispatcher
+  ordered_json list = ordered_json::array();
+  for (const auto& step : steps) list.push_back({{"name", step.name}, {"state", step.state}});
+  j["steps"] = std::move(list);
+  return j;
+}
+
+ordered_json AttemptJson(const store::AttemptRecord& a) {
+  ordered_json j;
+  j["number"] = a.number;
+  j["fencing_token"] = a.token;
+  j["node"] = a.node;
+  j["started_at"] = FormatInstant(a.started_at);
+  j["ended_at"] = a.ended_at ? ordered_json(FormatInstant(*a.ended_at)) : ordered_json(nullptr);
+  j["end_class"] = StringOrNull(a.end_class);
+  j["exit_status"] = a.exit_status ? ordered_json(*a.exit_status) : ordered_json(nullptr);
+  j["log_path"] = StringOrNull(a.log_path);
+  j["step"] = StringOrNull(a.step);
+  if (a.ended_at) {
+    j["duration_seconds"] =
+        std::chrono::duration_cast<std::chrono::seconds>(*a.ended_at - a.started_at).count();
+  }
+  j["output_tail"] = StringOrNull(a.output_tail);
   return j;
 }
 

@@ -22,7 +22,11 @@ nlohmann::ordered_json StringOrNull(const std::string& text);
 
 // DESIGN.md `runs` item: id, run_key, job, partition, period, business_date,
 // scheduled_at, state, reason (null unless skipped), attempts, steps.
-nlohmann::ordered_json RunJson(const store::RunRecord& run);
+nlohmann::ordered_json RunJson(const store::RunRecord& run,
+                               const std::vector<store::StepState>& steps = {});
+
+// An attempt in the `attempt_list` shape of DESIGN.md.
+nlohmann::ordered_json AttemptJson(const store::AttemptRecord& attempt);
 
 // DESIGN.md `events` item: id, at, type, job, run_id, run_key, actor,
 // reason, details (the stored JSON object; empty texts and absent ids null).

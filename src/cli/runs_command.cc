@@ -51,10 +51,20 @@ int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::
     err << "cronledger runs: " << events.status().message() << "\n";
     return ExitCodeFor(events.status());
   }
+  auto steps = store.StepList(id);
+  auto attempts = store.AttemptList(id);
+  for (const Status& s : {steps.status(), attempts.status()}) {
+    if (!s.ok()) {
+      err << "cronledger runs: " << s.message() << "\n";
+      return ExitCodeFor(s);
+    }
+  }
   if (json) {
-    ordered_json j = RunJson(*run);
-    j["attempt_list"] = ordered_json::array();  // attempts arrive with the dispatcher
-    j["effects"] = ordered_json::array();       // effects arrive with `effect run`
+    ordered_json j = RunJson(*run, *steps);
+    ordered_json attempt_list = ordered_json::array();
+    for (const auto& a : *attempts) attempt_list.push_back(AttemptJson(a));
+    j["attempt_list"] = std::move(attempt_list);
+    j["effects"] = ordered_json::array();  // effects arrive with `effect run`
     ordered_json list = ordered_json::array();
     for (const auto& e : *events) list.push_back(EventJson(e));
     j["events"] = std::move(list);
@@ -72,6 +82,21 @@ int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::
   out << fmt::format("  reason         {}\n", reason);
   out << fmt::format("  attempts       {}\n", run->attempts);
   out << fmt::format("  updated at     {}\n", FormatInstant(run->updated_at));
+  if (!steps->empty()) {
+    out << "\nsteps:\n";
+    for (const auto& st : *steps) out << fmt::format("  {:<20} {}\n", st.name, st.state);
+  }
+  if (!attempts->empty()) {
+    out << "\nattempts:\n";
+    for (const auto& a : *attempts) {
+      out << fmt::format(
+          "  #{} token {} node {} {} -> {} {}{}{}\n", a.number, a.token, a.node,
+          FormatInstant(a.started_at), a.ended_at ? FormatInstant(*a.ended_at) : "(running)",
+          a.end_class.empty() ? "" : a.end_class,
+          a.exit_status ? fmt::format(" exit {}", *a.exit_status) : "",
+          a.log_path.empty() ? "" : " log " + a.log_path);
+    }
+  }
   out << "\nevents:\n";
   PrintEventTable(*events, out);
   return kExitOk;
@@ -131,7 +156,14 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
   }
   if (args.json) {
     ordered_json list = ordered_json::array();
-    for (const auto& r : *runs) list.push_back(RunJson(r));
+    for (const auto& r : *runs) {
+      auto steps = store->StepList(r.id);
+      if (!steps.ok()) {
+        err << "cronledger runs: " << steps.status().message() << "\n";
+        return ExitCodeFor(steps.status());
+      }
+      list.push_back(RunJson(r, *steps));
+    }
     ordered_json doc;
     doc["runs"] = std::move(list);
     out << doc.dump(2) << "\n";

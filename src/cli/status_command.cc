@@ -32,7 +32,13 @@ ordered_json JobJson(const engine::JobStatus& s) {
   j["missing"] = s.missing;
   j["lag_seconds"] = s.lag_seconds;
   j["next_at"] = StringOrNull(s.next_at);
-  j["steps"] = ordered_json::object();  // per-step counts arrive with steps in the ledger
+  ordered_json steps = ordered_json::object();
+  for (const auto& [name, counts] : s.steps) {
+    ordered_json c = ordered_json::object();
+    for (const auto& [state, n] : counts) c[state] = n;
+    steps[name] = std::move(c);
+  }
+  j["steps"] = std::move(steps);
   j["planned_through"] = StringOrNull(s.planned_through);
   j["in_flight"] = s.in_flight;
   return j;

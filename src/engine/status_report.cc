@@ -86,6 +86,11 @@ Result<StatusReport> BuildStatus(const config::Config& config, store::Store& sto
         s.lag_seconds = std::max<int64_t>(0, (now - *stats->oldest_open_scheduled_at).count());
       }
       s.in_flight = stats->in_flight;
+      for (const auto& step : job.steps) {
+        auto it = stats->steps.find(step.name);
+        s.steps.emplace_back(step.name, it == stats->steps.end() ? std::map<std::string, int>{}
+                                                                 : it->second);
+      }
       store::RunQuery unknown;
       unknown.job = job.name;
       unknown.state = ledger::RunState::kUnknown;

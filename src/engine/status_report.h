@@ -4,7 +4,9 @@
 #ifndef CRONLEDGER_ENGINE_STATUS_REPORT_H_
 #define CRONLEDGER_ENGINE_STATUS_REPORT_H_
 
+#include <map>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,8 @@ struct JobStatus {
   int missing = 0;
   int64_t lag_seconds = 0;
   std::string next_at;  // RFC 3339, empty when the schedule has ended
+  // Per step, in the job's order: step state -> count, for business_date.
+  std::vector<std::pair<std::string, std::map<std::string, int>>> steps;
   // Beyond the contract shape: for serve's start-up log and operators.
   std::string planned_through;  // RFC 3339, empty before the first plan
   int in_flight = 0;            // pending (due) or running, any date
