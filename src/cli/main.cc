@@ -82,7 +82,7 @@ int Main(int argc, char** argv) {
   std::optional<std::string> serve_config;
   ServeArgs serve;
   CLI::App* serve_cmd = app.add_subcommand(
-      "serve", "Run the scheduler: plan occurrences into the ledger and release due runs");
+      "serve", "Run the scheduler: plan every expected run, claim due ones and run their steps");
   serve_cmd->add_option("--config", serve_config, kConfigHelp);
   serve_cmd->add_option("--listen", serve.listen, "Override server.listen (HOST:PORT)");
   serve_cmd->add_option("--node-id", serve.node_id,

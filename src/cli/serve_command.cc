@@ -11,7 +11,10 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "engine/status_report.h"
+#include "engine/dispatcher.h"
 #include "engine/planner.h"
+#include "engine/reaper.h"
+#include "engine/step_runner.h"
 
 namespace cronledger::cli {
 namespace {
@@ -99,6 +102,16 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   });
 
   engine::Planner planner(config, *store, clock);
+  engine::Reaper reaper(config, *store);
+  HandlerRegistry no_handlers;  // the command has none; embedding apps register theirs
+  engine::DefaultStepRunner runner(config, clock, &no_handlers);
+  engine::DispatcherOptions dispatch;
+  dispatch.node = node_id;
+  dispatch.max_workers = config.server.max_workers;
+  dispatch.handlers = &no_handlers;
+  engine::Dispatcher dispatcher(config, *store, clock, runner, dispatch);
+  dispatcher.Start();
+
   constexpr auto kTick = std::chrono::seconds(1);
   constexpr int kPlanEveryTicks = 10;
   for (int tick = 0; !stop.stop_requested(); ++tick) {
@@ -106,6 +119,10 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     engine::PlanPassStats stats;
     Status s = tick % kPlanEveryTicks == 0 ? planner.RunOnce(now, &stats)
                                            : planner.ReleaseOnce(now, &stats);
+    if (auto reaped = reaper.RunOnce(now); !reaped.ok()) {
+      spdlog::error("serve: reaper pass failed, retrying next pass: {}",
+                    reaped.status().ToString());
+    }
     if (!s.ok()) {
       spdlog::error("serve: pass failed, retrying next pass: {}", s.ToString());
     } else if (stats.runs_planned > 0 || stats.released > 0 || stats.skipped > 0) {
@@ -114,6 +131,15 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     }
     clock.SleepFor(kTick, stop.get_token());
   }
+
+  // Drain: no new claims; running steps get drain_timeout to finish, then
+  // are stopped (an idempotent one released, any other left to its lease).
+  const int active = dispatcher.Active();
+  if (active > 0) {
+    spdlog::info("serve: waiting up to {}s for {} running run(s)",
+                 config.server.drain_timeout.count(), active);
+  }
+  dispatcher.Drain(clock.Now() + config.server.drain_timeout);
 
   // Wake the signal thread, which may still be waiting for a (second) signal.
   exiting = true;

@@ -36,8 +36,17 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
       options_(std::move(options)),
       rng_(options_.jitter_seed ? options_.jitter_seed : std::random_device{}()) {
   for (const auto& job : config_.jobs) {
-    // External jobs are claimed only by HTTP workers.
+    // External jobs are claimed only by HTTP workers, in-process ones only
+    // where handlers for them are registered.
     if (job.executor == config::Executor::kExternal) continue;
+    if (job.executor == config::Executor::kInprocess) {
+      const bool handled =
+          options_.handlers != nullptr &&
+          std::all_of(job.steps.begin(), job.steps.end(), [&](const config::StepConfig& st) {
+            return options_.handlers->Find(job.name, st.name) != nullptr;
+          });
+      if (!handled) continue;
+    }
     store::ClaimRule rule;
     rule.job = job.name;
     rule.lease_ttl = job.EffectiveLeaseTtl();
@@ -281,6 +290,10 @@ void Dispatcher::Finish(ActiveRun& run, const store::FinishParams& params) {
                   s.ToString());
     return;
   }
+  spdlog::info("run {} {}: attempt {} {} -> {}{}", run.claim.run.id, run.claim.run.RunKey(),
+               run.claim.attempt, ledger::Name(params.end_class),
+               ledger::Name(params.decision.state),
+               params.decision.reason.empty() ? "" : " (" + params.decision.reason + ")");
   switch (params.decision.state) {
     case ledger::RunState::kSucceeded: ++counters_.succeeded; break;
     case ledger::RunState::kFailed: ++counters_.failed; break;

@@ -24,6 +24,7 @@
 
 #include "config/config.h"
 #include "cronledger/clock.h"
+#include "cronledger/handler.h"
 #include "engine/step_runner.h"
 #include "store/store.h"
 
@@ -36,6 +37,9 @@ struct DispatcherOptions {
   // How often the background loop looks for due runs when idle.
   std::chrono::milliseconds poll{100};
   uint64_t jitter_seed = 0;  // 0: nondeterministic
+  // In-process jobs are claimed only when every one of their steps has a
+  // handler here (DESIGN.md: only by handlers registered through the API).
+  const HandlerRegistry* handlers = nullptr;
 };
 
 struct DispatcherCounters {

@@ -73,12 +73,15 @@ class DispatcherTest : public ::testing::Test {
     ASSERT_TRUE(planner.RunOnce(clock_.Now()).ok());
   }
 
-  Dispatcher& NewDispatcher(const std::string& node = "n1") {
-    runners_.push_back(std::make_unique<DefaultStepRunner>(config_, clock_, &handlers_));
+  // `step_clock` times step timeouts (the fake clock never reaches them).
+  Dispatcher& NewDispatcher(const std::string& node = "n1", Clock* step_clock = nullptr) {
+    runners_.push_back(std::make_unique<DefaultStepRunner>(
+        config_, step_clock ? *step_clock : clock_, &handlers_));
     DispatcherOptions o;
     o.node = node;
     o.max_workers = 4;
     o.jitter_seed = 42;
+    o.handlers = &handlers_;
     dispatchers_.push_back(
         std::make_unique<Dispatcher>(config_, *store_, clock_, *runners_.back(), o));
     return *dispatchers_.back();
@@ -208,8 +211,64 @@ TEST_F(DispatcherTest, RetryResumesAtTheFirstStepNotSucceeded) {
   EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
 }
 
-TEST_F(DispatcherTest, MissingHandlerIsASpawnFailure) {
+TEST_F(DispatcherTest, InprocessJobsWithoutHandlersAreNotClaimed) {
+  AddJob({Step("generate"), Step("deliver")});
+  handlers_.Register("j", [](const RunContext&) { return 0; }, "generate");
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  EXPECT_EQ(RunDue(d), 0) << "deliver has no handler: another process must run this job";
+  EXPECT_EQ(OnlyRun().state, RunState::kPending);
+  handlers_.Register("j", [](const RunContext&) { return 0; }, "deliver");
+  Dispatcher& with_all = NewDispatcher("n2");
+  EXPECT_EQ(RunDue(with_all), 1);
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+}
+
+TEST_F(DispatcherTest, SubprocessJobsRunRealCommands) {
   AddJob({Step("work")});
+  config_.jobs[0].executor = config::Executor::kSubprocess;
+  config_.jobs[0].steps[0].command = {"/bin/sh", "-c", "echo hello {partition}; exit 3"};
+  config_.jobs[0].fail_exit_codes = {3};
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  EXPECT_EQ(RunDue(d), 1);
+  const auto run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kFailed);
+  const auto attempts = *store_->AttemptList(run.id);
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].end_class, "permanent");
+  EXPECT_EQ(attempts[0].exit_status, 3);
+  EXPECT_NE(attempts[0].output_tail.find("hello default"), std::string::npos)
+      << attempts[0].output_tail;
+  EXPECT_EQ(attempts[0].log_path, dir_ + "/logs/j/1/attempt-1.log");
+  EXPECT_TRUE(std::filesystem::exists(attempts[0].log_path));
+}
+
+TEST_F(DispatcherTest, TimeoutRetriesAnIdempotentStepAndMakesAnUnsafeOneUnknown) {
+  for (bool idempotent : {true, false}) {
+    SCOPED_TRACE(idempotent);
+    TearDown();
+    SetUp();
+    config_.jobs.clear();
+    AddJob({Step("work", idempotent)});
+    config_.jobs[0].executor = config::Executor::kSubprocess;
+    config_.jobs[0].steps[0].timeout = seconds{1};
+    config_.jobs[0].steps[0].command = {"/bin/sleep", "30"};
+    PlanAndRelease();
+    Dispatcher& d = NewDispatcher("n1", &RealClock());
+    EXPECT_EQ(RunDue(d), 1);
+    const auto run = OnlyRun();
+    EXPECT_EQ(run.state, idempotent ? RunState::kPending : RunState::kUnknown);
+    const auto attempts = *store_->AttemptList(run.id);
+    ASSERT_EQ(attempts.size(), 1u);
+    EXPECT_EQ(attempts[0].end_class, "timeout");
+  }
+}
+
+TEST_F(DispatcherTest, MissingCommandIsASpawnFailure) {
+  AddJob({Step("work")});
+  config_.jobs[0].executor = config::Executor::kSubprocess;
+  config_.jobs[0].steps[0].command = {dir_ + "/no-such-program"};
   PlanAndRelease();
   Dispatcher& d = NewDispatcher();
   RunDue(d);
@@ -217,7 +276,8 @@ TEST_F(DispatcherTest, MissingHandlerIsASpawnFailure) {
   EXPECT_EQ(run.state, RunState::kFailed);
   const auto attempts = *store_->AttemptList(run.id);
   EXPECT_EQ(attempts[0].end_class, "spawn_failed");
-  EXPECT_NE(attempts[0].output_tail.find("no in-process handler"), std::string::npos);
+  EXPECT_NE(attempts[0].output_tail.find("No such file or directory"), std::string::npos)
+      << attempts[0].output_tail;
 }
 
 TEST_F(DispatcherTest, AStalledWorkerIsFencedOffAndItsRunFinishedByAnother) {
