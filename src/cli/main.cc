@@ -13,6 +13,7 @@
 #include "cli/exit_codes.h"
 #include "cli/next_command.h"
 #include "cli/pause_command.h"
+#include "cli/retry_command.h"
 #include "cli/runs_command.h"
 #include "cli/serve_command.h"
 #include "cli/status_command.h"
@@ -147,6 +148,17 @@ int Main(int argc, char** argv) {
   CLI::App* resume_cmd = app.add_subcommand("resume", "Resume a paused job or everything");
   add_pause_options(resume_cmd, resume_config, resume);
 
+  // --- retry ------------------------------------------------------------------
+  std::optional<std::string> retry_config;
+  RetryArgs retry;
+  CLI::App* retry_cmd = app.add_subcommand(
+      "retry", "Requeue a failed or unknown run as a new attempt on the same run key");
+  retry_cmd->add_option("RUN_ID", retry.run_id, "The run's id (see `cronledger runs`)")
+      ->required();
+  retry_cmd->add_option("--config", retry_config, kConfigHelp);
+  retry_cmd->add_option("--reason", retry.reason, "Why (required; recorded in the ledger)");
+  retry_cmd->add_option("--by", retry.by, "Who asks (default: the OS user)");
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
 
   try {
@@ -173,6 +185,10 @@ int Main(int argc, char** argv) {
   if (*events_cmd) {
     events.config_path = ResolveConfigPath(events_config);
     return RunEvents(events, std::cout, std::cerr);
+  }
+  if (*retry_cmd) {
+    retry.config_path = ResolveConfigPath(retry_config);
+    return RunRetry(retry, RealClock(), std::cout, std::cerr);
   }
   if (*pause_cmd) {
     pause.config_path = ResolveConfigPath(pause_config);

@@ -814,3 +814,107 @@ TEST(ServeCli, ReportsWhereEachJobStandsAndStopsCleanly) {
 
 }  // namespace
 }  // namespace cronledger
+
+namespace cronledger {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Execution through serve, and the operator's retry.
+
+TEST(ExecCli, ServeRunsStepsAndRetryRequeuesAFailedRun) {
+  TempDir dir;
+  const std::string flag = dir.File("fixed");
+  const std::string script = dir.Write("step.sh", "#!/bin/sh\necho \"run $CRONLEDGER_RUN_KEY attempt $CRONLEDGER_ATTEMPT\"\n[ -e " + flag + " ] || exit 65\n");
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const std::string config = dir.Write("cronledger.toml", R"([server]
+store = "sqlite:ledger.db"
+
+[[job]]
+name = "tick"
+schedule = "* * * * * *"
+timezone = "UTC"
+catchup = "latest"
+
+  [[job.step]]
+  name = "work"
+  command = ["./step.sh"]
+)");
+  const std::string log = dir.File("serve.log");
+  int64_t failed_id = 0;
+  {
+    ServeProcess serve(config, log);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const auto r = Cronledger({"runs", "--config", config, "--state", "failed", "--json"});
+          if (r.exit_code != 0) return false;
+          const auto j = Json::parse(r.out);
+          if (j["runs"].empty()) return false;
+          failed_id = j["runs"][0]["id"].get<int64_t>();
+          return true;
+        },
+        400))
+        << ReadFile(log);
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  const auto one = Cronledger({"runs", "--config", config, "--run", std::to_string(failed_id), "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto run = Json::parse(one.out);
+  ASSERT_EQ(run["attempt_list"].size(), 1u) << run.dump(2);
+  const auto& attempt = run["attempt_list"][0];
+  EXPECT_EQ(attempt["end_class"], "permanent");
+  EXPECT_EQ(attempt["exit_status"], 65);
+  EXPECT_EQ(attempt["number"], 1);
+  EXPECT_GT(attempt["fencing_token"].get<int64_t>(), 0);
+  EXPECT_TRUE(IsRfc3339Utc(attempt["started_at"]));
+  EXPECT_TRUE(IsRfc3339Utc(attempt["ended_at"]));
+  const std::string log_path = attempt["log_path"];
+  EXPECT_NE(ReadFile(log_path).find("attempt 1"), std::string::npos) << log_path;
+  EXPECT_EQ(run["steps"], Json::parse(R"([{"name": "work", "state": "failed"}])"));
+
+  // Retry refuses without a reason and for a run in another state.
+  EXPECT_EQ(Cronledger({"retry", std::to_string(failed_id), "--config", config}).exit_code, 2);
+  const auto missing = Cronledger({"retry", "999999", "--config", config, "--reason", "x"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no run with id 999999"), std::string::npos) << missing.err;
+  const auto retried = Cronledger({"retry", std::to_string(failed_id), "--config", config,
+                                   "--reason", "input fixed", "--by", "alice"});
+  ASSERT_EQ(retried.exit_code, 0) << retried.err;
+  EXPECT_EQ(retried.out, "run " + std::to_string(failed_id) + " queued for a new attempt\n");
+  const auto again = Cronledger({"retry", std::to_string(failed_id), "--config", config,
+                                 "--reason", "twice"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("is pending; only failed or unknown runs can be retried"),
+            std::string::npos)
+      << again.err;
+
+  // The retried run succeeds on its next attempt.
+  std::ofstream(flag) << "";
+  {
+    ServeProcess serve(config, dir.File("serve2.log"));
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const auto r = Cronledger({"runs", "--config", config, "--run",
+                                     std::to_string(failed_id), "--json"});
+          return r.exit_code == 0 && Json::parse(r.out)["state"] == "succeeded";
+        },
+        400))
+        << ReadFile(dir.File("serve2.log"));
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  const auto done = Json::parse(
+      Cronledger({"runs", "--config", config, "--run", std::to_string(failed_id), "--json"}).out);
+  EXPECT_EQ(done["attempts"], 2);
+  EXPECT_EQ(done["attempt_list"][1]["end_class"], "succeeded");
+  bool saw_retry = false;
+  for (const auto& e : done["events"]) {
+    if (e["type"] == "retry") {
+      saw_retry = true;
+      EXPECT_EQ(e["actor"], "alice");
+      EXPECT_EQ(e["reason"], "input fixed");
+    }
+  }
+  EXPECT_TRUE(saw_retry);
+}
+
+}  // namespace
+}  // namespace cronledger

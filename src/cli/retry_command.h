@@ -1,0 +1,28 @@
+#ifndef CRONLEDGER_CLI_RETRY_COMMAND_H_
+#define CRONLEDGER_CLI_RETRY_COMMAND_H_
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "cronledger/clock.h"
+
+namespace cronledger::cli {
+
+struct RetryArgs {
+  std::string config_path;  // already resolved
+  int64_t run_id = 0;
+  std::optional<std::string> reason;  // required, not blank
+  std::optional<std::string> by;      // default: DefaultActor()
+};
+
+// `cronledger retry RUN_ID`: a failed or unknown run back to pending as a new
+// attempt on the same run key, recorded with actor and reason. Exit 0; 1 when
+// the run is in another state or does not exist (with the reason); 2 usage or
+// config error; 3 store unavailable.
+int RunRetry(const RetryArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
+
+}  // namespace cronledger::cli
+
+#endif  // CRONLEDGER_CLI_RETRY_COMMAND_H_
