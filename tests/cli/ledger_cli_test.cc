@@ -83,8 +83,9 @@ class TempDir {
   std::string path_;
 };
 
-// `tick` fires every second for two partitions; `daily_report` once a day
-// (it has no occurrence within serve's lookahead, so no runs).
+// `tick` fires every second for two partitions (planned and released, never
+// executed); `daily_report` once a day (no occurrence within serve's
+// lookahead, so no runs).
 std::string ConfigText(const std::string& store) {
   return R"([server]
 store = ")" +
@@ -95,6 +96,9 @@ name = "tick"
 schedule = "* * * * * *"
 timezone = "UTC"
 partitions = ["acme", "globex"]
+# The command's serve never claims in-process jobs: these runs stay pending,
+# so the ledger's contents do not depend on timing.
+executor = "inprocess"
 
   [[job.step]]
   name = "work"
