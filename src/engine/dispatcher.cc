@@ -230,10 +230,17 @@ void Dispatcher::Execute(ActiveRun& run) {
       ++counters_.stale_writes_rejected;
       return;
     }
-    exec::StepContext ctx{claim.run.job,       claim.run.partition, claim.run.business_date,
-                          claim.run.period,    claim.run.RunKey(),  claim.run.scheduled_at,
-                          claim.run.id,        claim.attempt,       claim.token,
-                          step.name};
+    exec::StepContext ctx;
+    ctx.job = claim.run.job;
+    ctx.partition = claim.run.partition;
+    ctx.business_date = claim.run.business_date;
+    ctx.period = claim.run.period;
+    ctx.run_key = claim.run.RunKey();
+    ctx.scheduled_at = claim.run.scheduled_at;
+    ctx.run_id = claim.run.id;
+    ctx.attempt = claim.attempt;
+    ctx.fencing_token = claim.token;
+    ctx.step = step.name;
     const exec::StepOutcome outcome =
         runner_.Run(ctx, *job, step, finish.log_path, run.cancel.get_token());
     if (run.stale) return;  // fenced off: nothing more to write

@@ -35,9 +35,8 @@ exec::StepOutcome DefaultStepRunner::Run(const exec::StepContext& ctx,
                                 step.name);
     return outcome;
   }
-  RunContext rc{ctx.job,     ctx.partition, ctx.business_date, ctx.period,
-                ctx.run_key, ctx.scheduled_at, ctx.run_id,     ctx.attempt,
-                ctx.fencing_token, ctx.step,   cancel};
+  RunContext rc = ctx;
+  rc.cancel = cancel;
   try {
     outcome.exit_status = handler(rc);
     outcome.end = cancel.stop_requested() ? exec::StepEnd::kCancelled : exec::StepEnd::kExited;

@@ -10,21 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "cronledger/handler.h"
+
 namespace cronledger::exec {
 
-// Who and what a step runs for: the run key's parts and the attempt.
-struct StepContext {
-  std::string job;
-  std::string partition;
-  std::string business_date;  // YYYY-MM-DD
-  std::string period;
-  std::string run_key;
-  std::chrono::sys_seconds scheduled_at;
-  int64_t run_id = 0;
-  int attempt = 0;  // 1 for the first
-  int64_t fencing_token = 0;
-  std::string step;
-};
+// Who and what a step runs for: the run key's parts and the attempt. The
+// same as an in-process handler sees; `cancel` is unused by executors, which
+// take the cancellation as its own argument.
+using StepContext = RunContext;
 
 // How to run a subprocess step.
 struct SubprocessSpec {
