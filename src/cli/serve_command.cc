@@ -41,10 +41,10 @@ void LogStanding(const config::Config& config, store::Store& store, Clock::TimeP
   for (const auto& j : report->jobs) {
     spdlog::info(
         "serve: job {} ({}): planned through {}, last succeeded business date {}, "
-        "{} run(s) in flight, {} unknown, lag {}s",
+        "{} run(s) in flight, {} expired lease(s), {} unknown, lag {}s",
         j.name, j.state, j.planned_through.empty() ? "-" : j.planned_through,
         j.last_success_business_date.empty() ? "-" : j.last_success_business_date,
-        j.in_flight, j.unknown_total, j.lag_seconds);
+        j.in_flight, j.expired_leases, j.unknown_total, j.lag_seconds);
   }
 }
 

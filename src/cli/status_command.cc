@@ -41,6 +41,8 @@ ordered_json JobJson(const engine::JobStatus& s) {
   j["steps"] = std::move(steps);
   j["planned_through"] = StringOrNull(s.planned_through);
   j["in_flight"] = s.in_flight;
+  j["expired_leases"] = s.expired_leases;
+  j["unknown_runs"] = s.unknown_total;
   return j;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/status_report.h"
 
+#include <algorithm>
+
 #include "ledger/names.h"
 
 namespace cronledger::engine {
@@ -29,6 +31,8 @@ Result<StatusReport> BuildStatus(const config::Config& config, store::Store& sto
   if (!paused_all.ok()) return paused_all.status();
   auto jobs = store.JobList();
   if (!jobs.ok()) return jobs.status();
+  auto expired = store.RunListExpiredLeases(store::ToInstant(now_tp), 100000);
+  if (!expired.ok()) return expired.status();
 
   for (const auto& job : config.jobs) {
     auto schedule = Schedule::Create(job.schedule, job.timezone, job.ScheduleOptionsFor());
@@ -98,6 +102,9 @@ Result<StatusReport> BuildStatus(const config::Config& config, store::Store& sto
       auto u = store.RunList(unknown);
       if (!u.ok()) return u.status();
       s.unknown_total = static_cast<int>(u->size());
+      s.expired_leases = static_cast<int>(
+          std::count_if(expired->begin(), expired->end(),
+                        [&](const store::ExpiredLease& e) { return e.run.job == job.name; }));
     }
     report.jobs.push_back(std::move(s));
   }

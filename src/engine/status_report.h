@@ -38,6 +38,7 @@ struct JobStatus {
   std::string planned_through;  // RFC 3339, empty before the first plan
   int in_flight = 0;            // pending (due) or running, any date
   int unknown_total = 0;        // runs in `unknown`, any date
+  int expired_leases = 0;       // running runs whose lease has expired (the reaper's work)
   bool in_ledger = false;       // serve has planned it at least once
 };
 

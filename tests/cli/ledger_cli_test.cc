@@ -276,7 +276,8 @@ TEST_F(LedgerCliServed, StatusJsonHasExactlyTheContractKeysInOrder) {
               (std::vector<std::string>{
                   "name", "state", "last_success_at", "last_success_business_date", "business_date",
                   "expected", "succeeded", "failed", "unknown", "waived", "in_progress", "missing",
-                  "lag_seconds", "next_at", "steps", "planned_through", "in_flight"}));
+                  "lag_seconds", "next_at", "steps", "planned_through", "in_flight",
+                  "expired_leases", "unknown_runs"}));
   }
   const Json& tick = status["jobs"][0];
   EXPECT_EQ(tick["name"], "tick");
@@ -812,7 +813,8 @@ TEST(ServeCli, ReportsWhereEachJobStandsAndStopsCleanly) {
   const std::string text = ReadFile(log2);
   EXPECT_NE(text.find("serve: node web-7 started with 2 job(s)"), std::string::npos) << text;
   EXPECT_NE(text.find("serve: job tick (active): planned through 20"), std::string::npos) << text;
-  EXPECT_NE(text.find("run(s) in flight, 0 unknown"), std::string::npos) << text;
+  EXPECT_NE(text.find("run(s) in flight, 0 expired lease(s), 0 unknown"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("serve: node web-7 stopped cleanly"), std::string::npos) << text;
 }
 
