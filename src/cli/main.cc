@@ -88,6 +88,9 @@ int Main(int argc, char** argv) {
   serve_cmd->add_option("--listen", serve.listen, "Override server.listen (HOST:PORT)");
   serve_cmd->add_option("--node-id", serve.node_id,
                         "This node's name (default: host name and listen port)");
+  serve_cmd->add_option("--log-format", serve.log_format, "Log lines as text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
 
   // --- status -----------------------------------------------------------------
   std::optional<std::string> status_config;

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/context.h"
+#include "common/logging.h"
 #include "cli/exit_codes.h"
 #include "engine/status_report.h"
 #include "engine/dispatcher.h"
@@ -51,6 +52,10 @@ void LogStanding(const config::Config& config, store::Store& store, Clock::TimeP
 }  // namespace
 
 int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
+  if (Status s = ConfigureLogging(args.log_format); !s.ok()) {
+    err << "cronledger serve: " << s.message() << "\n";
+    return kExitUsage;
+  }
   config::Config config;
   if (int rc = LoadConfigOrReport("serve", args.config_path, &config, err); rc != kExitOk) {
     return rc;

@@ -13,6 +13,7 @@ struct ServeArgs {
   std::string config_path;
   std::optional<std::string> listen;
   std::optional<std::string> node_id;
+  std::string log_format = "text";  // text | json
 };
 
 // `cronledger serve`: runs the planner until SIGTERM or SIGINT. Exit 0 after

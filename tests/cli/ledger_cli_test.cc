@@ -791,6 +791,27 @@ TEST(ServeCli, RefusesADatabaseThatNeedsANewerRelease) {
   EXPECT_NE(r.err.find("upgrade cronledger"), std::string::npos) << r.err;
 }
 
+TEST(ServeCli, JsonLogsAreOneObjectPerLine) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  const std::string log = dir.File("serve.log");
+  {
+    ServeProcess serve(config, log, {"--log-format", "json"});
+    ASSERT_TRUE(WaitFor([&] { return ReadFile(log).find("planned") != std::string::npos; }, 400))
+        << ReadFile(log);
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  const auto lines = Lines(ReadFile(log));
+  ASSERT_GE(lines.size(), 4u);
+  for (const auto& line : lines) {
+    const auto j = Json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    EXPECT_EQ(Keys(j), (std::vector<std::string>{"ts", "level", "msg"})) << line;
+    EXPECT_TRUE(j["ts"].get<std::string>().ends_with("Z")) << line;
+  }
+  EXPECT_EQ(Cronledger({"serve", "--config", config, "--log-format", "xml"}).exit_code, 2);
+}
+
 TEST(ServeCli, ReportsWhereEachJobStandsAndStopsCleanly) {
   TempDir dir;
   const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
