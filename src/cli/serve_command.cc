@@ -16,6 +16,7 @@
 #include "engine/planner.h"
 #include "engine/reaper.h"
 #include "engine/step_runner.h"
+#include "exec/attempt_files.h"
 
 namespace cronledger::cli {
 namespace {
@@ -119,11 +120,17 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
 
   constexpr auto kTick = std::chrono::seconds(1);
   constexpr int kPlanEveryTicks = 10;
+  constexpr int kPruneEveryTicks = 3600;
   for (int tick = 0; !stop.stop_requested(); ++tick) {
     const auto now = clock.Now();
     engine::PlanPassStats stats;
     Status s = tick % kPlanEveryTicks == 0 ? planner.RunOnce(now, &stats)
                                            : planner.ReleaseOnce(now, &stats);
+    if (tick % kPruneEveryTicks == 0) {
+      const int pruned = exec::PruneAttemptFolders(config.server.log_dir,
+                                                   config.server.log_retention, now);
+      if (pruned > 0) spdlog::info("serve: removed {} attempt folder(s) past log_retention", pruned);
+    }
     if (auto reaped = reaper.RunOnce(now); !reaped.ok()) {
       spdlog::error("serve: reaper pass failed, retrying next pass: {}",
                     reaped.status().ToString());

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "exec/attempt_files.h"
 #include "ledger/attempt_policy.h"
 
 namespace cronledger::engine {
@@ -241,6 +242,14 @@ void Dispatcher::Execute(ActiveRun& run) {
     ctx.attempt = claim.attempt;
     ctx.fencing_token = claim.token;
     ctx.step = step.name;
+    if (!step.keep_inputs.empty()) {
+      const std::string dest = fmt::format("{}/{}/{}/attempt-{}-inputs/{}", config_.server.log_dir,
+                                           claim.run.job, claim.run.id, claim.attempt, step.name);
+      for (const auto& problem : exec::KeepInputs(step.keep_inputs, ctx, config_.dir, dest)) {
+        spdlog::warn("run {} {} step {}: {}", claim.run.id, claim.run.RunKey(), step.name,
+                     problem);
+      }
+    }
     const exec::StepOutcome outcome =
         runner_.Run(ctx, *job, step, finish.log_path, run.cancel.get_token());
     if (run.stale) return;  // fenced off: nothing more to write
