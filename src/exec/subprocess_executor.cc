@@ -194,14 +194,19 @@ struct ChildPlan {
   _exit(127);
 }
 
-[[noreturn]] void RunChild(const ChildPlan& p) {
-  setpgid(0, 0);
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(p.report_fd, ChildStage::kSetup);
-  // The supervisor may have died before the line above: then nobody would
-  // send the death signal.
-  if (getppid() != p.parent) _exit(127);
+// The step's supervisor shim (see RunChild): on the death of serve it kills
+// the whole process group, descendants included.
+void KillGroupOnParentDeath(int) { kill(-getpgrp(), SIGKILL); }
 
-  // Ignored signals and the signal mask survive exec; start the command clean.
+volatile sig_atomic_t g_child_changed = 0;
+void NoteChildChanged(int) { g_child_changed = 1; }
+
+// Resets signals and descriptors and execs the command. Runs in the
+// command's own process (the shim's child); only async-signal-safe calls.
+[[noreturn]] void ExecCommand(const ChildPlan& p) {
+  // Ignored signals, handlers and the signal mask survive exec (handlers
+  // reset to default there, but the shim's ignored ones would not); start
+  // the command clean.
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
@@ -209,14 +214,10 @@ struct ChildPlan {
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
   }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-
-  if (dup2(p.stdin_fd, STDIN_FILENO) < 0 || dup2(p.stdout_fd, STDOUT_FILENO) < 0 ||
-      dup2(p.stderr_fd, STDERR_FILENO) < 0) {
-    ChildFail(p.report_fd, ChildStage::kSetup);
-  }
   // Whatever else the supervisor has open (its own or opened by a library
   // without O_CLOEXEC) must not reach the command.
   if (close_range(STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
@@ -228,6 +229,97 @@ struct ChildPlan {
   if (p.cwd != nullptr && chdir(p.cwd) != 0) ChildFail(p.report_fd, ChildStage::kChdir);
   execve(p.path, p.argv, p.envp);
   ChildFail(p.report_fd, ChildStage::kExec);
+}
+
+// The forked child is a small supervisor shim, not the command: it leads
+// the step's process group, forks the command into it and reports the
+// command's end as its own. Why: PR_SET_PDEATHSIG reaches only the process
+// that set it, so a kill -9 of serve used to leave the command's own
+// children running unsupervised (and free to deliver twice). The shim's
+// death signal is caught and kills the whole group, and as a child
+// subreaper it keeps double-forked descendants in reach. It ignores the
+// SIGTERM that a timeout or cancel sends to the group, so the command's
+// grace period is unchanged; the SIGKILL after it takes the shim too.
+[[noreturn]] void RunChild(const ChildPlan& p) {
+  setpgid(0, 0);
+  struct sigaction on_parent_death;
+  std::memset(&on_parent_death, 0, sizeof on_parent_death);
+  on_parent_death.sa_handler = KillGroupOnParentDeath;
+  sigemptyset(&on_parent_death.sa_mask);
+  sigaction(SIGUSR1, &on_parent_death, nullptr);
+  if (prctl(PR_SET_PDEATHSIG, SIGUSR1) != 0) ChildFail(p.report_fd, ChildStage::kSetup);
+  // The supervisor may have died before the line above: then nobody would
+  // send the death signal.
+  if (getppid() != p.parent) {
+    kill(-getpgrp(), SIGKILL);
+    _exit(127);
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct sigaction ignore;
+  std::memset(&ignore, 0, sizeof ignore);
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) sigaction(sig, &ignore, nullptr);
+  struct sigaction on_child;
+  std::memset(&on_child, 0, sizeof on_child);
+  on_child.sa_handler = NoteChildChanged;
+  sigemptyset(&on_child.sa_mask);
+  sigaction(SIGCHLD, &on_child, nullptr);
+  // SIGCHLD stays blocked except inside sigsuspend, so none is missed.
+  sigset_t with_chld;
+  sigemptyset(&with_chld);
+  sigaddset(&with_chld, SIGCHLD);
+  sigset_t waiting;
+  sigprocmask(SIG_BLOCK, &with_chld, &waiting);
+  sigdelset(&waiting, SIGCHLD);
+  sigdelset(&waiting, SIGUSR1);
+
+  if (dup2(p.stdin_fd, STDIN_FILENO) < 0 || dup2(p.stdout_fd, STDOUT_FILENO) < 0 ||
+      dup2(p.stderr_fd, STDERR_FILENO) < 0) {
+    ChildFail(p.report_fd, ChildStage::kSetup);
+  }
+  const pid_t command = fork();
+  if (command < 0) ChildFail(p.report_fd, ChildStage::kSetup);
+  if (command == 0) ExecCommand(p);
+
+  // The shim keeps nothing of the supervisor's: not its files, sockets or
+  // the command's pipes (their readers see EOF when the command is done).
+  if (close_range(0, ~0U, 0) != 0) {
+    for (int fd = 0; fd < p.max_fd; ++fd) close(fd);
+  }
+  int status = 0;
+  for (;;) {
+    while (!g_child_changed) sigsuspend(&waiting);
+    g_child_changed = 0;
+    bool done = false;
+    for (;;) {
+      int st = 0;
+      const pid_t reaped = waitpid(-1, &st, WNOHANG);
+      if (reaped <= 0) break;
+      if (reaped == command) {
+        status = st;
+        done = true;
+      }
+    }
+    if (done) break;
+  }
+  if (WIFSIGNALED(status)) {
+    // End the same way, so the supervisor sees the command's signal.
+    const int sig = WTERMSIG(status);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    sigset_t only;
+    sigemptyset(&only);
+    sigprocmask(SIG_SETMASK, &only, nullptr);
+    kill(getpid(), sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
 }
 
 // Sets NAME=value, replacing an earlier entry of the same name in place.
