@@ -507,9 +507,15 @@ TEST(SubprocessStepRun, OnlyStandardStreamsReachTheCommand) {
   std::jthread inspector([&] {
     if (WaitForFile(dir / "leader.pid")) {
       const std::string proc = "/proc/" + std::to_string(ReadPid(dir / "leader.pid"));
-      for (int i = 0; i < 500 && ReadFile(proc + "/comm") != "sleep\n"; ++i) {
-        std::this_thread::sleep_for(10ms);
-      }
+      // Wait until `sleep` is asleep: right after the exec the dynamic
+      // loader briefly holds the libraries it maps open as fd 3.
+      const auto asleep = [&] {
+        const std::string stat = ReadFile(proc + "/stat");
+        const auto paren = stat.rfind(')');
+        return ReadFile(proc + "/comm") == "sleep\n" && paren != std::string::npos &&
+               paren + 2 < stat.size() && stat[paren + 2] == 'S';
+      };
+      for (int i = 0; i < 500 && !asleep(); ++i) std::this_thread::sleep_for(10ms);
       std::error_code ec;
       for (const auto& entry : fs::directory_iterator(proc + "/fd", ec)) {
         fds.insert(entry.path().filename().string());

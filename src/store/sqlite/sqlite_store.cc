@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -56,12 +57,37 @@ Instant ToInstant(std::chrono::system_clock::time_point t) {
   return std::chrono::floor<milliseconds>(t);
 }
 
+// Several processes may open a new file at once (two nodes, or a command
+// run while serve starts). Switching a fresh file to WAL needs an exclusive
+// lock, and SQLite reports a lock conflict there at once rather than through
+// the busy handler, so opening is retried on kUnavailable for about the
+// busy timeout.
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& options) {
+  constexpr auto kPause = std::chrono::milliseconds(50);
+  const int tries = std::max<int>(1, static_cast<int>(options.busy_timeout / kPause));
+  for (int i = 1;; ++i) {
+    auto store = OpenOnce(options);
+    const std::string& message = store.status().message();
+    const bool contended = !store.ok() && (message.find("locked") != std::string::npos ||
+                                           message.find("busy") != std::string::npos);
+    if (!contended || i >= tries) return store;
+    std::this_thread::sleep_for(kPause);
+  }
+}
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenOnce(const SqliteOptions& options) {
   ASSIGN_OR_RETURN(db, Db::Open(options.path, options.create_if_missing));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
   Db& d = *store->db_;
   RETURN_IF_ERROR(d.Exec(fmt::format("PRAGMA busy_timeout = {}", options.busy_timeout.count())));
-  RETURN_IF_ERROR(d.Exec("PRAGMA journal_mode = WAL"));
+  // Only a file not yet in WAL mode needs the exclusive lock of the switch.
+  bool wal = false;
+  {
+    ASSIGN_OR_RETURN(s, d.Prepare("PRAGMA journal_mode"));
+    ASSIGN_OR_RETURN(row, s.Step());
+    wal = row && s.Text(0) == "wal";
+  }
+  if (!wal) RETURN_IF_ERROR(d.Exec("PRAGMA journal_mode = WAL"));
   RETURN_IF_ERROR(d.Exec(options.synchronous_full ? "PRAGMA synchronous = FULL"
                                                   : "PRAGMA synchronous = NORMAL"));
   RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = ON"));

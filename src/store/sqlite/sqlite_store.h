@@ -76,6 +76,7 @@ class SqliteStore final : public Store {
 
  private:
   explicit SqliteStore(std::unique_ptr<sqlite::Db> db) : db_(std::move(db)) {}
+  static Result<std::unique_ptr<SqliteStore>> OpenOnce(const SqliteOptions& options);
   Status Migrate(const std::string& path);
   Status AppendEventLocked(const EventRecord& e);
   Result<std::vector<JobVersion>> VersionsLocked(std::string_view job);
