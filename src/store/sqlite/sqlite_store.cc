@@ -67,7 +67,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& opti
   const int tries = std::max<int>(1, static_cast<int>(options.busy_timeout / kPause));
   for (int i = 1;; ++i) {
     auto store = OpenOnce(options);
-    const std::string& message = store.status().message();
+    const std::string message = store.status().message();
     const bool contended = !store.ok() && (message.find("locked") != std::string::npos ||
                                            message.find("busy") != std::string::npos);
     if (!contended || i >= tries) return store;
