@@ -22,12 +22,15 @@
 #include <vector>
 
 #include "cli/subprocess.h"
+#include "common/serve_process.h"
 
 namespace cronledger {
 namespace {
 
 using Json = nlohmann::ordered_json;
 using testing::Cronledger;
+using testing::ServeProcess;
+using testing::WaitFor;
 using testing::Lines;
 using testing::ProcessResult;
 using testing::RunProcess;
@@ -115,82 +118,6 @@ date_offset_days = -1
   command = ["/bin/true"]
 )";
 }
-
-// Polls `done` every 50 ms, at most `tries` times. No clock is read.
-template <typename Done>
-bool WaitFor(Done done, int tries) {
-  for (int i = 0; i < tries; ++i) {
-    if (done()) return true;
-    usleep(50 * 1000);
-  }
-  return done();
-}
-
-// `cronledger serve` in the background. The destructor kills and reaps it
-// whatever happened, so no test (not even a failing one) leaves it behind.
-class ServeProcess {
- public:
-  ServeProcess(const std::string& config, const std::string& log,
-               const std::vector<std::string>& extra = {}) {
-    // Everything the child needs is built before fork: it only execs.
-    std::vector<std::string> argv = {CRONLEDGER_BIN, "serve", "--config", config};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-      }
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    if (fd >= 0) close(fd);
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-  }
-  ~ServeProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  ServeProcess(const ServeProcess&) = delete;
-  ServeProcess& operator=(const ServeProcess&) = delete;
-
-  bool Running() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      return false;
-    }
-    return true;
-  }
-
-  // SIGTERM, then up to ~10 s for a clean exit (SIGKILL after that). The
-  // exit code, -1 when it ended by a signal.
-  int Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      WaitFor([&] { return !Running(); }, 200);
-      if (pid_ > 0) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-        exit_code_ = -1;
-      }
-    }
-    return exit_code_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
-};
 
 // ---------------------------------------------------------------------------
 // A ledger planned by serve, shared (read-only) by the tests of this suite.

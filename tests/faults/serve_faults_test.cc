@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
+#include "common/serve_process.h"
 #include "faults/invariant_checker.h"
 
 namespace cronledger::faults {
@@ -38,6 +39,8 @@ namespace {
 
 using Json = nlohmann::json;
 using testing::Cronledger;
+using testing::ServeProcess;
+using testing::WaitFor;
 
 // ---------------------------------------------------------------------------
 // Files and polling.
@@ -50,16 +53,6 @@ std::string ReadFile(const std::string& path) {
 }
 
 bool Exists(const std::string& path) { return std::filesystem::exists(path); }
-
-// Polls `done` every `sleep_ms`, at most `tries` times. No clock is read.
-template <typename Done>
-bool WaitFor(Done done, int tries, int sleep_ms = 50) {
-  for (int i = 0; i < tries; ++i) {
-    if (done()) return true;
-    usleep(static_cast<useconds_t>(sleep_ms) * 1000);
-  }
-  return done();
-}
 
 class TempDir {
  public:
@@ -194,81 +187,6 @@ class ProcessSweeper {
 
  private:
   std::string pid_dir_;
-};
-
-// `cronledger serve` in the background, its output in `log`. The destructor
-// SIGKILLs (after a SIGCONT, were it stopped) and reaps it.
-class ServeProcess {
- public:
-  ServeProcess(const std::string& config, const std::string& log, const std::string& node,
-               const std::string& listen)
-      : log_(log) {
-    std::vector<std::string> argv = {CRONLEDGER_BIN, "serve", "--config", config,
-                                     "--node-id",    node,    "--listen", listen};
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-      }
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    if (fd >= 0) close(fd);
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-  }
-  ~ServeProcess() { Kill9(); }
-  ServeProcess(const ServeProcess&) = delete;
-  ServeProcess& operator=(const ServeProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  std::string Log() const { return ReadFile(log_); }
-
-  bool Running() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_ || (r < 0 && errno == ECHILD)) {
-      exit_code_ = r == pid_ && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-
-  void Signal(int sig) {
-    if (pid_ > 0) kill(pid_, sig);
-  }
-
-  // kill -9 and reap at once.
-  void Kill9() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    kill(pid_, SIGCONT);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-    exit_code_ = -1;
-  }
-
-  // SIGTERM, then up to ~20 s of polling for a clean exit (SIGKILL after
-  // that). The exit code, -1 when it ended by a signal.
-  int Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      WaitFor([&] { return !Running(); }, 400);
-      if (pid_ > 0) Kill9();
-    }
-    return exit_code_;
-  }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
 };
 
 // ---------------------------------------------------------------------------
@@ -463,7 +381,7 @@ TEST(FaultKill9, ServeKilledMidStepThenRestartedRunSucceedsExactlyOnce) {
   // `sleep`) until it is killed; its retry delivers at once.
   sc.WriteStep("  exec sleep 60");
 
-  ServeProcess first(sc.Config(), sc.dir().File("serve-a.log"), "node-a", Listen(0));
+  ServeProcess first(sc.Config(), sc.dir().File("serve-a.log"), {"--node-id", "node-a", "--listen", Listen(0)});
   ASSERT_TRUE(WaitFor([&] { return Exists(sc.dir().File("slow.pid")); }, 600)) << first.Log();
   const pid_t step = ReadPid(sc.dir().File("slow.pid"));
   const int64_t run_id = ReadPid(sc.dir().File("slow.run"));
@@ -495,7 +413,7 @@ TEST(FaultKill9, ServeKilledMidStepThenRestartedRunSucceedsExactlyOnce) {
 
   // The restarted serve's reaper takes the expired lease back; the retry
   // (idempotent step) succeeds.
-  ServeProcess second(sc.Config(), sc.dir().File("serve-b.log"), "node-b", Listen(1));
+  ServeProcess second(sc.Config(), sc.dir().File("serve-b.log"), {"--node-id", "node-b", "--listen", Listen(1)});
   ASSERT_TRUE(WaitFor([&] { return sc.StateOf(run_id) == "succeeded"; }, 600))
       << "state " << sc.StateOf(run_id) << "\n"
       << second.Log();
@@ -538,7 +456,7 @@ TEST(FaultKill9, StepDescendantsDieWithKilledServe) {
                "' --db \"$D/sink.db\" --key \"$1\" --token \"$CRONLEDGER_FENCING_TOKEN\" "
                "--note orphan ) &\n  echo $! > \"$D/slow.child\"\n  wait\n  exit 0");
 
-  ServeProcess first(sc.Config(), sc.dir().File("serve-a.log"), "node-a", Listen(0));
+  ServeProcess first(sc.Config(), sc.dir().File("serve-a.log"), {"--node-id", "node-a", "--listen", Listen(0)});
   ASSERT_TRUE(WaitFor([&] { return Exists(sc.dir().File("slow.child")); }, 600)) << first.Log();
   const pid_t step = ReadPid(sc.dir().File("slow.pid"));
   const pid_t child = ReadPid(sc.dir().File("slow.child"));
@@ -566,7 +484,7 @@ TEST(FaultKill9, StepDescendantsDieWithKilledServe) {
       },
       200));
 
-  ServeProcess second(sc.Config(), sc.dir().File("serve-b.log"), "node-b", Listen(1));
+  ServeProcess second(sc.Config(), sc.dir().File("serve-b.log"), {"--node-id", "node-b", "--listen", Listen(1)});
   ASSERT_TRUE(WaitFor([&] { return sc.StateOf(run_id) == "succeeded"; }, 600)) << second.Log();
   EXPECT_EQ(second.Stop(), 0) << second.Log();
   const std::string run_key = sc.Run(run_id)["run_key"];
@@ -586,7 +504,7 @@ TEST(FaultSigstop, StalledLeaseHolderIsFencedOffAfterTakeover) {
       "  i=0\n  while [ ! -e \"$D/go\" ]; do\n    i=$((i+1)); [ $i -gt 600 ] && exit 75\n"
       "    sleep 0.1\n  done");
 
-  ServeProcess a(sc.Config(), sc.dir().File("serve-a.log"), "node-a", Listen(0));
+  ServeProcess a(sc.Config(), sc.dir().File("serve-a.log"), {"--node-id", "node-a", "--listen", Listen(0)});
   ASSERT_TRUE(WaitFor([&] { return Exists(sc.dir().File("slow.pid")); }, 600)) << a.Log();
   const int64_t run_id = ReadPid(sc.dir().File("slow.run"));
 
@@ -621,7 +539,7 @@ TEST(FaultSigstop, StalledLeaseHolderIsFencedOffAfterTakeover) {
   EXPECT_EQ(lease[0], (std::vector<std::string>{"node-a", std::to_string(old_token)}));
 
   // node-b on the same file takes the run over once the lease expires.
-  ServeProcess b(sc.Config(), sc.dir().File("serve-b.log"), "node-b", Listen(1));
+  ServeProcess b(sc.Config(), sc.dir().File("serve-b.log"), {"--node-id", "node-b", "--listen", Listen(1)});
   ASSERT_TRUE(WaitFor([&] { return sc.StateOf(run_id) == "succeeded"; }, 600))
       << "state " << sc.StateOf(run_id) << "\n"
       << b.Log();
@@ -685,8 +603,8 @@ TEST(FaultTwoNodes, ShareTheLedgerWithoutExecutingAnyRunTwice) {
   sc.WriteStep("");
   constexpr int kTarget = 200;
 
-  ServeProcess a(sc.Config(), sc.dir().File("serve-a.log"), "node-a", Listen(0));
-  ServeProcess b(sc.Config(), sc.dir().File("serve-b.log"), "node-b", Listen(1));
+  ServeProcess a(sc.Config(), sc.dir().File("serve-a.log"), {"--node-id", "node-a", "--listen", Listen(0)});
+  ServeProcess b(sc.Config(), sc.dir().File("serve-b.log"), {"--node-id", "node-b", "--listen", Listen(1)});
   Sql ledger(sc.LedgerDb());
   const bool reached = WaitFor(
       [&] {
