@@ -194,12 +194,10 @@ Result<std::vector<JobVersion>> SqliteStore::VersionsLocked(std::string_view job
       "ORDER BY version"));
   s.Bind(1, job);
   std::vector<JobVersion> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     out.push_back({std::string(job), static_cast<int>(s.Int(0)), SecondsFromMs(s.Int(1)),
                    s.Text(2)});
-  }
+  }));
   return out;
 }
 
@@ -288,9 +286,7 @@ Result<std::vector<JobRecord>> SqliteStore::JobList() {
       "SELECT name, paused, paused_at, paused_by, pause_reason, planned_through, "
       "current_version FROM jobs ORDER BY name"));
   std::vector<JobRecord> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     JobRecord j;
     j.name = s.Text(0);
     j.paused = s.Int(1) != 0;
@@ -300,7 +296,7 @@ Result<std::vector<JobRecord>> SqliteStore::JobList() {
     if (auto pt = s.OptInt(5)) j.planned_through = SecondsFromMs(*pt);
     j.current_version = static_cast<int>(s.Int(6));
     out.push_back(std::move(j));
-  }
+  }));
   return out;
 }
 
@@ -332,11 +328,9 @@ Result<PartitionSyncResult> SqliteStore::PartitionSync(const PartitionSyncParams
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT partition FROM partitions WHERE job = ? AND active_to IS NULL"));
     s.Bind(1, p.job);
-    for (;;) {
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (!row) break;
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
       current.insert(s.Text(0));
-    }
+    }));
   }
   const std::set<std::string> wanted(p.active.begin(), p.active.end());
   PartitionSyncResult result;
@@ -381,13 +375,11 @@ Result<std::vector<PartitionInterval>> SqliteStore::PartitionHistory(std::string
       "ORDER BY partition, active_from"));
   s.Bind(1, job);
   std::vector<PartitionInterval> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     PartitionInterval i{std::string(job), s.Text(0), SecondsFromMs(s.Int(1)), std::nullopt};
     if (auto to = s.OptInt(2)) i.active_to = SecondsFromMs(*to);
     out.push_back(std::move(i));
-  }
+  }));
   return out;
 }
 
@@ -498,13 +490,11 @@ Result<ReleaseResult> SqliteStore::RunRelease(const ReleaseParams& p) {
         "WHERE job = ? AND state = 'pending' AND scheduled_at <= ? AND released = 0 "
         "ORDER BY scheduled_at, id LIMIT ?"));
     s.Bind(1, p.job).Bind(2, Ms(p.now)).Bind(3, int64_t{p.limit});
-    for (;;) {
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (!row) break;
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
       ledger::DueRun r{s.Int(0), s.Text(1), SecondsFromMs(s.Int(3)), s.Int(4) != 0};
       keys[r.id] = {p.job + "/" + r.partition + "/" + s.Text(2), r.scheduled_at};
       due.push_back(std::move(r));
-    }
+    }));
   }
   ReleaseResult result;
   const auto decisions =
@@ -636,11 +626,9 @@ Result<std::vector<RunRecord>> SqliteStore::RunList(const RunQuery& q) {
   if (q.before_id) s.Bind(5, *q.before_id);
   s.Bind(6, int64_t{q.limit});
   std::vector<RunRecord> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     out.push_back(RunFromRow(s));
-  }
+  }));
   return out;
 }
 
@@ -661,11 +649,9 @@ Result<std::vector<RunRecord>> SqliteStore::RunListDue(Instant now, int limit) {
       kRunColumns)));
   s.Bind(1, Ms(now)).Bind(2, int64_t{limit});
   std::vector<RunRecord> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     out.push_back(RunFromRow(s));
-  }
+  }));
   return out;
 }
 
@@ -687,11 +673,9 @@ Result<std::vector<EventRecord>> SqliteStore::EventList(const EventQuery& q) {
   if (q.type) s.Bind(4, *q.type);
   s.Bind(5, int64_t{q.limit});
   std::vector<EventRecord> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     out.push_back(EventFromRow(s));
-  }
+  }));
   if (!q.since) std::reverse(out.begin(), out.end());
   return out;
 }
@@ -705,13 +689,11 @@ Result<JobStats> SqliteStore::StatsGet(const StatsParams& p) {
         "SELECT state, coalesce(reason, ''), count(*) FROM runs WHERE job = ? AND "
         "business_date = ? AND scheduled_at <= ? GROUP BY state, reason"));
     s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
-    for (;;) {
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (!row) break;
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
       const int n = static_cast<int>(s.Int(2));
       stats.by_state[s.Text(0)] += n;
       if (const std::string reason = s.Text(1); !reason.empty()) stats.by_reason[reason] += n;
-    }
+    }));
   }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
@@ -750,11 +732,9 @@ Result<JobStats> SqliteStore::StatsGet(const StatsParams& p) {
         "WHERE r.job = ? AND r.business_date = ? AND r.scheduled_at <= ? "
         "GROUP BY rs.step, rs.state"));
     s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
-    for (;;) {
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (!row) break;
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
       stats.steps[s.Text(0)][s.Text(1)] = static_cast<int>(s.Int(2));
-    }
+    }));
   }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(

@@ -31,11 +31,9 @@ Result<std::vector<StepState>> SqliteStore::StepsLocked(int64_t run_id) {
       "SELECT step, state FROM run_steps WHERE run_id = ? ORDER BY position"));
   s.Bind(1, run_id);
   std::vector<StepState> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     out.push_back({s.Text(0), s.Text(1)});
-  }
+  }));
   return out;
 }
 
@@ -98,11 +96,9 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     s.Bind(1, Ms(p.now)).Bind(2, int64_t{p.limit} * 4 + 16);
     int i = 3;
     for (const auto& r : p.rules) s.Bind(i++, r.job);
-    for (;;) {
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (!row) break;
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
       candidates.push_back(RunFromRow(s));
-    }
+    }));
   }
   std::map<std::string, int> running;  // per job, counted once then tracked
   for (const RunRecord& c : candidates) {
@@ -405,9 +401,7 @@ Result<std::vector<ExpiredLease>> SqliteStore::RunListExpiredLeases(Instant now,
       kRunColumns)));
   s.Bind(1, Ms(now)).Bind(2, int64_t{limit});
   std::vector<ExpiredLease> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     ExpiredLease e;
     e.run = RunFromRow(s);
     e.token = s.Int(14);
@@ -417,7 +411,7 @@ Result<std::vector<ExpiredLease>> SqliteStore::RunListExpiredLeases(Instant now,
     e.running_step = s.Text(18);
     e.attempt = e.run.attempts;
     out.push_back(std::move(e));
-  }
+  }));
   return out;
 }
 
@@ -472,9 +466,7 @@ Result<std::vector<AttemptRecord>> SqliteStore::AttemptList(int64_t run_id) {
       "FROM attempts WHERE run_id = ? ORDER BY number"));
   s.Bind(1, run_id);
   std::vector<AttemptRecord> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) break;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
     AttemptRecord a;
     a.number = static_cast<int>(s.Int(0));
     a.token = s.Int(1);
@@ -487,7 +479,7 @@ Result<std::vector<AttemptRecord>> SqliteStore::AttemptList(int64_t run_id) {
     a.log_path = s.Text(8);
     a.output_tail = s.Text(9);
     out.push_back(std::move(a));
-  }
+  }));
   return out;
 }
 

@@ -76,6 +76,18 @@ inline EventRecord EventFromRow(const Stmt& s) {
   return e;
 }
 
+// Steps `stmt` to its end, calling `on_row` for each row (which reads the
+// columns from `stmt`).
+template <typename OnRow>
+Status ForEachRow(Stmt& stmt, OnRow&& on_row) {
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::Ok();
+    on_row();
+  }
+}
+
 }  // namespace cronledger::store::sqlite_util
 
 #endif  // CRONLEDGER_STORE_SQLITE_SQLITE_UTIL_H_
