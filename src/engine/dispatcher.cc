@@ -163,9 +163,12 @@ void Dispatcher::Start() {
         spdlog::error("dispatcher: claim failed, retrying: {}", claimed.status().ToString());
       }
       HeartbeatOnce(now);
-      // Claim again at once after a full batch: there may be more due.
-      if (claimed.ok() && *claimed >= options_.claim_batch) continue;
-      clock_.SleepFor(options_.poll, stop);
+      // Claim again at once after a claim: more may be due. With every
+      // worker busy, look again soon (a worker may free up any moment);
+      // only an idle ledger waits the full poll.
+      if (claimed.ok() && *claimed > 0) continue;
+      const bool saturated = Active() >= options_.max_workers;
+      clock_.SleepFor(saturated ? options_.poll / 10 : options_.poll, stop);
     }
   });
 }

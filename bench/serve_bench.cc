@@ -1,0 +1,519 @@
+// Serving throughput on SQLite (issue 4, Performance): the BASELINE before
+// claims and completions are batched. Results in docs/benchmarks.md.
+//
+//   bench/run_serve.sh
+//
+// Each benchmark instance has its own fresh SQLite file in a new /tmp dir,
+// created (schema, WAL, pragmas) by store::SqliteStore::Open with
+// synchronous = NORMAL or FULL. Every iteration first plans and releases
+// kRuns pending runs of one in-process job through the store (RunPlan +
+// RunRelease, outside the timing), then times:
+//
+//  * BM_RawSql: the raw SQL ceiling as issue 4 defines it, on one plain
+//    sqlite3 connection to the same file (same pragmas): "claim" = UPDATE
+//    runs SET state = 'running', lease_token = ... + INSERT INTO attempts +
+//    INSERT INTO events; "complete" = UPDATE runs ... WHERE id = ? AND
+//    lease_token = ? (each row checked) + UPDATE attempts + INSERT INTO
+//    events. `batch` runs are claimed in one transaction, then the same runs
+//    completed in another.
+//  * BM_Dispatcher: engine::Dispatcher (max_workers 8, claim_batch = batch)
+//    with a registered no-op handler returning 0, driven by calling
+//    ClaimOnce(RealClock().Now()) in a loop until every run is claimed, then
+//    WaitIdle(). Afterwards (outside the timing) it checks every run
+//    succeeded with one closed attempt and its events, and fails otherwise.
+//
+// items_per_second is runs per second. Timing is Google Benchmark's
+// (UseRealTime, setup under PauseTiming); nothing here reads a clock other
+// than through cronledger::RealClock().
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "config/config.h"
+#include "cronledger/clock.h"
+#include "cronledger/handler.h"
+#include "cronledger/schedule.h"
+#include "engine/dispatcher.h"
+#include "engine/job_definition.h"
+#include "engine/step_runner.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cronledger {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+using std::chrono::sys_seconds;
+
+constexpr int kRuns = 2048;  // runs per iteration (a multiple of 256)
+constexpr const char* kJob = "noop";
+constexpr const char* kStep = "work";
+
+#ifdef NDEBUG
+constexpr bool kNdebug = true;
+constexpr const char* kBuildType = "NDEBUG (optimised, asserts off)";
+#else
+constexpr bool kNdebug = false;
+constexpr const char* kBuildType = "NOT NDEBUG (debug build: figures are not meaningful)";
+#endif
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "serve_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T Check(Result<T> r, const char* what) {
+  if (!r.ok()) Die(fmt::format("{}: {}", what, r.status().ToString()));
+  return std::move(*r);
+}
+
+int64_t Ms(sys_seconds t) { return t.time_since_epoch().count() * 1000; }
+
+// Occurrences are planned at fixed past instants, one second apart, so they
+// are due for the dispatcher's real clock and release never misfires them.
+sys_seconds OccurrenceAt(int k) {
+  return *ParseRfc3339("2026-01-01T00:00:00Z") + seconds{k};
+}
+
+// A plain sqlite3 connection with a small prepared-statement cache.
+class RawDb {
+ public:
+  RawDb(const std::string& path, bool full) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+      Die(fmt::format("opening {}: {}", path, sqlite3_errmsg(db_)));
+    }
+    // The store's pragmas (store/sqlite/sqlite_store.cc); WAL is persistent.
+    Exec("PRAGMA busy_timeout = 5000");
+    Exec(full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    Exec("PRAGMA foreign_keys = ON");
+  }
+  ~RawDb() {
+    for (auto& [sql, s] : cache_) sqlite3_finalize(s);
+    sqlite3_close(db_);
+  }
+  RawDb(const RawDb&) = delete;
+  RawDb& operator=(const RawDb&) = delete;
+
+  void Exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string msg = err ? err : "?";
+      sqlite3_free(err);
+      Die(fmt::format("{}: {}", sql, msg));
+    }
+  }
+  sqlite3_stmt* Stmt(const char* sql) {
+    auto it = cache_.find(sql);
+    if (it != cache_.end()) {
+      sqlite3_reset(it->second);
+      sqlite3_clear_bindings(it->second);
+      return it->second;
+    }
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+      Die(fmt::format("{}: {}", sql, sqlite3_errmsg(db_)));
+    }
+    cache_.emplace(sql, s);
+    return s;
+  }
+  // Runs a bound write statement; returns the rows it changed.
+  int Run(sqlite3_stmt* s) {
+    if (sqlite3_step(s) != SQLITE_DONE) Die(fmt::format("step: {}", sqlite3_errmsg(db_)));
+    return sqlite3_changes(db_);
+  }
+  int64_t Int(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+      Die(fmt::format("{}: {}", sql, sqlite3_errmsg(db_)));
+    }
+    int64_t v = 0;
+    if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+  }
+  std::vector<int64_t> Ids(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+      Die(fmt::format("{}: {}", sql, sqlite3_errmsg(db_)));
+    }
+    std::vector<int64_t> out;
+    while (sqlite3_step(s) == SQLITE_ROW) out.push_back(sqlite3_column_int64(s, 0));
+    sqlite3_finalize(s);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::map<std::string, sqlite3_stmt*> cache_;
+};
+
+void BindText(sqlite3_stmt* s, int i, const std::string& v) {
+  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+
+const char* SyncName(int64_t v) {
+  switch (v) {
+    case 0: return "OFF";
+    case 1: return "NORMAL";
+    case 2: return "FULL";
+    case 3: return "EXTRA";
+  }
+  return "?";
+}
+
+// A fresh ledger with one in-process job; plans kRuns due runs on demand.
+struct Ledger {
+  bool full;
+  std::string dir;
+  std::string path;
+  config::Config config;
+  std::unique_ptr<store::SqliteStore> store;
+  int occurrence = 0;
+
+  Ledger(bool full_sync, const char* kind, int batch) : full(full_sync) {
+    char tmpl[] = "/tmp/cronledger-serve-bench-XXXXXX";
+    if (!mkdtemp(tmpl)) Die("mkdtemp failed");
+    dir = tmpl;
+    path = dir + "/ledger.db";
+    config.path = dir + "/cronledger.toml";
+    config.dir = dir;
+    config.server.store = "sqlite:" + path;
+    config.server.durability = full ? config::Durability::kFull : config::Durability::kNormal;
+    config.server.log_dir = dir + "/logs";
+    config::JobConfig job;
+    job.name = kJob;
+    job.schedule = "* * * * * *";
+    job.timezone = "UTC";
+    job.executor = config::Executor::kInprocess;
+    config::StepConfig step;
+    step.name = kStep;
+    job.steps.push_back(step);
+    config.jobs.push_back(std::move(job));
+
+    store::SqliteOptions o;
+    o.path = path;
+    o.synchronous_full = full;
+    store = Check(store::SqliteStore::Open(o), "opening the store");
+    Check(store->JobSync({kJob, engine::CanonicalDefinition(config.jobs[0]),
+                          store::ToInstant(OccurrenceAt(-60))}),
+          "JobSync");
+    std::fprintf(stderr, "serve_bench: %s batch=%d synchronous=%s: %s; build %s\n", kind, batch,
+                 full ? "FULL" : "NORMAL", path.c_str(), kBuildType);
+  }
+  ~Ledger() {
+    store.reset();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+
+  // Plans and releases kRuns runs of the next occurrence; returns its
+  // instant.
+  sys_seconds PlanNext() {
+    const sys_seconds at = OccurrenceAt(occurrence++);
+    store::PlanParams p;
+    p.job = kJob;
+    p.planned_through = at;
+    p.now = store::ToInstant(at);
+    store::PlannedOccurrence o;
+    o.scheduled_at = at;
+    o.local_time = FormatUtc(at);
+    o.job_version = 1;
+    o.tzdata = "bench";
+    const std::string period = FormatUtc(at);
+    for (int i = 0; i < kRuns; ++i) o.runs.push_back({fmt::format("p{:04d}", i), period, "2026-01-01"});
+    p.occurrences.push_back(std::move(o));
+    const auto planned = Check(store->RunPlan(p), "RunPlan");
+    store::ReleaseParams r;
+    r.job = kJob;
+    r.now = store::ToInstant(at + seconds{1});
+    r.limit = kRuns;
+    const auto released = Check(store->RunRelease(r), "RunRelease");
+    if (planned.runs_planned != kRuns || released.released != kRuns) {
+      Die(fmt::format("planned {}, released {} of {}", planned.runs_planned, released.released,
+                      kRuns));
+    }
+    return at;
+  }
+};
+
+// ---- the raw SQL ceiling ------------------------------------------------------
+
+struct RawFixture {
+  Ledger ledger;
+  std::unique_ptr<RawDb> raw;
+  int64_t synchronous = -1;
+
+  RawFixture(bool full, int batch) : ledger(full, "raw", batch) {
+    raw = std::make_unique<RawDb>(ledger.path, full);
+    synchronous = raw->Int("PRAGMA synchronous");
+    std::fprintf(stderr, "serve_bench: raw connection: PRAGMA synchronous read back = %lld (%s)\n",
+                 static_cast<long long>(synchronous), SyncName(synchronous));
+  }
+};
+
+struct PendingRun {
+  int64_t id;
+  std::string run_key;
+};
+
+void RawClaim(RawDb& db, const PendingRun& r, int64_t now_ms) {
+  const int64_t token = r.id;  // one attempt per run: unique
+  sqlite3_stmt* s = db.Stmt(
+      "UPDATE runs SET state = 'running', lease_token = ?1, lease_expires_at = ?2, "
+      "lease_node = ?3, attempts = attempts + 1, budget_attempts = budget_attempts + 1, "
+      "budget_started_at = coalesce(budget_started_at, ?4), next_attempt_at = NULL, "
+      "updated_at = ?4 WHERE id = ?5 AND state = 'pending'");
+  sqlite3_bind_int64(s, 1, token);
+  sqlite3_bind_int64(s, 2, now_ms + 3600000);
+  sqlite3_bind_text(s, 3, "bench", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 4, now_ms);
+  sqlite3_bind_int64(s, 5, r.id);
+  if (db.Run(s) != 1) Die(fmt::format("claim of run {} changed nothing", r.id));
+  s = db.Stmt(
+      "INSERT INTO attempts (run_id, number, fencing_token, node, started_at) "
+      "VALUES (?, 1, ?, 'bench', ?)");
+  sqlite3_bind_int64(s, 1, r.id);
+  sqlite3_bind_int64(s, 2, token);
+  sqlite3_bind_int64(s, 3, now_ms);
+  db.Run(s);
+  s = db.Stmt(
+      "INSERT INTO events (at, type, job, run_id, run_key, actor, details) "
+      "VALUES (?, 'claimed', 'noop', ?, ?, 'bench', ?)");
+  sqlite3_bind_int64(s, 1, now_ms);
+  sqlite3_bind_int64(s, 2, r.id);
+  BindText(s, 3, r.run_key);
+  BindText(s, 4,
+           fmt::format(R"({{"attempt":1,"fencing_token":{},"lease_expires_at":"2026-01-01T01:00:00Z","node":"bench"}})",
+                       token));
+  db.Run(s);
+}
+
+void RawComplete(RawDb& db, const PendingRun& r, int64_t now_ms) {
+  const int64_t token = r.id;
+  sqlite3_stmt* s = db.Stmt(
+      "UPDATE runs SET state = 'succeeded', reason = NULL, lease_token = NULL, "
+      "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = NULL, "
+      "last_end_class = 'succeeded', updated_at = ?1, finished_at = ?1, released = 1, "
+      "misfire_exempt = 1 WHERE id = ?2 AND lease_token = ?3 AND state = 'running'");
+  sqlite3_bind_int64(s, 1, now_ms);
+  sqlite3_bind_int64(s, 2, r.id);
+  sqlite3_bind_int64(s, 3, token);
+  // Fenced row by row: a completion whose token is not current changes nothing.
+  if (db.Run(s) != 1) Die(fmt::format("completion of run {} was fenced off", r.id));
+  s = db.Stmt(
+      "UPDATE attempts SET ended_at = ?, end_class = 'succeeded', exit_status = 0, step = ?, "
+      "log_path = '', output_tail = '' WHERE run_id = ? AND fencing_token = ?");
+  sqlite3_bind_int64(s, 1, now_ms);
+  sqlite3_bind_text(s, 2, kStep, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, r.id);
+  sqlite3_bind_int64(s, 4, token);
+  if (db.Run(s) != 1) Die(fmt::format("attempt of run {} not closed", r.id));
+  s = db.Stmt(
+      "INSERT INTO events (at, type, job, run_id, run_key, actor, details) "
+      "VALUES (?, 'succeeded', 'noop', ?, ?, 'bench', ?)");
+  sqlite3_bind_int64(s, 1, now_ms);
+  sqlite3_bind_int64(s, 2, r.id);
+  BindText(s, 3, r.run_key);
+  BindText(s, 4, fmt::format(R"({{"attempt":1,"end_class":"succeeded","exit_status":0,"fencing_token":{},"step":"work"}})",
+                             token));
+  db.Run(s);
+}
+
+RawFixture& Raw(bool full, int batch) {
+  static std::map<std::pair<bool, int>, std::unique_ptr<RawFixture>> fixtures;
+  auto& f = fixtures[{full, batch}];
+  if (!f) f = std::make_unique<RawFixture>(full, batch);
+  return *f;
+}
+
+void BM_RawSql(benchmark::State& state) {
+  const bool full = state.range(0) != 0;
+  const int batch = static_cast<int>(state.range(1));
+  RawFixture& f = Raw(full, batch);
+  RawDb& db = *f.raw;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const sys_seconds at = f.ledger.PlanNext();
+    std::vector<PendingRun> runs;
+    runs.reserve(kRuns);
+    for (int64_t id : db.Ids(fmt::format(
+             "SELECT id FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at = {} "
+             "ORDER BY id",
+             Ms(at)))) {
+      runs.push_back({id, fmt::format("noop/{}", id)});
+    }
+    if (static_cast<int>(runs.size()) != kRuns) Die("the planned runs are missing");
+    const int64_t now_ms = Ms(at + seconds{2});
+    state.ResumeTiming();
+
+    for (int i = 0; i < kRuns; i += batch) {
+      db.Exec("BEGIN IMMEDIATE");
+      for (int j = i; j < i + batch; ++j) RawClaim(db, runs[j], now_ms);
+      db.Exec("COMMIT");
+      db.Exec("BEGIN IMMEDIATE");
+      for (int j = i; j < i + batch; ++j) RawComplete(db, runs[j], now_ms);
+      db.Exec("COMMIT");
+    }
+
+    state.PauseTiming();
+    const int64_t done = db.Int(fmt::format(
+        "SELECT count(*) FROM runs WHERE scheduled_at = {} AND state = 'succeeded'", Ms(at)));
+    if (done != kRuns) {
+      state.SkipWithError(fmt::format("{} of {} runs succeeded", done, kRuns).c_str());
+      break;
+    }
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * kRuns);
+  state.counters["sync_readback"] = static_cast<double>(f.synchronous);
+  state.counters["ndebug"] = kNdebug ? 1 : 0;
+}
+
+// ---- the current dispatcher -------------------------------------------------------
+
+struct DispatcherFixture {
+  Ledger ledger;
+  HandlerRegistry handlers;
+  std::unique_ptr<engine::DefaultStepRunner> runner;
+  std::unique_ptr<engine::Dispatcher> dispatcher;
+  std::unique_ptr<RawDb> check;  // for verification only
+
+  DispatcherFixture(bool full, int batch) : ledger(full, "dispatcher", batch) {
+    handlers.Register(kJob, [](const RunContext&) { return 0; });
+    runner = std::make_unique<engine::DefaultStepRunner>(ledger.config, RealClock(), &handlers);
+    engine::DispatcherOptions o;
+    o.node = "bench";
+    o.max_workers = 8;
+    o.claim_batch = batch;
+    o.handlers = &handlers;
+    dispatcher = std::make_unique<engine::Dispatcher>(ledger.config, *ledger.store, RealClock(),
+                                                      *runner, o);
+    check = std::make_unique<RawDb>(ledger.path, full);
+    // synchronous is per connection and the store does not expose its own;
+    // this is what SqliteStore::Open was asked to set.
+    std::fprintf(stderr,
+                 "serve_bench: dispatcher store opened with synchronous_full=%s (PRAGMA "
+                 "synchronous = %s; the store's own connection is not reachable to read back)\n",
+                 full ? "true" : "false", full ? "FULL" : "NORMAL");
+  }
+  ~DispatcherFixture() {
+    dispatcher.reset();
+    runner.reset();
+    check.reset();
+  }
+};
+
+DispatcherFixture& Disp(bool full, int batch) {
+  static std::map<std::pair<bool, int>, std::unique_ptr<DispatcherFixture>> fixtures;
+  auto& f = fixtures[{full, batch}];
+  if (!f) f = std::make_unique<DispatcherFixture>(full, batch);
+  return *f;
+}
+
+// Every run of the occurrence at `at`: succeeded, one attempt with start and
+// end (succeeded), and its claimed, step_started, step_succeeded and
+// succeeded events. Empty when all is well.
+std::string VerifyDispatched(RawDb& db, sys_seconds at) {
+  const int64_t t = Ms(at);
+  const int64_t succeeded = db.Int(fmt::format(
+      "SELECT count(*) FROM runs WHERE scheduled_at = {} AND state = 'succeeded' "
+      "AND attempts = 1 AND finished_at IS NOT NULL AND lease_token IS NULL",
+      t));
+  const int64_t attempts = db.Int(fmt::format(
+      "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.scheduled_at = {}",
+      t));
+  const int64_t closed = db.Int(fmt::format(
+      "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.scheduled_at = {} "
+      "AND a.number = 1 AND a.started_at IS NOT NULL AND a.ended_at IS NOT NULL "
+      "AND a.end_class = 'succeeded'",
+      t));
+  const int64_t events = db.Int(fmt::format(
+      "SELECT count(*) FROM events e JOIN runs r ON r.id = e.run_id WHERE r.scheduled_at = {} "
+      "AND e.type IN ('claimed', 'step_started', 'step_succeeded', 'succeeded')",
+      t));
+  if (succeeded == kRuns && attempts == kRuns && closed == kRuns && events == 4 * kRuns) return "";
+  return fmt::format(
+      "verification failed: {} succeeded runs, {} attempts, {} closed, {} events (want {}, {}, {}, "
+      "{})",
+      succeeded, attempts, closed, events, kRuns, kRuns, kRuns, 4 * kRuns);
+}
+
+void BM_Dispatcher(benchmark::State& state) {
+  const bool full = state.range(0) != 0;
+  const int batch = static_cast<int>(state.range(1));
+  DispatcherFixture& f = Disp(full, batch);
+  engine::Dispatcher& d = *f.dispatcher;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const sys_seconds at = f.ledger.PlanNext();
+    const int64_t succeeded_before = d.counters().succeeded;
+    state.ResumeTiming();
+
+    int64_t claimed = 0;
+    while (claimed < kRuns) {
+      auto n = d.ClaimOnce(RealClock().Now());
+      if (!n.ok()) Die(fmt::format("ClaimOnce: {}", n.status().ToString()));
+      claimed += *n;
+      if (*n == 0) std::this_thread::yield();  // every worker busy
+    }
+    d.WaitIdle();
+
+    state.PauseTiming();
+    std::string problem;
+    if (d.counters().succeeded - succeeded_before != kRuns) {
+      problem = fmt::format("{} of {} runs succeeded (counters)",
+                            d.counters().succeeded - succeeded_before, kRuns);
+    } else {
+      problem = VerifyDispatched(*f.check, at);
+    }
+    if (!problem.empty()) {
+      std::fprintf(stderr, "serve_bench: %s\n", problem.c_str());
+      state.SkipWithError(problem.c_str());
+      break;
+    }
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * kRuns);
+  state.counters["sync_set"] = full ? 2 : 1;
+  state.counters["ndebug"] = kNdebug ? 1 : 0;
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"full", "batch"});
+  for (int full : {0, 1}) {
+    for (int batch : {1, 32, 256}) b->Args({full, batch});
+  }
+}
+
+BENCHMARK(BM_RawSql)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Dispatcher)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace cronledger
+
+int main(int argc, char** argv) {
+  // The dispatcher logs every finished run at info; keep the output to the
+  // figures (serve would write those lines).
+  spdlog::set_level(spdlog::level::warn);
+  std::fprintf(stderr, "serve_bench: build %s, SQLite %s\n", cronledger::kBuildType,
+               sqlite3_libversion());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
