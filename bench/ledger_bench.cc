@@ -38,6 +38,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "bench_util.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "cronledger/schedule.h"
@@ -46,7 +47,15 @@
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger {
+
+namespace bench {
+const char* const kBenchName = "ledger_bench";
+}  // namespace bench
+
 namespace {
+
+using bench::Check;
+using bench::Die;
 
 namespace fs = std::filesystem;
 using std::chrono::days;
@@ -64,21 +73,6 @@ double FileMb(const std::string& path) {
   std::error_code ec;
   const auto n = fs::file_size(path, ec);
   return ec ? 0.0 : static_cast<double>(n) / (1024.0 * 1024.0);
-}
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "ledger_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-template <typename T>
-T Check(Result<T> r, const char* what) {
-  if (!r.ok()) Die(fmt::format("{}: {}", what, r.status().ToString()));
-  return std::move(*r);
-}
-
-void Check(const Status& s, const char* what) {
-  if (!s.ok()) Die(fmt::format("{}: {}", what, s.ToString()));
 }
 
 std::unique_ptr<store::SqliteStore> OpenSqlite(const std::string& path, bool full) {

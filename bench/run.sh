@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
-# Builds the Release benchmark binaries and runs them with repetitions,
-# printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [extra Google Benchmark flags]
+# Builds the Release benchmark binaries and runs one of them with
+# repetitions, printing the medians recorded in docs/benchmarks.md.
+# Usage: bench/run.sh [schedule|ledger|serve] [extra Google Benchmark flags]
+#   schedule (default)  the schedule engine
+#   ledger              planning, status and the due-run lookup on SQLite; the
+#                       first run builds a 1,000,000-run ledger in
+#                       /tmp/cronledger-bench-1m.db (minutes), later runs reuse it
+#   serve               the raw SQL claim/complete ceiling and the dispatcher
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+name=schedule
+if [[ $# -gt 0 && $1 != -* ]]; then
+  name=$1
+  shift
+fi
+case $name in
+  schedule) flags=(--benchmark_repetitions=5 --benchmark_min_time=0.2) ;;
+  ledger) flags=(--benchmark_repetitions=5) ;;
+  serve) flags=(--benchmark_repetitions=3) ;;
+  *) echo "unknown benchmark: $name (schedule, ledger or serve)" >&2; exit 2 ;;
+esac
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh" bench >/dev/null
-"$root/build/bench/bench/schedule_bench" --benchmark_repetitions=5 \
-  --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 "$@"
+echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)" >&2
+"$root/build/bench/bench/${name}_bench" "${flags[@]}" \
+  --benchmark_report_aggregates_only=true "$@"

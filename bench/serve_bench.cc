@@ -42,6 +42,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "bench_util.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "cronledger/handler.h"
@@ -52,7 +53,15 @@
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger {
+
+namespace bench {
+const char* const kBenchName = "serve_bench";
+}  // namespace bench
+
 namespace {
+
+using bench::Check;
+using bench::Die;
 
 namespace fs = std::filesystem;
 using std::chrono::seconds;
@@ -69,17 +78,6 @@ constexpr const char* kBuildType = "NDEBUG (optimised, asserts off)";
 constexpr bool kNdebug = false;
 constexpr const char* kBuildType = "NOT NDEBUG (debug build: figures are not meaningful)";
 #endif
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "serve_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-template <typename T>
-T Check(Result<T> r, const char* what) {
-  if (!r.ok()) Die(fmt::format("{}: {}", what, r.status().ToString()));
-  return std::move(*r);
-}
 
 int64_t Ms(sys_seconds t) { return t.time_since_epoch().count() * 1000; }
 
