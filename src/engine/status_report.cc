@@ -1,7 +1,5 @@
 #include "engine/status_report.h"
 
-#include <algorithm>
-
 #include "ledger/names.h"
 
 namespace cronledger::engine {
@@ -31,8 +29,6 @@ Result<StatusReport> BuildStatus(const config::Config& config, store::Store& sto
   if (!paused_all.ok()) return paused_all.status();
   auto jobs = store.JobList();
   if (!jobs.ok()) return jobs.status();
-  auto expired = store.RunListExpiredLeases(store::ToInstant(now_tp), 100000);
-  if (!expired.ok()) return expired.status();
 
   for (const auto& job : config.jobs) {
     auto schedule = Schedule::Create(job.schedule, job.timezone, job.ScheduleOptionsFor());
@@ -95,16 +91,8 @@ Result<StatusReport> BuildStatus(const config::Config& config, store::Store& sto
         s.steps.emplace_back(step.name, it == stats->steps.end() ? std::map<std::string, int>{}
                                                                  : it->second);
       }
-      store::RunQuery unknown;
-      unknown.job = job.name;
-      unknown.state = ledger::RunState::kUnknown;
-      unknown.limit = 100000;
-      auto u = store.RunList(unknown);
-      if (!u.ok()) return u.status();
-      s.unknown_total = static_cast<int>(u->size());
-      s.expired_leases = static_cast<int>(
-          std::count_if(expired->begin(), expired->end(),
-                        [&](const store::ExpiredLease& e) { return e.run.job == job.name; }));
+      s.unknown_total = stats->unknown_total;
+      s.expired_leases = stats->expired_leases;
     }
     report.jobs.push_back(std::move(s));
   }

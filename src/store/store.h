@@ -193,6 +193,8 @@ struct JobStats {
   // The oldest due run in the horizon that is neither succeeded nor waived.
   std::optional<std::chrono::sys_seconds> oldest_open_scheduled_at;
   int in_flight = 0;  // pending or running, any date
+  int unknown_total = 0;   // runs in `unknown`, any date
+  int expired_leases = 0;  // running runs whose lease expired before now
   // step name -> step state -> count, for business_date's due runs.
   std::map<std::string, std::map<std::string, int>> steps;
 };

@@ -188,6 +188,10 @@ TEST_P(StoreExec, ExpiredLeaseIsReapedAndTheLateWorkerIsFencedOff) {
   EXPECT_EQ(expired[0].token, first.token);
   EXPECT_EQ(expired[0].node, "n1");
   EXPECT_EQ(expired[0].running_step, "generate");
+  store::StatsParams sp{"j", "2026-11-05", InstantAt("2026-11-05T12:06:00Z"),
+                        SecondsAt("2026-10-01T00:00:00Z")};
+  EXPECT_EQ(S().StatsGet(sp)->expired_leases, 1);
+  EXPECT_EQ(S().StatsGet(sp)->unknown_total, 0);
   // The reaper: an uncertain end of an idempotent step, retried.
   store::FinishParams reap = Finish(first, "2026-11-05T12:06:00Z", RunState::kPending,
                                     EndClass::kLeaseExpired);

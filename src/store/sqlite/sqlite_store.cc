@@ -280,33 +280,40 @@ Result<JobSyncResult> SqliteStore::JobSync(const JobSyncParams& p) {
   return result;
 }
 
+namespace {
+
+constexpr const char* kJobColumns =
+    "name, paused, paused_at, paused_by, pause_reason, planned_through, current_version";
+
+JobRecord JobFromRow(const Stmt& s) {
+  JobRecord j;
+  j.name = s.Text(0);
+  j.paused = s.Int(1) != 0;
+  if (auto at = s.OptInt(2)) j.paused_at = FromMs(*at);
+  j.paused_by = s.Text(3);
+  j.pause_reason = s.Text(4);
+  if (auto pt = s.OptInt(5)) j.planned_through = SecondsFromMs(*pt);
+  j.current_version = static_cast<int>(s.Int(6));
+  return j;
+}
+
+}  // namespace
+
 Result<std::vector<JobRecord>> SqliteStore::JobList() {
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(s, db_->Prepare(
-      "SELECT name, paused, paused_at, paused_by, pause_reason, planned_through, "
-      "current_version FROM jobs ORDER BY name"));
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM jobs ORDER BY name", kJobColumns)));
   std::vector<JobRecord> out;
-  RETURN_IF_ERROR(ForEachRow(s, [&] {
-    JobRecord j;
-    j.name = s.Text(0);
-    j.paused = s.Int(1) != 0;
-    if (auto at = s.OptInt(2)) j.paused_at = FromMs(*at);
-    j.paused_by = s.Text(3);
-    j.pause_reason = s.Text(4);
-    if (auto pt = s.OptInt(5)) j.planned_through = SecondsFromMs(*pt);
-    j.current_version = static_cast<int>(s.Int(6));
-    out.push_back(std::move(j));
-  }));
+  RETURN_IF_ERROR(ForEachRow(s, [&] { out.push_back(JobFromRow(s)); }));
   return out;
 }
 
 Result<JobRecord> SqliteStore::JobGet(std::string_view job) {
-  auto all = JobList();
-  if (!all.ok()) return all.status();
-  for (auto& j : *all) {
-    if (j.name == job) return std::move(j);
-  }
-  return NotFound(fmt::format("no job \"{}\" in the ledger", job));
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM jobs WHERE name = ?", kJobColumns)));
+  s.Bind(1, job);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return NotFound(fmt::format("no job \"{}\" in the ledger", job));
+  return JobFromRow(s);
 }
 
 Result<std::vector<JobVersion>> SqliteStore::JobVersionList(std::string_view job) {
@@ -470,6 +477,17 @@ Result<PlanResult> SqliteStore::RunPlan(const PlanParams& p) {
 
 Result<ReleaseResult> SqliteStore::RunRelease(const ReleaseParams& p) {
   std::lock_guard lock(mu_);
+  {
+    // Runs every second for every job: look before taking the write lock,
+    // so that a job with nothing newly due costs one read.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT EXISTS (SELECT 1 FROM jobs WHERE name = ?1), EXISTS (SELECT 1 FROM runs "
+        "WHERE job = ?1 AND state = 'pending' AND scheduled_at <= ?2 AND released = 0)"));
+    s.Bind(1, p.job).Bind(2, Ms(p.now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && s.Int(0) == 0) return NotFound(fmt::format("no job \"{}\" in the ledger", p.job));
+    if (row && s.Int(1) == 0) return ReleaseResult{};
+  }
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   ledger::ReleasePolicy policy = p.policy;
@@ -739,10 +757,17 @@ Result<JobStats> SqliteStore::StatsGet(const StatsParams& p) {
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'pending' AND "
-        "scheduled_at <= ?2) + (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running')"));
+        "scheduled_at <= ?2) + (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running'), "
+        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'unknown'), "
+        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running' "
+        "AND lease_expires_at < ?2)"));
     s.Bind(1, p.job).Bind(2, Ms(p.now));
     ASSIGN_OR_RETURN(row, s.Step());
-    if (row) stats.in_flight = static_cast<int>(s.Int(0));
+    if (row) {
+      stats.in_flight = static_cast<int>(s.Int(0));
+      stats.unknown_total = static_cast<int>(s.Int(1));
+      stats.expired_leases = static_cast<int>(s.Int(2));
+    }
   }
   return stats;
 }

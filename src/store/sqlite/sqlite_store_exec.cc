@@ -22,7 +22,6 @@ namespace {
 using namespace sqlite_util;  // NOLINT: the store's own helpers
 using sqlite::Transaction;
 
-std::string RunKeyOf(const RunRecord& r) { return r.job + "/" + r.partition + "/" + r.period; }
 
 }  // namespace
 
@@ -73,8 +72,6 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
   std::vector<ClaimedRun> out;
   if (p.rules.empty() || p.limit <= 0) return out;
   std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
   std::map<std::string, const ClaimRule*> rules;
   // Numbered explicitly: a bare "?" would take the number after the
   // largest seen so far in the text, colliding with ?2 below.
@@ -85,21 +82,27 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     if (!placeholders.empty()) placeholders += ", ";
     placeholders += fmt::format("?{}", next_param++);
   }
+  const std::string sql = fmt::format(
+      "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+      "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND job IN ({}) "
+      "ORDER BY scheduled_at, id LIMIT ?2",
+      kRunColumns, placeholders);
   std::vector<RunRecord> candidates;
-  {
-    const std::string sql = fmt::format(
-        "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
-        "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND job IN ({}) "
-        "ORDER BY scheduled_at, id LIMIT ?2",
-        kRunColumns, placeholders);
+  const auto find_candidates = [&](int64_t limit) -> Status {
+    candidates.clear();
     ASSIGN_OR_RETURN(s, db_->Prepare(sql));
-    s.Bind(1, Ms(p.now)).Bind(2, int64_t{p.limit} * 4 + 16);
+    s.Bind(1, Ms(p.now)).Bind(2, limit);
     int i = 3;
     for (const auto& r : p.rules) s.Bind(i++, r.job);
-    RETURN_IF_ERROR(ForEachRow(s, [&] {
-      candidates.push_back(RunFromRow(s));
-    }));
-  }
+    return ForEachRow(s, [&] { candidates.push_back(RunFromRow(s)); });
+  };
+  // An idle dispatcher polls often: look before taking the write lock, so
+  // that nothing due costs one read, not a write transaction.
+  RETURN_IF_ERROR(find_candidates(1));
+  if (candidates.empty()) return out;
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(find_candidates(int64_t{p.limit} * 4 + 16));
   std::map<std::string, int> running;  // per job, counted once then tracked
   for (const RunRecord& c : candidates) {
     if (static_cast<int>(out.size()) >= p.limit) break;
@@ -136,7 +139,7 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
         e.type = ledger::event::kSkipped;
         e.job = c.job;
         e.run_id = c.id;
-        e.run_key = RunKeyOf(c);
+        e.run_key = c.RunKey();
         e.actor = p.node;
         e.reason = "overlap";
         e.details = nlohmann::json{{"reason", "overlap"},
@@ -193,7 +196,7 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     e.type = ledger::event::kClaimed;
     e.job = c.job;
     e.run_id = c.id;
-    e.run_key = RunKeyOf(c);
+    e.run_key = c.RunKey();
     e.actor = p.node;
     e.details = nlohmann::json{{"attempt", claimed.attempt},
                                {"fencing_token", token},
