@@ -211,6 +211,21 @@ Result<std::optional<int64_t>> SqliteStore::PlannedThroughLocked(std::string_vie
 
 Result<JobSyncResult> SqliteStore::JobSync(const JobSyncParams& p) {
   std::lock_guard lock(mu_);
+  {
+    // Every planning pass syncs every job; an unchanged definition (the
+    // usual case) is settled with one read, without the write lock.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT v.definition FROM jobs j JOIN job_versions v ON v.job = j.name AND "
+        "v.version = j.current_version WHERE j.name = ?"));
+    s.Bind(1, p.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && s.Text(0) == p.definition) {
+      ASSIGN_OR_RETURN(versions, VersionsLocked(p.job));
+      JobSyncResult unchanged;
+      unchanged.versions = std::move(versions);
+      return unchanged;
+    }
+  }
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   JobSyncResult result;
