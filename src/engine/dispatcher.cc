@@ -1,6 +1,7 @@
 #include "engine/dispatcher.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -56,6 +57,8 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
     for (const auto& s : job.steps) rule.steps.push_back(s.name);
     rules_.push_back(std::move(rule));
   }
+  wake_threshold_ = std::max(1, std::min(options_.claim_batch, options_.max_workers) / 2);
+  committer_ = std::jthread([this](std::stop_token stop) { CommitLoop(stop); });
   for (int i = 0; i < std::max(1, options_.max_workers); ++i) {
     workers_.emplace_back([this](std::stop_token stop) { WorkerLoop(stop); });
   }
@@ -73,7 +76,9 @@ Dispatcher::~Dispatcher() {
   }
   for (auto& w : workers_) w.request_stop();
   work_cv_.notify_all();
-  workers_.clear();  // joins
+  workers_.clear();  // joins; their last writes went through the committer
+  committer_.request_stop();
+  if (committer_.joinable()) committer_.join();
 }
 
 int Dispatcher::Active() const {
@@ -124,6 +129,7 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now) {
     }
   }
   counters_.claimed += static_cast<int64_t>(claimed->size());
+  if (!claimed->empty()) ++counters_.claim_transactions;
   work_cv_.notify_all();
   return static_cast<int>(claimed->size());
 }
@@ -157,20 +163,32 @@ void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
 void Dispatcher::Start() {
   loop_ = std::jthread([this](std::stop_token stop) {
     while (!stop.stop_requested()) {
+      // A fresh wake source before looking, so a Wake() while we look is
+      // not lost: it cuts the sleep below short.
+      std::stop_source wake;
+      {
+        std::lock_guard lock(wake_mu_);
+        wake_ = wake;
+      }
       const auto now = clock_.Now();
       auto claimed = ClaimOnce(now);
       if (!claimed.ok()) {
         spdlog::error("dispatcher: claim failed, retrying: {}", claimed.status().ToString());
       }
       HeartbeatOnce(now);
-      // Claim again at once after a claim: more may be due. With every
-      // worker busy, look again soon (a worker may free up any moment);
-      // only an idle ledger waits the full poll.
+      // Claim again at once after a claim: more may be due. Otherwise sleep
+      // until the poll, a Wake() (runs released), or workers freed for a
+      // batch.
       if (claimed.ok() && *claimed > 0) continue;
-      const bool saturated = Active() >= options_.max_workers;
-      clock_.SleepFor(saturated ? options_.poll / 10 : options_.poll, stop);
+      std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
+      clock_.SleepFor(options_.poll, wake.get_token());
     }
   });
+}
+
+void Dispatcher::Wake() {
+  std::lock_guard lock(wake_mu_);
+  wake_.request_stop();
 }
 
 void Dispatcher::StopClaiming() { claiming_ = false; }
@@ -202,37 +220,100 @@ void Dispatcher::WorkerLoop(std::stop_token stop) {
       queue_.pop_front();
     }
     Execute(*run);
+    bool worth_a_claim = false;
     {
       std::lock_guard lock(mu_);
       active_.erase(run->claim.run.id);
+      worth_a_claim = options_.max_workers - static_cast<int>(active_.size()) >= wake_threshold_;
     }
     idle_cv_.notify_all();
+    if (worth_a_claim && claiming_) Wake();
   }
+}
+
+void Dispatcher::CommitLoop(std::stop_token stop) {
+  std::vector<PendingWrite*> batch;
+  std::vector<store::WorkerWrite> writes;
+  for (;;) {
+    {
+      std::unique_lock lock(write_mu_);
+      if (!write_cv_.wait(lock, stop, [&] { return !writes_.empty(); })) return;
+      batch.swap(writes_);
+    }
+    writes.clear();
+    for (PendingWrite* w : batch) writes.push_back(std::move(w->write));
+    auto results = store_.RunApplyWrites(writes);
+    ++counters_.write_batches;
+    counters_.writes += static_cast<int64_t>(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      batch[i]->result = results.ok() ? (*results)[i] : results.status();
+      batch[i]->done.release();
+    }
+    batch.clear();
+  }
+}
+
+Status Dispatcher::Write(store::WorkerWrite write) {
+  PendingWrite pending;
+  pending.write = std::move(write);
+  {
+    std::lock_guard lock(write_mu_);
+    writes_.push_back(&pending);
+  }
+  write_cv_.notify_one();
+  pending.done.acquire();
+  return pending.result;
+}
+
+bool Dispatcher::Accept(const ActiveRun& run, const Status& s, std::string_view what) {
+  if (s.ok()) return true;
+  if (s.code() == StatusCode::kStaleLease) {
+    ++counters_.stale_writes_rejected;
+    spdlog::warn("dispatcher: run {} ({}): {} rejected, the lease moved on: {}",
+                 run.claim.run.id, run.claim.run.RunKey(), what, s.message());
+    return false;
+  }
+  // Not recorded: the lease will expire and the reaper decides (an
+  // uncertain end), never a silent success.
+  spdlog::error("dispatcher: run {} ({}): recording {} failed: {}", run.claim.run.id,
+                run.claim.run.RunKey(), what, s.ToString());
+  return false;
 }
 
 void Dispatcher::Execute(ActiveRun& run) {
   const store::ClaimedRun& claim = run.claim;
   const config::JobConfig* job = config_.FindJob(claim.run.job);
+  if (job == nullptr) {
+    // The job left the config after it was claimed; let the lease expire.
+    return;
+  }
   store::FinishParams finish;
   finish.run_id = claim.run.id;
   finish.token = claim.token;
   finish.node = options_.node;
   finish.log_path = LogPath(claim);
-  if (job == nullptr) {
-    // The job left the config after it was claimed; let the lease expire.
-    return;
-  }
+  const auto step_write = [&](const std::string& step, const char* state) {
+    return store::StepParams{claim.run.id, claim.token, step, state,
+                             store::ToInstant(clock_.Now()), options_.node};
+  };
   EndClass end = EndClass::kSucceeded;
   bool idempotent = true;
+  // The last step's result, written together with what follows it.
+  std::optional<store::StepParams> result;
   for (const auto& step : job->steps) {
     const auto state = std::find_if(claim.steps.begin(), claim.steps.end(),
                                     [&](const auto& s) { return s.name == step.name; });
     if (state != claim.steps.end() && state->state == "succeeded") continue;
-    const Status started = store_.StepUpdate({claim.run.id, claim.token, step.name, "running",
-                                              store::ToInstant(clock_.Now()), options_.node});
-    if (started.code() == StatusCode::kStaleLease) {
-      ++counters_.stale_writes_rejected;
-      return;
+    if (result) {
+      if (!Accept(run, Write({std::exchange(result, std::nullopt), std::nullopt}), "a step result")) {
+        return;
+      }
+    }
+    // The claim started the first step; later ones are started here.
+    if (state == claim.steps.end() || state->state != "running") {
+      if (!Accept(run, Write({step_write(step.name, "running"), std::nullopt}), "a step start")) {
+        return;
+      }
     }
     exec::StepContext ctx;
     ctx.job = claim.run.job;
@@ -270,16 +351,10 @@ void Dispatcher::Execute(ActiveRun& run) {
       finish.decision.next_attempt_at = store::ToInstant(clock_.Now());
       finish.decision.reason = "released at shutdown";
       finish.now = store::ToInstant(clock_.Now());
-      Finish(run, finish);
+      if (Accept(run, Write({std::nullopt, finish}), "the release")) CountOutcome(run, finish);
       return;
     }
-    const Status recorded = store_.StepUpdate(
-        {claim.run.id, claim.token, step.name, end == EndClass::kSucceeded ? "succeeded" : "failed",
-         store::ToInstant(clock_.Now()), options_.node});
-    if (recorded.code() == StatusCode::kStaleLease) {
-      ++counters_.stale_writes_rejected;
-      return;
-    }
+    result = step_write(step.name, end == EndClass::kSucceeded ? "succeeded" : "failed");
     if (end != EndClass::kSucceeded) break;
   }
   ledger::AttemptFacts facts;
@@ -292,23 +367,11 @@ void Dispatcher::Execute(ActiveRun& run) {
   finish.now = facts.now;
   finish.end_class = end;
   finish.decision = ledger::DecideAfterAttempt(job->retry, facts);
-  Finish(run, finish);
+  // The last step's result and the attempt's end commit together.
+  if (Accept(run, Write({std::move(result), finish}), "the outcome")) CountOutcome(run, finish);
 }
 
-void Dispatcher::Finish(ActiveRun& run, const store::FinishParams& params) {
-  auto result = store_.RunFinishAttempts({params});
-  const Status s = result.ok() ? result->at(0) : result.status();
-  if (s.code() == StatusCode::kStaleLease) {
-    ++counters_.stale_writes_rejected;
-    return;
-  }
-  if (!s.ok()) {
-    // The outcome could not be recorded; the lease will expire and the
-    // reaper decides (an uncertain end), never a silent success.
-    spdlog::error("dispatcher: run {}: recording the outcome failed: {}", run.claim.run.id,
-                  s.ToString());
-    return;
-  }
+void Dispatcher::CountOutcome(const ActiveRun& run, const store::FinishParams& params) {
   spdlog::info("run {} {}: attempt {} {} -> {}{}", run.claim.run.id, run.claim.run.RunKey(),
                run.claim.attempt, ledger::Name(params.end_class),
                ledger::Name(params.decision.state),

@@ -6,6 +6,11 @@
 // node), the worker stops at once — its step is cancelled, its subprocess
 // killed — and writes nothing more; the reaper or the new owner decides the
 // run. Outcomes follow ledger::DecideAfterAttempt.
+//
+// Group commit: workers hand their step results and completions to one
+// committer thread, which applies everything queued meanwhile in one store
+// transaction (Store::RunApplyWrites), each write fenced by its own token.
+// A worker goes on only after the transaction holding its write commits.
 #ifndef CRONLEDGER_ENGINE_DISPATCHER_H_
 #define CRONLEDGER_ENGINE_DISPATCHER_H_
 
@@ -17,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <semaphore>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -49,6 +55,11 @@ struct DispatcherCounters {
   std::atomic<int64_t> unknown{0};
   std::atomic<int64_t> retried{0};
   std::atomic<int64_t> stale_writes_rejected{0};
+  // Claim transactions that claimed anything (claimed / this = batch size).
+  std::atomic<int64_t> claim_transactions{0};
+  // Group commit: transactions, and the writes they carried.
+  std::atomic<int64_t> write_batches{0};
+  std::atomic<int64_t> writes{0};
 };
 
 class Dispatcher {
@@ -67,8 +78,13 @@ class Dispatcher {
   // a third of its TTL. A rejected heartbeat cancels that run.
   void HeartbeatOnce(Clock::TimePoint now);
 
-  // Starts a background loop: claim when workers are free, heartbeat, sleep.
+  // Starts a background loop: claim when workers are free, heartbeat, sleep
+  // until the poll interval passes, Wake() is called, or enough workers free
+  // up for a batch.
   void Start();
+  // Makes the background loop look for due runs now (the planner released
+  // some).
+  void Wake();
   // Stops claiming (the loop keeps heartbeating the runs in progress).
   void StopClaiming();
   // Waits until nothing runs or `deadline` passes, then cancels what still
@@ -91,9 +107,21 @@ class Dispatcher {
     std::atomic<bool> shutdown{false};
   };
 
+  struct PendingWrite {
+    store::WorkerWrite write;
+    Status result;
+    std::binary_semaphore done{0};
+  };
+
   void WorkerLoop(std::stop_token stop);
+  void CommitLoop(std::stop_token stop);
   void Execute(ActiveRun& run);
-  void Finish(ActiveRun& run, const store::FinishParams& params);
+  // Queues `write` for the committer and waits until its batch committed.
+  Status Write(store::WorkerWrite write);
+  // Counts and logs the answer to a write; false when the worker must stop
+  // (its lease moved on, or the write failed).
+  bool Accept(const ActiveRun& run, const Status& s, std::string_view what);
+  void CountOutcome(const ActiveRun& run, const store::FinishParams& params);
   std::string LogPath(const store::ClaimedRun& claim) const;
   double JitterSample();
 
@@ -113,7 +141,17 @@ class Dispatcher {
   std::mt19937_64 rng_;
   std::atomic<bool> claiming_{true};
 
+  // Wakes the background loop's sleep; replaced before every claim.
+  std::mutex wake_mu_;
+  std::stop_source wake_;
+
+  std::mutex write_mu_;
+  std::condition_variable_any write_cv_;  // the committer waits for writes
+  std::vector<PendingWrite*> writes_;
+  int wake_threshold_ = 1;  // free workers that make a claim worth it
+
   std::vector<std::jthread> workers_;
+  std::jthread committer_;
   std::jthread loop_;
 };
 

@@ -267,6 +267,14 @@ struct FinishParams {
   bool only_if_lease_expired = false;
 };
 
+// One write of a worker for RunApplyWrites: a step's new state, then
+// optionally the end of the attempt. Both carry the attempt's token; when the
+// step update is refused, the finish is not applied.
+struct WorkerWrite {
+  std::optional<StepParams> step;
+  std::optional<FinishParams> finish;
+};
+
 struct ExpiredLease {
   RunRecord run;
   int64_t token = 0;
@@ -362,7 +370,9 @@ class Store {
   // max_concurrency and overlap (queue: wait while an earlier run of the
   // partition is pending or running; skip: skip it (overlap) while one is
   // running; allow). Each claim takes the next fencing token, sets the
-  // lease, opens an attempt and appends `claimed`. One transaction.
+  // lease, opens an attempt and appends `claimed`, and starts the first step
+  // not yet succeeded (`running`, step_started): the claimant begins at once.
+  // One transaction.
   virtual Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) = 0;
 
   // Extends the lease to now + lease_ttl. kStaleLease (and a
@@ -378,6 +388,13 @@ class Store {
   // stale_write_rejected event). All in one transaction: nothing in the
   // batch is acknowledged before it commits.
   virtual Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) = 0;
+
+  // Group commit of many workers' writes: each applied as StepUpdate then
+  // RunFinishAttempts would, fenced by its own token, with its own answer in
+  // its slot (a refused write changes nothing of its own but does not stop
+  // the others). One transaction: nothing is acknowledged before it
+  // commits, and a database failure fails them all.
+  virtual Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) = 0;
 
   // Running runs whose lease expired before `now`.
   virtual Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) = 0;

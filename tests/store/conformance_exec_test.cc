@@ -82,8 +82,10 @@ TEST_P(StoreExec, ClaimsDueRunsWithIncreasingTokensAndOneLeaseEach) {
     EXPECT_EQ(c.attempt, 1);
     EXPECT_EQ(c.run.state, RunState::kRunning);
     EXPECT_EQ(c.lease_expires_at, InstantAt("2026-11-05T12:05:01Z"));
-    EXPECT_EQ(c.steps, (std::vector<store::StepState>{{"generate", "pending"},
+    // The claim starts the first step: the claimant begins at once.
+    EXPECT_EQ(c.steps, (std::vector<store::StepState>{{"generate", "running"},
                                                       {"deliver", "pending"}}));
+    EXPECT_EQ(*S().StepList(c.run.id), c.steps);
     EXPECT_EQ(StateOf(c.run.id), RunState::kRunning);
   }
   const auto second = Claim("2026-11-05T12:00:02Z", 5);
@@ -163,7 +165,7 @@ TEST_P(StoreExec, StaleTokenWritesChangeNothingAndAreRecorded) {
   f.token = wrong;
   EXPECT_EQ(FinishOne(f).code(), StatusCode::kStaleLease);
   EXPECT_EQ(StateOf(c.run.id), RunState::kRunning);
-  EXPECT_EQ(S().StepList(c.run.id)->at(0).state, "pending");
+  EXPECT_EQ(S().StepList(c.run.id)->at(0).state, "running");  // as the claim left it
   EXPECT_FALSE(S().AttemptList(c.run.id)->at(0).ended_at.has_value());
   const auto rejected = Events("j", "stale_write_rejected");
   ASSERT_EQ(rejected.size(), 3u);
@@ -272,7 +274,12 @@ TEST_P(StoreExec, StepsResumeAtTheFirstNotSucceeded) {
                   .ok());
   const auto again = Claim("2026-11-05T12:00:04Z", 1).at(0);
   EXPECT_EQ(again.steps, (std::vector<store::StepState>{{"generate", "succeeded"},
-                                                        {"deliver", "failed"}}));
+                                                        {"deliver", "running"}}));
+  // The resumed step's start is recorded for the new attempt.
+  const auto started = Events("j", "step_started");
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_NE(started[1].details.find("\"step\":\"deliver\""), std::string::npos);
+  EXPECT_NE(started[1].details.find("\"attempt\":2"), std::string::npos);
 }
 
 TEST_P(StoreExec, MaxConcurrencyPerJob) {
@@ -355,6 +362,55 @@ TEST_P(StoreExec, BatchFinishIsFencedRowByRow) {
   EXPECT_EQ(StateOf(claimed[0].run.id), RunState::kSucceeded);
   EXPECT_EQ(StateOf(claimed[1].run.id), RunState::kRunning);
   EXPECT_EQ(StateOf(claimed[2].run.id), RunState::kSucceeded);
+}
+
+// Group commit: every write of the batch is fenced by its own token and
+// answered in its own slot; a refused one changes nothing of its own and
+// does not stop the others.
+TEST_P(StoreExec, AppliedWritesAreFencedOneByOne) {
+  Setup({"a", "b", "c", "d"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 4);
+  ASSERT_EQ(claimed.size(), 4u);
+  const auto at = InstantAt("2026-11-05T12:00:05Z");
+  std::vector<store::WorkerWrite> batch(4);
+  // a: the first step's result only.
+  batch[0].step = store::StepParams{claimed[0].run.id, claimed[0].token, "generate", "succeeded",
+                                    at, "n1"};
+  // b: a stale step result and a finish behind it: neither applies.
+  batch[1].step = store::StepParams{claimed[1].run.id, claimed[1].token + 1000, "deliver",
+                                    "succeeded", at, "n1"};
+  batch[1].finish = Finish(claimed[1], "2026-11-05T12:00:05Z", RunState::kSucceeded);
+  // c: the last step's result and the attempt's end together.
+  batch[2].step = store::StepParams{claimed[2].run.id, claimed[2].token, "deliver", "succeeded",
+                                    at, "n1"};
+  batch[2].finish = Finish(claimed[2], "2026-11-05T12:00:05Z", RunState::kSucceeded);
+  // d: a step the run does not have.
+  batch[3].step = store::StepParams{claimed[3].run.id, claimed[3].token, "nope", "running", at,
+                                    "n1"};
+  batch[3].finish = Finish(claimed[3], "2026-11-05T12:00:05Z", RunState::kSucceeded);
+  auto r = S().RunApplyWrites(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_TRUE((*r)[0].ok()) << (*r)[0].ToString();
+  EXPECT_EQ((*r)[1].code(), StatusCode::kStaleLease);
+  EXPECT_TRUE((*r)[2].ok()) << (*r)[2].ToString();
+  EXPECT_EQ((*r)[3].code(), StatusCode::kInvalidArgument);
+
+  EXPECT_EQ(StateOf(claimed[0].run.id), RunState::kRunning);
+  EXPECT_EQ(S().StepList(claimed[0].run.id)->at(0).state, "succeeded");
+  EXPECT_EQ(StateOf(claimed[1].run.id), RunState::kRunning);
+  EXPECT_EQ(*S().StepList(claimed[1].run.id), claimed[1].steps);
+  EXPECT_FALSE(S().AttemptList(claimed[1].run.id)->at(0).ended_at.has_value());
+  EXPECT_EQ(StateOf(claimed[2].run.id), RunState::kSucceeded);
+  EXPECT_TRUE(S().AttemptList(claimed[2].run.id)->at(0).ended_at.has_value());
+  EXPECT_EQ(S().StepList(claimed[2].run.id)->at(1).state, "succeeded");
+  EXPECT_EQ(StateOf(claimed[3].run.id), RunState::kRunning);
+  EXPECT_FALSE(S().AttemptList(claimed[3].run.id)->at(0).ended_at.has_value());
+
+  const auto rejected = Events("j", "stale_write_rejected");
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].run_id, claimed[1].run.id);
+  EXPECT_EQ(Events("j", "succeeded").size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreExec, ::testing::ValuesIn(AllStoreFactories()),

@@ -740,19 +740,15 @@ Result<JobStats> SqliteStore::StatsGet(const StatsParams& p) {
     }
   }
   {
-    // Per state, so each lookup is one index range (job, state, scheduled_at).
+    // One range per partial index (migration 003): runs in flight, ends
+    // needing attention, and misfired skips.
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT min(m) FROM ("
-        " SELECT min(scheduled_at) AS m FROM runs WHERE job = ?1 AND state = 'pending' "
-        "  AND scheduled_at BETWEEN ?2 AND ?3"
-        " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 AND state = 'running' "
-        "  AND scheduled_at BETWEEN ?2 AND ?3"
-        " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 AND state = 'failed' "
-        "  AND scheduled_at BETWEEN ?2 AND ?3"
-        " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 AND state = 'unknown' "
-        "  AND scheduled_at BETWEEN ?2 AND ?3"
+        " SELECT min(scheduled_at) AS m FROM runs WHERE job = ?1 "
+        "  AND (state = 'pending' OR state = 'running') AND scheduled_at BETWEEN ?2 AND ?3"
         " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 "
-        "  AND state = 'awaiting_approval' AND scheduled_at BETWEEN ?2 AND ?3"
+        "  AND (state = 'failed' OR state = 'unknown' OR state = 'awaiting_approval') "
+        "  AND scheduled_at BETWEEN ?2 AND ?3"
         " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 AND state = 'skipped' "
         "  AND reason = 'misfired' AND scheduled_at BETWEEN ?2 AND ?3)"));
     s.Bind(1, p.job).Bind(2, Ms(p.horizon_from)).Bind(3, Ms(p.now));

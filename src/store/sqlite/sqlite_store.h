@@ -25,7 +25,7 @@ struct SqliteOptions {
 
 // The schema version this binary writes, and the oldest schema version a
 // binary must have to use a database this binary has migrated.
-inline constexpr int kSqliteSchemaVersion = 2;
+inline constexpr int kSqliteSchemaVersion = 3;
 inline constexpr int kSqliteCompatibleFrom = 1;
 
 // Thread-safe: calls are serialised on one connection. Several processes may
@@ -66,6 +66,7 @@ class SqliteStore final : public Store {
   Status RunHeartbeat(const HeartbeatParams& p) override;
   Status StepUpdate(const StepParams& p) override;
   Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
+  Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) override;
   Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
   Status RunRetry(const OperatorParams& p) override;
   Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) override;
@@ -86,6 +87,19 @@ class SqliteStore final : public Store {
   Status RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
                            std::string_view node, Instant now);
   Result<std::vector<StepState>> StepsLocked(int64_t run_id);
+  // A claimed attempt's step rows, with the first step not yet succeeded
+  // marked running.
+  Result<std::vector<StepState>> StartStepsLocked(int64_t run_id, int attempt,
+                                                  const std::vector<std::string>& names,
+                                                  Instant now);
+  // One fenced write inside the caller's transaction. The outer Result is a
+  // database failure (the transaction must roll back); the inner Status is
+  // the write's own answer (ok, kStaleLease, ...), already written.
+  struct Answer {
+    Status status;
+  };
+  Result<Answer> StepUpdateLocked(const StepParams& p);
+  Result<Answer> FinishLocked(const FinishParams& p);
 
   std::mutex mu_;
   std::unique_ptr<sqlite::Db> db_;

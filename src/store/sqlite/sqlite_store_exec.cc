@@ -84,9 +84,11 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
   }
   const std::string sql = fmt::format(
       "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
-      "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND job IN ({}) "
+      "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND +job IN ({}) "
       "ORDER BY scheduled_at, id LIMIT ?2",
       kRunColumns, placeholders);
+  // `+job`: walk runs_due in order rather than every active run of each job
+  // (a job's planned-ahead runs) and sort them.
   std::vector<RunRecord> candidates;
   const auto find_candidates = [&](int64_t limit) -> Status {
     candidates.clear();
@@ -104,6 +106,7 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
   RETURN_IF_ERROR(tx.Begin());
   RETURN_IF_ERROR(find_candidates(int64_t{p.limit} * 4 + 16));
   std::map<std::string, int> running;  // per job, counted once then tracked
+  std::optional<int64_t> last_token;
   for (const RunRecord& c : candidates) {
     if (static_cast<int>(out.size()) >= p.limit) break;
     const ClaimRule& rule = *rules.at(c.job);
@@ -122,7 +125,7 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
       const bool queue = rule.overlap == config::Overlap::kQueue;
       ASSIGN_OR_RETURN(s, db_->Prepare(
           queue ? "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
-                  "AND state IN ('pending', 'running') LIMIT 1"
+                  "AND (state = 'pending' OR state = 'running') LIMIT 1"
                 : "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
                   "AND state = 'running' LIMIT 1"));
       s.Bind(1, c.job).Bind(2, c.partition).Bind(3, Ms(c.scheduled_at));
@@ -150,15 +153,15 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
         continue;
       }
     }
-    // Take the next fencing token.
-    int64_t token = 0;
-    {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "UPDATE fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token"));
+    // Take the next fencing token. The sequence is read once and written
+    // back once per transaction (below): the write lock is held throughout.
+    if (!last_token) {
+      ASSIGN_OR_RETURN(s, db_->Prepare("SELECT last_token FROM fencing WHERE id = 1"));
       ASSIGN_OR_RETURN(row, s.Step());
       if (!row) return Internal("the fencing sequence is missing");
-      token = s.Int(0);
+      last_token = s.Int(0);
     }
+    const int64_t token = *last_token + 1;
     const Instant expires = p.now + rule.lease_ttl;
     ClaimedRun claimed;
     {
@@ -171,6 +174,7 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
       s.Bind(1, token).Bind(2, Ms(expires)).Bind(3, p.node).Bind(4, Ms(p.now)).Bind(5, c.id);
       ASSIGN_OR_RETURN(row, s.Step());
       if (!row) continue;
+      last_token = token;
       claimed.attempt = static_cast<int>(s.Int(0));
       claimed.budget_attempts = static_cast<int>(s.Int(1));
       claimed.budget_started_at = FromMs(s.Int(2));
@@ -183,27 +187,29 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
           .Bind(5, Ms(p.now));
       RETURN_IF_ERROR(s.Run());
     }
-    for (std::size_t i = 0; i < rule.steps.size(); ++i) {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "INSERT INTO run_steps (run_id, step, position, state, updated_at) "
-          "VALUES (?, ?, ?, 'pending', ?) ON CONFLICT (run_id, step) DO NOTHING"));
-      s.Bind(1, c.id).Bind(2, rule.steps[i]).Bind(3, static_cast<int64_t>(i)).Bind(4, Ms(p.now));
-      RETURN_IF_ERROR(s.Run());
-    }
-    ASSIGN_OR_RETURN(steps, StepsLocked(c.id));
     EventRecord e;
     e.at = p.now;
-    e.type = ledger::event::kClaimed;
     e.job = c.job;
     e.run_id = c.id;
     e.run_key = c.RunKey();
     e.actor = p.node;
+    ASSIGN_OR_RETURN(steps, StartStepsLocked(c.id, claimed.attempt, rule.steps, p.now));
+    EventRecord started = e;
+    const auto first = std::find_if(steps.begin(), steps.end(),
+                                    [](const StepState& st) { return st.state == "running"; });
+    if (first != steps.end()) {
+      started.type = ledger::event::kStepStarted;
+      started.details =
+          nlohmann::json{{"step", first->name}, {"attempt", claimed.attempt}}.dump();
+    }
+    e.type = ledger::event::kClaimed;
     e.details = nlohmann::json{{"attempt", claimed.attempt},
                                {"fencing_token", token},
                                {"node", p.node},
                                {"lease_expires_at", FormatUtc(std::chrono::floor<seconds>(expires))}}
                     .dump();
     RETURN_IF_ERROR(AppendEventLocked(e));
+    if (!started.type.empty()) RETURN_IF_ERROR(AppendEventLocked(started));
     claimed.run = c;
     claimed.run.state = ledger::RunState::kRunning;
     claimed.run.attempts = claimed.attempt;
@@ -213,8 +219,60 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     if (rule.max_concurrency > 0) ++running[c.job];
     out.push_back(std::move(claimed));
   }
+  if (last_token && !out.empty()) {
+    ASSIGN_OR_RETURN(s, db_->Prepare("UPDATE fencing SET last_token = ? WHERE id = 1"));
+    s.Bind(1, *last_token);
+    RETURN_IF_ERROR(s.Run());
+  }
   RETURN_IF_ERROR(tx.Commit());
   return out;
+}
+
+Result<std::vector<StepState>> SqliteStore::StartStepsLocked(int64_t run_id, int attempt,
+                                                             const std::vector<std::string>& names,
+                                                             Instant now) {
+  std::vector<StepState> steps;
+  if (attempt == 1) {
+    // A first attempt: no step rows yet. Write them with the first running.
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO run_steps (run_id, step, position, state, attempt, updated_at) "
+          "VALUES (?, ?, ?, ?, ?, ?)"));
+      const bool first = i == 0;
+      s.Bind(1, run_id).Bind(2, names[i]).Bind(3, static_cast<int64_t>(i))
+          .Bind(4, first ? "running" : "pending");
+      if (first) {
+        s.Bind(5, int64_t{attempt});
+      } else {
+        s.Bind(5, std::nullopt);
+      }
+      s.Bind(6, Ms(now));
+      RETURN_IF_ERROR(s.Run());
+      steps.push_back({names[i], first ? "running" : "pending"});
+    }
+    return steps;
+  }
+  // A later attempt resumes at the first step not succeeded.
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "INSERT INTO run_steps (run_id, step, position, state, updated_at) "
+        "VALUES (?, ?, ?, 'pending', ?) ON CONFLICT (run_id, step) DO NOTHING"));
+    s.Bind(1, run_id).Bind(2, names[i]).Bind(3, static_cast<int64_t>(i)).Bind(4, Ms(now));
+    RETURN_IF_ERROR(s.Run());
+  }
+  ASSIGN_OR_RETURN(current, StepsLocked(run_id));
+  steps = std::move(current);
+  const auto first = std::find_if(steps.begin(), steps.end(),
+                                  [](const StepState& st) { return st.state != "succeeded"; });
+  if (first != steps.end()) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE run_steps SET state = 'running', attempt = ?, updated_at = ? WHERE run_id = ? "
+        "AND step = ?"));
+    s.Bind(1, int64_t{attempt}).Bind(2, Ms(now)).Bind(3, run_id).Bind(4, first->name);
+    RETURN_IF_ERROR(s.Run());
+    first->state = "running";
+  }
+  return steps;
 }
 
 Status SqliteStore::RunHeartbeat(const HeartbeatParams& p) {
@@ -233,10 +291,7 @@ Status SqliteStore::RunHeartbeat(const HeartbeatParams& p) {
   return result;
 }
 
-Status SqliteStore::StepUpdate(const StepParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
+Result<SqliteStore::Answer> SqliteStore::StepUpdateLocked(const StepParams& p) {
   int attempt = 0;
   std::string job;
   std::string run_key;
@@ -252,12 +307,7 @@ Status SqliteStore::StepUpdate(const StepParams& p) {
       run_key = s.Text(2);
     }
   }
-  if (attempt == 0) {
-    Status stale = RejectStaleLocked(p.run_id, p.token, "step " + p.step, p.node, p.now);
-    if (stale.code() == StatusCode::kNotFound) return stale;
-    RETURN_IF_ERROR(tx.Commit());
-    return stale;
-  }
+  if (attempt == 0) return Answer{RejectStaleLocked(p.run_id, p.token, "step " + p.step, p.node, p.now)};
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = ?, attempt = ?, updated_at = ? WHERE run_id = ? AND "
@@ -266,7 +316,7 @@ Status SqliteStore::StepUpdate(const StepParams& p) {
         .Bind(5, p.step);
     RETURN_IF_ERROR(s.Run());
     if (db_->Changes() == 0) {
-      return InvalidArgument(fmt::format("run {} has no step \"{}\"", p.run_id, p.step));
+      return Answer{InvalidArgument(fmt::format("run {} has no step \"{}\"", p.run_id, p.step))};
     }
   }
   EventRecord e;
@@ -280,8 +330,115 @@ Status SqliteStore::StepUpdate(const StepParams& p) {
   e.actor = p.node;
   e.details = nlohmann::json{{"step", p.step}, {"attempt", attempt}}.dump();
   RETURN_IF_ERROR(AppendEventLocked(e));
-  RETURN_IF_ERROR(tx.Commit());
-  return Status::Ok();
+  return Answer{Status::Ok()};
+}
+
+Status SqliteStore::StepUpdate(const StepParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(answer, StepUpdateLocked(p));
+  // A stale write still commits its stale_write_rejected event.
+  const Status& result = answer.status;
+  if (result.ok() || result.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& p) {
+  const auto& d = p.decision;
+  const bool ended = d.state != ledger::RunState::kPending;
+  std::string job;
+  std::string run_key;
+  int attempt = 0;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE runs SET state = ?1, reason = NULL, lease_token = NULL, "
+        "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = ?2, "
+        "last_end_class = ?3, updated_at = ?4, finished_at = ?5, released = 1, "
+        "misfire_exempt = 1 "
+        "WHERE id = ?6 AND lease_token = ?7 AND state = 'running' "
+        "AND (?8 = 0 OR lease_expires_at < ?4) "
+        "RETURNING job, job || '/' || partition || '/' || period, attempts"));
+    s.Bind(1, ledger::Name(d.state));
+    if (d.next_attempt_at) {
+      s.Bind(2, d.next_attempt_at->time_since_epoch().count());
+    } else {
+      s.Bind(2, std::nullopt);
+    }
+    s.Bind(3, ledger::Name(p.end_class)).Bind(4, Ms(p.now));
+    if (ended) {
+      s.Bind(5, Ms(p.now));
+    } else {
+      s.Bind(5, std::nullopt);
+    }
+    s.Bind(6, p.run_id).Bind(7, p.token).Bind(8, int64_t{p.only_if_lease_expired ? 1 : 0});
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) {
+      job = s.Text(0);
+      run_key = s.Text(1);
+      attempt = static_cast<int>(s.Int(2));
+    }
+  }
+  if (attempt == 0) {
+    if (p.only_if_lease_expired) {
+      // The lease was renewed or the run finished meanwhile: nothing to reap.
+      return Answer{Status(StatusCode::kConflict, "lease no longer expired")};
+    }
+    return Answer{RejectStaleLocked(p.run_id, p.token, "finish", p.node, p.now)};
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE attempts SET ended_at = ?, end_class = ?, exit_status = ?, step = ?, "
+        "log_path = ?, output_tail = ? WHERE run_id = ? AND fencing_token = ?"));
+    s.Bind(1, Ms(p.now)).Bind(2, ledger::Name(p.end_class));
+    if (p.exit_status) {
+      s.Bind(3, int64_t{*p.exit_status});
+    } else {
+      s.Bind(3, std::nullopt);
+    }
+    s.Bind(4, p.step).Bind(5, p.log_path).Bind(6, p.output_tail).Bind(7, p.run_id)
+        .Bind(8, p.token);
+    RETURN_IF_ERROR(s.Run());
+  }
+  // A step left running by an attempt that ended is not running any more.
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE run_steps SET state = 'pending', updated_at = ? WHERE run_id = ? AND "
+        "state = 'running'"));
+    s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  nlohmann::json details = {{"attempt", attempt},
+                            {"end_class", ledger::Name(p.end_class)},
+                            {"fencing_token", p.token}};
+  if (p.exit_status) details["exit_status"] = *p.exit_status;
+  if (!p.step.empty()) details["step"] = p.step;
+  if (d.next_attempt_at) {
+    details["next_attempt_at"] =
+        FormatUtc(std::chrono::floor<seconds>(*d.next_attempt_at));
+  }
+  EventRecord e;
+  e.at = p.now;
+  e.job = job;
+  e.run_id = p.run_id;
+  e.run_key = run_key;
+  e.actor = p.actor == "reaper" ? "reaper" : p.node;
+  e.reason = d.reason;
+  e.details = details.dump();
+  if (p.end_class == ledger::EndClass::kLeaseExpired) {
+    EventRecord expired = e;
+    expired.type = ledger::event::kLeaseExpired;
+    expired.reason = fmt::format("lease of node {} expired", p.node);
+    RETURN_IF_ERROR(AppendEventLocked(expired));
+  }
+  switch (d.state) {
+    case ledger::RunState::kSucceeded: e.type = ledger::event::kSucceeded; break;
+    case ledger::RunState::kFailed: e.type = ledger::event::kFailed; break;
+    case ledger::RunState::kUnknown: e.type = ledger::event::kUnknown; break;
+    default: e.type = ledger::event::kRetryScheduled; break;
+  }
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  return Answer{Status::Ok()};
 }
 
 Result<std::vector<Status>> SqliteStore::RunFinishAttempts(const std::vector<FinishParams>& batch) {
@@ -291,104 +448,30 @@ Result<std::vector<Status>> SqliteStore::RunFinishAttempts(const std::vector<Fin
   std::vector<Status> results;
   results.reserve(batch.size());
   for (const FinishParams& p : batch) {
-    const auto& d = p.decision;
-    const bool ended = d.state != ledger::RunState::kPending;
-    std::string job;
-    std::string run_key;
-    int attempt = 0;
-    {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "UPDATE runs SET state = ?1, reason = NULL, lease_token = NULL, "
-          "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = ?2, "
-          "last_end_class = ?3, updated_at = ?4, finished_at = ?5, released = 1, "
-          "misfire_exempt = 1 "
-          "WHERE id = ?6 AND lease_token = ?7 AND state = 'running' "
-          "AND (?8 = 0 OR lease_expires_at < ?4) "
-          "RETURNING job, job || '/' || partition || '/' || period, attempts"));
-      s.Bind(1, ledger::Name(d.state));
-      if (d.next_attempt_at) {
-        s.Bind(2, d.next_attempt_at->time_since_epoch().count());
-      } else {
-        s.Bind(2, std::nullopt);
-      }
-      s.Bind(3, ledger::Name(p.end_class)).Bind(4, Ms(p.now));
-      if (ended) {
-        s.Bind(5, Ms(p.now));
-      } else {
-        s.Bind(5, std::nullopt);
-      }
-      s.Bind(6, p.run_id).Bind(7, p.token).Bind(8, int64_t{p.only_if_lease_expired ? 1 : 0});
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (row) {
-        job = s.Text(0);
-        run_key = s.Text(1);
-        attempt = static_cast<int>(s.Int(2));
-      }
+    ASSIGN_OR_RETURN(r, FinishLocked(p));
+    results.push_back(std::move(r.status));
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return results;
+}
+
+Result<std::vector<Status>> SqliteStore::RunApplyWrites(const std::vector<WorkerWrite>& batch) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  std::vector<Status> results;
+  results.reserve(batch.size());
+  for (const WorkerWrite& w : batch) {
+    Status r;
+    if (w.step) {
+      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step));
+      r = std::move(stepped.status);
     }
-    if (attempt == 0) {
-      if (p.only_if_lease_expired) {
-        // The lease was renewed or the run finished meanwhile: nothing to reap.
-        results.push_back(Status(StatusCode::kConflict, "lease no longer expired"));
-        continue;
-      }
-      Status stale = RejectStaleLocked(p.run_id, p.token, "finish", p.node, p.now);
-      if (stale.code() == StatusCode::kNotFound) return stale;
-      results.push_back(stale);
-      continue;
+    if (r.ok() && w.finish) {
+      ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish));
+      r = std::move(finished.status);
     }
-    {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "UPDATE attempts SET ended_at = ?, end_class = ?, exit_status = ?, step = ?, "
-          "log_path = ?, output_tail = ? WHERE run_id = ? AND fencing_token = ?"));
-      s.Bind(1, Ms(p.now)).Bind(2, ledger::Name(p.end_class));
-      if (p.exit_status) {
-        s.Bind(3, int64_t{*p.exit_status});
-      } else {
-        s.Bind(3, std::nullopt);
-      }
-      s.Bind(4, p.step).Bind(5, p.log_path).Bind(6, p.output_tail).Bind(7, p.run_id)
-          .Bind(8, p.token);
-      RETURN_IF_ERROR(s.Run());
-    }
-    // A step left running by an attempt that ended is not running any more.
-    {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "UPDATE run_steps SET state = 'pending', updated_at = ? WHERE run_id = ? AND "
-          "state = 'running'"));
-      s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
-      RETURN_IF_ERROR(s.Run());
-    }
-    nlohmann::json details = {{"attempt", attempt},
-                              {"end_class", ledger::Name(p.end_class)},
-                              {"fencing_token", p.token}};
-    if (p.exit_status) details["exit_status"] = *p.exit_status;
-    if (!p.step.empty()) details["step"] = p.step;
-    if (d.next_attempt_at) {
-      details["next_attempt_at"] =
-          FormatUtc(std::chrono::floor<seconds>(*d.next_attempt_at));
-    }
-    EventRecord e;
-    e.at = p.now;
-    e.job = job;
-    e.run_id = p.run_id;
-    e.run_key = run_key;
-    e.actor = p.actor == "reaper" ? "reaper" : p.node;
-    e.reason = d.reason;
-    e.details = details.dump();
-    if (p.end_class == ledger::EndClass::kLeaseExpired) {
-      EventRecord expired = e;
-      expired.type = ledger::event::kLeaseExpired;
-      expired.reason = fmt::format("lease of node {} expired", p.node);
-      RETURN_IF_ERROR(AppendEventLocked(expired));
-    }
-    switch (d.state) {
-      case ledger::RunState::kSucceeded: e.type = ledger::event::kSucceeded; break;
-      case ledger::RunState::kFailed: e.type = ledger::event::kFailed; break;
-      case ledger::RunState::kUnknown: e.type = ledger::event::kUnknown; break;
-      default: e.type = ledger::event::kRetryScheduled; break;
-    }
-    RETURN_IF_ERROR(AppendEventLocked(e));
-    results.push_back(Status::Ok());
+    results.push_back(std::move(r));
   }
   RETURN_IF_ERROR(tx.Commit());
   return results;
