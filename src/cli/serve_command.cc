@@ -15,8 +15,8 @@
 #include "engine/dispatcher.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
+#include "engine/serve_loop.h"
 #include "engine/step_runner.h"
-#include "exec/attempt_files.h"
 
 namespace cronledger::cli {
 namespace {
@@ -118,31 +118,8 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   engine::Dispatcher dispatcher(config, *store, clock, runner, dispatch);
   dispatcher.Start();
 
-  constexpr auto kTick = std::chrono::seconds(1);
-  constexpr int kPlanEveryTicks = 10;
-  constexpr int kPruneEveryTicks = 3600;
-  for (int tick = 0; !stop.stop_requested(); ++tick) {
-    const auto now = clock.Now();
-    engine::PlanPassStats stats;
-    Status s = tick % kPlanEveryTicks == 0 ? planner.RunOnce(now, &stats)
-                                           : planner.ReleaseOnce(now, &stats);
-    if (tick % kPruneEveryTicks == 0) {
-      const int pruned = exec::PruneAttemptFolders(config.server.log_dir,
-                                                   config.server.log_retention, now);
-      if (pruned > 0) spdlog::info("serve: removed {} attempt folder(s) past log_retention", pruned);
-    }
-    if (auto reaped = reaper.RunOnce(now); !reaped.ok()) {
-      spdlog::error("serve: reaper pass failed, retrying next pass: {}",
-                    reaped.status().ToString());
-    }
-    if (!s.ok()) {
-      spdlog::error("serve: pass failed, retrying next pass: {}", s.ToString());
-    } else if (stats.runs_planned > 0 || stats.released > 0 || stats.skipped > 0) {
-      spdlog::info("serve: planned {} run(s), released {}, skipped {}", stats.runs_planned,
-                   stats.released, stats.skipped);
-    }
-    clock.SleepFor(kTick, stop.get_token());
-  }
+  engine::ServeLoop loop(config, planner, reaper, dispatcher, clock);
+  loop.Run(stop.get_token());
 
   // Drain: no new claims; running steps get drain_timeout to finish, then
   // are stopped (an idempotent one released, any other left to its lease).

@@ -172,6 +172,7 @@ void Dispatcher::Start() {
       }
       const auto now = clock_.Now();
       auto claimed = ClaimOnce(now);
+      ++counters_.polls;
       if (!claimed.ok()) {
         spdlog::error("dispatcher: claim failed, retrying: {}", claimed.status().ToString());
       }

@@ -55,6 +55,8 @@ struct DispatcherCounters {
   std::atomic<int64_t> unknown{0};
   std::atomic<int64_t> retried{0};
   std::atomic<int64_t> stale_writes_rejected{0};
+  // Looks for due runs by the background loop.
+  std::atomic<int64_t> polls{0};
   // Claim transactions that claimed anything (claimed / this = batch size).
   std::atomic<int64_t> claim_transactions{0};
   // Group commit: transactions, and the writes they carried.

@@ -43,36 +43,63 @@ Status Planner::RunOnce(Clock::TimePoint now, PlanPassStats* stats) {
 
 Status Planner::PlanOnce(Clock::TimePoint now, PlanPassStats* stats) {
   Status first;
+  const sys_seconds now_s = std::chrono::floor<seconds>(now);
   for (const auto& job : config_.jobs) {
-    Status s = PlanJob(job, store::ToInstant(now), stats);
+    std::string definition = CanonicalDefinition(job);
+    auto state = plan_state_.find(job.name);
+    if (state != plan_state_.end() && now_s < state->second.next_at &&
+        state->second.definition == definition) {
+      continue;
+    }
+    sys_seconds next_at = now_s + options_.retry_after;
+    Status s = PlanJob(job, definition, store::ToInstant(now), stats, &next_at);
     if (!s.ok()) {
+      next_at = now_s + options_.retry_after;
       spdlog::error("planner: job {}: {}", job.name, s.ToString());
       if (first.ok()) first = s;
     }
+    plan_state_[job.name] = {next_at, std::move(definition)};
   }
   return first;
 }
 
-Status Planner::ReleaseOnce(Clock::TimePoint now, PlanPassStats* stats) {
-  Status first;
+sys_seconds Planner::NextPlanAt() const {
+  sys_seconds next = sys_seconds::max();
   for (const auto& job : config_.jobs) {
+    auto it = plan_state_.find(job.name);
+    if (it == plan_state_.end()) return sys_seconds{};  // never planned: at once
+    next = std::min(next, it->second.next_at);
+  }
+  return next;
+}
+
+Status Planner::ReleaseOnce(Clock::TimePoint now, PlanPassStats* stats) {
+  auto outlook = store_.RunReleaseOutlook(store::ToInstant(now));
+  if (!outlook.ok()) {
+    spdlog::error("release: {}", outlook.status().ToString());
+    return outlook.status();
+  }
+  next_release_at_ = outlook->next_at;
+  Status first;
+  for (const auto& name : outlook->due_jobs) {
+    const config::JobConfig* job = config_.FindJob(name);
+    // A job no longer configured keeps its planned runs until it returns.
+    if (job == nullptr) continue;
     store::ReleaseParams p;
-    p.job = job.name;
-    p.policy.misfire_grace = job.misfire_grace;
-    p.policy.catchup = job.catchup;
-    p.policy.on_pause = job.on_pause;
+    p.job = job->name;
+    p.policy.misfire_grace = job->misfire_grace;
+    p.policy.catchup = job->catchup;
+    p.policy.on_pause = job->on_pause;
     p.now = store::ToInstant(now);
     auto r = store_.RunRelease(p);
     if (!r.ok()) {
-      // A job serve has not planned yet has nothing to release.
-      if (r.status().code() == StatusCode::kNotFound) continue;
-      spdlog::error("release: job {}: {}", job.name, r.status().ToString());
+      spdlog::error("release: job {}: {}", job->name, r.status().ToString());
       if (first.ok()) first = r.status();
       continue;
     }
     if (r->skipped > 0) {
       spdlog::warn("release: job {}: {} run(s) skipped (see `cronledger events --job {}`)",
-                   job.name, r->skipped, job.name);
+                   job->name, r->skipped, job->name);
     }
     if (stats) {
       stats->released += r->released;
@@ -170,8 +197,9 @@ Result<const VersionedSchedule*> Planner::ScheduleOf(const store::JobVersion& v)
   return &it->second;
 }
 
-Status Planner::PlanJob(const config::JobConfig& job, store::Instant now, PlanPassStats* stats) {
-  auto sync = store_.JobSync({job.name, CanonicalDefinition(job), now});
+Status Planner::PlanJob(const config::JobConfig& job, const std::string& definition,
+                        store::Instant now, PlanPassStats* stats, sys_seconds* next_plan_at) {
+  auto sync = store_.JobSync({job.name, definition, now});
   if (!sync.ok()) return sync.status();
   if (sync->version_added) {
     spdlog::info("planner: job {}: definition version {} in force from {}", job.name,
@@ -197,6 +225,15 @@ Status Planner::PlanJob(const config::JobConfig& job, store::Instant now, PlanPa
   sys_seconds from = record->planned_through ? *record->planned_through
                                              : versions.front().effective_from - seconds{1};
   from = std::max(from, std::chrono::floor<seconds>(now) - job.backfill.horizon);
+  {
+    // Nothing to do until the occurrence after the watermark comes within
+    // the lookahead (the current version decides; a job that never fires
+    // again waits for a restart with a new definition).
+    auto current = ScheduleOf(versions.back());
+    if (!current.ok()) return current.status();
+    const auto next = (*current)->schedule.Next(std::max(from, to));
+    *next_plan_at = next ? next->utc - options_.lookahead : sys_seconds::max();
+  }
   if (from >= to) return Status::Ok();
 
   const std::string tzdata = TzdataVersion();

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "config/config.h"
@@ -27,6 +28,9 @@ struct PlannerOptions {
   // At most this many runs per planning transaction; a long downtime is
   // caught up in several transactions.
   int max_runs_per_transaction = 20000;
+  // A job whose planning failed (store error, partitions never known) is
+  // tried again after this.
+  std::chrono::seconds retry_after{10};
   std::chrono::milliseconds partitions_timeout{60000};
 };
 
@@ -45,18 +49,28 @@ class Planner {
   Planner(const config::Config& config, store::Store& store, Clock& clock,
           PlannerOptions options = {});
 
-  // Plans every job (sync, partitions, plan). Keeps going after a job's
-  // error and returns the first one.
+  // Plans every job whose next occurrence has come within the lookahead
+  // (sync, partitions, plan); a job is planned on the first pass, then again
+  // only when it has something new to plan. Keeps going after a job's error
+  // (that job is tried again after `retry_after`) and returns the first one.
   Status PlanOnce(Clock::TimePoint now, PlanPassStats* stats = nullptr);
 
-  // Releases every job's due runs.
+  // Releases the due runs of the jobs that have any (Store::RunReleaseOutlook).
   Status ReleaseOnce(Clock::TimePoint now, PlanPassStats* stats = nullptr);
+
+  // When PlanOnce next has work: the earliest instant a job's next
+  // occurrence enters the lookahead, or a failed job is retried.
+  std::chrono::sys_seconds NextPlanAt() const;
+  // The earliest planned run after the last ReleaseOnce (nullopt: none).
+  std::optional<std::chrono::sys_seconds> NextReleaseAt() const { return next_release_at_; }
 
   // PlanOnce then ReleaseOnce.
   Status RunOnce(Clock::TimePoint now, PlanPassStats* stats = nullptr);
 
  private:
-  Status PlanJob(const config::JobConfig& job, store::Instant now, PlanPassStats* stats);
+  // Plans `job` and sets `*next_plan_at` to when it next needs planning.
+  Status PlanJob(const config::JobConfig& job, const std::string& definition, store::Instant now,
+                 PlanPassStats* stats, std::chrono::sys_seconds* next_plan_at);
   // The current partition set, or nullopt when the command failed (already
   // reported).
   std::optional<std::vector<std::string>> Partitions(const config::JobConfig& job,
@@ -69,6 +83,12 @@ class Planner {
   PlannerOptions options_;
   std::map<std::pair<std::string, int>, VersionedSchedule> schedules_;
   std::map<std::string, std::string> last_partition_failure_;
+  struct PlanState {
+    std::chrono::sys_seconds next_at;  // when the job next needs planning
+    std::string definition;            // as planned; a change plans it at once
+  };
+  std::map<std::string, PlanState> plan_state_;  // per job
+  std::optional<std::chrono::sys_seconds> next_release_at_;
 };
 
 }  // namespace cronledger::engine

@@ -153,6 +153,15 @@ struct ReleaseResult {
   int skipped = 0;
 };
 
+// What the release pass has to do now, and when it next has anything.
+struct ReleaseOutlook {
+  // Jobs with planned runs due at or before now that no release pass has
+  // judged yet (held runs of a paused job stay here).
+  std::vector<std::string> due_jobs;
+  // The earliest planned run after now that will need judging.
+  std::optional<std::chrono::sys_seconds> next_at;
+};
+
 struct PauseParams {
   std::optional<std::string> job;  // nullopt: everything
   bool paused = true;
@@ -345,6 +354,11 @@ class Store {
   // (ledger::DecideRelease): released ones become claimable, the others
   // skipped with a reason and a `skipped` event.
   virtual Result<ReleaseResult> RunRelease(const ReleaseParams& p) = 0;
+
+  // Which jobs RunRelease has work for at `now`, and when it next will: so
+  // an idle server wakes when something falls due instead of asking every
+  // job every second.
+  virtual Result<ReleaseOutlook> RunReleaseOutlook(Instant now) = 0;
 
   // Pause or resume a job or everything, with a paused/resumed event.
   // kConflict when it is already in that state; kNotFound for an unknown

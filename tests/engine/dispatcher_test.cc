@@ -7,11 +7,14 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "engine/planner.h"
 #include "engine/reaper.h"
+#include "engine/serve_loop.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger::engine {
@@ -374,6 +377,53 @@ TEST_F(DispatcherTest, HeartbeatsKeepALongStepAlive) {
   d.WaitIdle();
   EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
   EXPECT_EQ(d.counters().stale_writes_rejected.load(), 0);
+}
+
+// The serve loop sleeps until the next run falls due, releases it at that
+// instant and wakes the dispatcher, which claims it at once: the fake clock
+// never moves past the due instant here, so the dispatcher's own poll could
+// not have found it.
+TEST_F(DispatcherTest, ServeLoopWakesAtTheDueInstantAndTheDispatcherAtOnce) {
+  AddJob({Step("work")});
+  config_.jobs[0].schedule = "* * * * *";
+  std::promise<std::string> ran;
+  std::atomic<int> calls{0};
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    if (calls++ == 0) ran.set_value(ctx.run_key + " at " + FormatUtc(ctx.scheduled_at));
+    return 0;
+  });
+  Planner planner(config_, *store_, clock_);
+  Reaper reaper(config_, *store_);
+  Dispatcher& d = NewDispatcher();
+  ServeLoop loop(config_, planner, reaper, d, clock_, {std::chrono::hours{1}});
+
+  clock_.Set(At("2026-11-05T08:58:30Z"));
+  // Plans 08:59 (within the minute of lookahead) and sleeps until it is due.
+  EXPECT_EQ(loop.PassOnce(clock_.Now()), At("2026-11-05T08:59:00Z"));
+  EXPECT_EQ(OnlyRun().state, ledger::RunState::kPending);
+  EXPECT_FALSE(OnlyRun().released) << "nothing is claimable before it is due";
+
+  clock_.Set(At("2026-11-05T08:59:00Z"));
+  d.Start();
+  while (d.counters().polls < 1) std::this_thread::yield();  // asleep on the frozen clock
+  EXPECT_EQ(loop.PassOnce(clock_.Now()), At("2026-11-05T09:00:00Z"));
+  auto started = ran.get_future();
+  ASSERT_EQ(started.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "released but never claimed: the dispatcher was not woken";
+  EXPECT_EQ(started.get(), "j/default/2026-11-05T08:59+00:00 at 2026-11-05T08:59:00Z");
+  d.Drain(clock_.Now());
+}
+
+// With the default longest sleep, an idle loop still comes back within a
+// second (the reaper, and work planned elsewhere).
+TEST_F(DispatcherTest, ServeLoopSleepsAtMostTheLongestSleep) {
+  AddJob({Step("work")});
+  Planner planner(config_, *store_, clock_);
+  Reaper reaper(config_, *store_);
+  Dispatcher& d = NewDispatcher();
+  ServeLoop loop(config_, planner, reaper, d, clock_);
+  clock_.Set(At("2026-11-05T10:00:00Z"));
+  EXPECT_EQ(loop.PassOnce(clock_.Now()), At("2026-11-05T10:00:01Z"));
 }
 
 }  // namespace

@@ -376,5 +376,56 @@ TEST_F(PlannerTest, CrashAtEveryStatementThenReplanConverges) {
   EXPECT_EQ(injection_points, statements);
 }
 
+// An idle server must not touch the ledger for jobs with nothing new: a job
+// is planned again only when its next occurrence enters the lookahead.
+TEST_F(PlannerTest, PlansAJobAgainOnlyWhenItsNextOccurrenceIsNear) {
+  int writes = 0;
+  Open([&](std::string_view sql) {
+    if (sql.starts_with("INSERT") || sql.starts_with("UPDATE") || sql.starts_with("BEGIN")) {
+      ++writes;
+    }
+    return Status::Ok();
+  });
+  config_.jobs = {Job("daily", "0 9 * * *"), Job("hourly", "30 * * * *")};
+  planner_ = std::make_unique<Planner>(config_, *store_, clock_);
+  EXPECT_EQ(planner_->NextPlanAt(), std::chrono::sys_seconds{}) << "never planned: at once";
+  ASSERT_TRUE(planner_->PlanOnce(At("2026-11-05T10:00:00Z")).ok());
+  // The hourly job's 10:30 enters the minute of lookahead at 10:29.
+  EXPECT_EQ(FormatUtc(planner_->NextPlanAt()), "2026-11-05T10:29:00Z");
+
+  writes = 0;
+  ASSERT_TRUE(planner_->PlanOnce(At("2026-11-05T10:28:59Z")).ok());
+  EXPECT_EQ(writes, 0) << "nothing new to plan, nothing written";
+
+  ASSERT_TRUE(planner_->PlanOnce(At("2026-11-05T10:29:00Z")).ok());
+  EXPECT_GT(writes, 0);
+  EXPECT_EQ(Ledger("hourly"), (std::vector<std::string>{"default/2026-11-05T10:30+00:00 pending"}));
+  EXPECT_TRUE(Ledger("daily").empty()) << "tomorrow's 09:00 is not within the lookahead";
+  EXPECT_EQ(FormatUtc(planner_->NextPlanAt()), "2026-11-05T11:29:00Z");
+
+  // A changed definition is planned at once, whatever the next occurrence.
+  config_.jobs[0].schedule = "0 11 * * *";
+  writes = 0;
+  ASSERT_TRUE(planner_->PlanOnce(At("2026-11-05T10:59:30Z")).ok());
+  EXPECT_GT(writes, 0);
+  EXPECT_EQ(Ledger("daily"), (std::vector<std::string>{"default/2026-11-05 pending"}));
+}
+
+// The release pass asks the store which jobs have runs due rather than every
+// job, and reports when the next planned run falls due.
+TEST_F(PlannerTest, ReleaseKnowsWhenTheNextRunFallsDue) {
+  config_.jobs = {Job("a", "0 9 * * *"), Job("b", "*/5 * * * *")};
+  planner_ = std::make_unique<Planner>(config_, *store_, clock_);
+  ASSERT_TRUE(planner_->PlanOnce(At("2026-11-05T08:59:10Z")).ok());
+  PlanPassStats stats;
+  ASSERT_TRUE(planner_->ReleaseOnce(At("2026-11-05T08:59:10Z"), &stats).ok());
+  EXPECT_EQ(stats.released, 0);
+  ASSERT_TRUE(planner_->NextReleaseAt().has_value());
+  EXPECT_EQ(FormatUtc(*planner_->NextReleaseAt()), "2026-11-05T09:00:00Z");
+  ASSERT_TRUE(planner_->ReleaseOnce(At("2026-11-05T09:00:00Z"), &stats).ok());
+  EXPECT_EQ(stats.released, 2);
+  EXPECT_FALSE(planner_->NextReleaseAt().has_value()) << "09:05 is not planned yet";
+}
+
 }  // namespace
 }  // namespace cronledger::engine

@@ -62,6 +62,40 @@ TEST_P(StoreRelease, NothingBeforeItIsDue) {
   EXPECT_TRUE(due->empty());
 }
 
+// The outlook tells an idle server which jobs have runs to judge now and
+// when the next planned run falls due.
+TEST_P(StoreRelease, OutlookNamesDueJobsAndTheNextInstant) {
+  AddJob("j");
+  AddJob("k");
+  PlanFourHours("j", {"a", "b"});
+  Plan("k", {Occurrence("2026-11-05T07:30:00Z", {"a"}, "T0730")}, "2026-11-05T07:30:00Z",
+       "2026-11-05T05:00:00Z");
+  auto o = S().RunReleaseOutlook(InstantAt("2026-11-05T05:00:00Z"));
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->due_jobs.empty());
+  EXPECT_EQ(o->next_at, SecondsAt("2026-11-05T06:00:00Z"));
+
+  o = S().RunReleaseOutlook(InstantAt("2026-11-05T07:45:00Z"));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->due_jobs, (std::vector<std::string>{"j", "k"}));
+  EXPECT_EQ(o->next_at, SecondsAt("2026-11-05T08:00:00Z"));
+
+  Release("j", "2026-11-05T07:45:00Z");
+  o = S().RunReleaseOutlook(InstantAt("2026-11-05T07:45:00Z"));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->due_jobs, (std::vector<std::string>{"k"}));
+
+  // Held runs of a paused job stay due until a release pass lets them go.
+  ASSERT_TRUE(S().JobSetPaused({"k", true, "alice", "maintenance",
+                                InstantAt("2026-11-05T07:46:00Z")})
+                  .ok());
+  Release("k", "2026-11-05T07:46:00Z");
+  o = S().RunReleaseOutlook(InstantAt("2026-11-05T09:30:00Z"));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->due_jobs, (std::vector<std::string>{"j", "k"}));
+  EXPECT_FALSE(o->next_at.has_value());
+}
+
 TEST_P(StoreRelease, DueRunWithinGraceIsReleasedOnce) {
   AddJob("j");
   PlanFourHours("j", {"a"});

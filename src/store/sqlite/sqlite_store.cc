@@ -490,6 +490,27 @@ Result<PlanResult> SqliteStore::RunPlan(const PlanParams& p) {
   return result;
 }
 
+Result<ReleaseOutlook> SqliteStore::RunReleaseOutlook(Instant now) {
+  std::lock_guard lock(mu_);
+  ReleaseOutlook out;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT DISTINCT job FROM runs WHERE state = 'pending' AND released = 0 "
+        "AND scheduled_at <= ? ORDER BY job"));
+    s.Bind(1, Ms(now));
+    RETURN_IF_ERROR(ForEachRow(s, [&] { out.due_jobs.push_back(s.Text(0)); }));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT min(scheduled_at) FROM runs WHERE state = 'pending' AND released = 0 "
+        "AND scheduled_at > ?"));
+    s.Bind(1, Ms(now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && !s.IsNull(0)) out.next_at = SecondsFromMs(s.Int(0));
+  }
+  return out;
+}
+
 Result<ReleaseResult> SqliteStore::RunRelease(const ReleaseParams& p) {
   std::lock_guard lock(mu_);
   {

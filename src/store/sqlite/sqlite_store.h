@@ -50,6 +50,7 @@ class SqliteStore final : public Store {
 
   Result<PlanResult> RunPlan(const PlanParams& p) override;
   Result<ReleaseResult> RunRelease(const ReleaseParams& p) override;
+  Result<ReleaseOutlook> RunReleaseOutlook(Instant now) override;
   Status JobSetPaused(const PauseParams& p) override;
   Result<bool> IsPausedAll() override;
 

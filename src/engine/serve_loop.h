@@ -1,0 +1,50 @@
+// The main loop of `serve`: plans, releases, reaps and prunes, and sleeps
+// until the next of those falls due. An idle server wakes about once a
+// second (the reaper, and anything planned or released elsewhere); a run
+// falling due wakes it at that instant, and the dispatcher right after.
+#ifndef CRONLEDGER_ENGINE_SERVE_LOOP_H_
+#define CRONLEDGER_ENGINE_SERVE_LOOP_H_
+
+#include <chrono>
+#include <stop_token>
+
+#include "config/config.h"
+#include "cronledger/clock.h"
+#include "engine/dispatcher.h"
+#include "engine/planner.h"
+#include "engine/reaper.h"
+
+namespace cronledger::engine {
+
+struct ServeLoopOptions {
+  // The longest sleep: how soon expired leases are reaped, and runs planned
+  // or resumed by another process (another node, the CLI) are noticed.
+  std::chrono::milliseconds max_sleep{1000};
+  std::chrono::seconds prune_every{3600};
+};
+
+class ServeLoop {
+ public:
+  // Everything must outlive the loop.
+  ServeLoop(const config::Config& config, Planner& planner, Reaper& reaper,
+            Dispatcher& dispatcher, Clock& clock, ServeLoopOptions options = {});
+
+  // Passes until `stop`.
+  void Run(std::stop_token stop);
+
+  // One pass at `now`; returns when the next one is needed.
+  Clock::TimePoint PassOnce(Clock::TimePoint now);
+
+ private:
+  const config::Config& config_;
+  Planner& planner_;
+  Reaper& reaper_;
+  Dispatcher& dispatcher_;
+  Clock& clock_;
+  ServeLoopOptions options_;
+  Clock::TimePoint next_prune_{};
+};
+
+}  // namespace cronledger::engine
+
+#endif  // CRONLEDGER_ENGINE_SERVE_LOOP_H_
