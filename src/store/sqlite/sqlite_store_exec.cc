@@ -72,6 +72,16 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
   std::vector<ClaimedRun> out;
   if (p.rules.empty() || p.limit <= 0) return out;
   std::lock_guard lock(mu_);
+  {
+    // An idle dispatcher polls often: one cheap look, before building the
+    // query for its jobs and before taking the write lock.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT 1 FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+        "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) LIMIT 1"));
+    s.Bind(1, Ms(p.now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return out;
+  }
   std::map<std::string, const ClaimRule*> rules;
   // Numbered explicitly: a bare "?" would take the number after the
   // largest seen so far in the text, colliding with ?2 below.
@@ -98,8 +108,8 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     for (const auto& r : p.rules) s.Bind(i++, r.job);
     return ForEachRow(s, [&] { candidates.push_back(RunFromRow(s)); });
   };
-  // An idle dispatcher polls often: look before taking the write lock, so
-  // that nothing due costs one read, not a write transaction.
+  // Due runs of other jobs (external ones, say) cost a read, not a write
+  // transaction.
   RETURN_IF_ERROR(find_candidates(1));
   if (candidates.empty()) return out;
   Transaction tx(*db_);
