@@ -101,18 +101,20 @@ std::string Dispatcher::LogPath(const store::ClaimedRun& claim) const {
                      claim.run.id, claim.attempt);
 }
 
-Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now) {
+Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
+  if (limit) *limit = 0;
   if (!claiming_ || rules_.empty()) return 0;
   int free_slots = 0;
   {
     std::lock_guard lock(mu_);
-    free_slots = options_.max_workers - static_cast<int>(active_.size());
+    free_slots = options_.max_workers - busy_;
   }
   if (free_slots <= 0) return 0;
   store::ClaimParams p;
   p.now = store::ToInstant(now);
   p.node = options_.node;
   p.limit = std::min(free_slots, options_.claim_batch);
+  if (limit) *limit = p.limit;
   p.rules = rules_;
   auto claimed = store_.RunClaim(p);
   if (!claimed.ok()) return claimed.status();
@@ -126,11 +128,14 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now) {
       run->claim = std::move(c);
       active_[run->claim.run.id] = run;
       queue_.push_back(run);
+      ++busy_;
     }
   }
   counters_.claimed += static_cast<int64_t>(claimed->size());
   if (!claimed->empty()) ++counters_.claim_transactions;
-  work_cv_.notify_all();
+  // One wake per run: waking every idle worker for each claim only makes
+  // them fight over the queue.
+  for (std::size_t i = 0; i < claimed->size(); ++i) work_cv_.notify_one();
   return static_cast<int>(claimed->size());
 }
 
@@ -139,7 +144,9 @@ void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
   {
     std::lock_guard lock(mu_);
     for (auto& [id, run] : active_) {
-      if (!run->stale && now - run->last_heartbeat >= run->lease_ttl / 3) due.push_back(run);
+      if (!run->stale && !run->finishing && now - run->last_heartbeat >= run->lease_ttl / 3) {
+        due.push_back(run);
+      }
     }
   }
   for (auto& run : due) {
@@ -171,8 +178,10 @@ void Dispatcher::Start() {
         wake_ = wake;
       }
       const auto now = clock_.Now();
-      auto claimed = ClaimOnce(now);
+      int limit = 0;
+      auto claimed = ClaimOnce(now, &limit);
       ++counters_.polls;
+      SetClaimBurst(claimed.ok() && limit > 0 && *claimed == limit);
       if (!claimed.ok()) {
         spdlog::error("dispatcher: claim failed, retrying: {}", claimed.status().ToString());
       }
@@ -184,7 +193,17 @@ void Dispatcher::Start() {
       std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
       clock_.SleepFor(options_.poll, wake.get_token());
     }
+    SetClaimBurst(false);
   });
+}
+
+void Dispatcher::SetClaimBurst(bool on) {
+  {
+    std::lock_guard lock(write_mu_);
+    if (claim_burst_ == on) return;
+    claim_burst_ = on;
+  }
+  if (!on) write_cv_.notify_one();
 }
 
 void Dispatcher::Wake() {
@@ -220,16 +239,29 @@ void Dispatcher::WorkerLoop(std::stop_token stop) {
       run = queue_.front();
       queue_.pop_front();
     }
-    Execute(*run);
+    std::optional<store::WorkerWrite> last = Execute(*run);
     bool worth_a_claim = false;
     {
       std::lock_guard lock(mu_);
-      active_.erase(run->claim.run.id);
-      worth_a_claim = options_.max_workers - static_cast<int>(active_.size()) >= wake_threshold_;
+      --busy_;
+      worth_a_claim = options_.max_workers - busy_ >= wake_threshold_;
     }
-    idle_cv_.notify_all();
+    if (last) {
+      run->finishing = true;
+      WriteLast(run, std::move(*last));
+    } else {
+      Finished(*run);
+    }
     if (worth_a_claim && claiming_) Wake();
   }
+}
+
+void Dispatcher::Finished(const ActiveRun& run) {
+  {
+    std::lock_guard lock(mu_);
+    active_.erase(run.claim.run.id);
+  }
+  idle_cv_.notify_all();
 }
 
 void Dispatcher::CommitLoop(std::stop_token stop) {
@@ -238,7 +270,11 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
   for (;;) {
     {
       std::unique_lock lock(write_mu_);
-      if (!write_cv_.wait(lock, stop, [&] { return !writes_.empty(); })) return;
+      if (!write_cv_.wait(lock, stop, [&] { return !writes_.empty() && !claim_burst_; })) {
+        if (writes_.empty()) return;
+        claim_burst_ = false;  // stopping: commit what is left
+        continue;
+      }
       batch.swap(writes_);
     }
     writes.clear();
@@ -248,7 +284,12 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
     counters_.writes += static_cast<int64_t>(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
       batch[i]->result = results.ok() ? (*results)[i] : results.status();
-      batch[i]->done.release();
+      if (batch[i]->on_commit) {
+        std::unique_ptr<PendingWrite> owned(batch[i]);
+        owned->on_commit(owned->result);
+      } else {
+        batch[i]->done.release();
+      }
     }
     batch.clear();
   }
@@ -266,6 +307,22 @@ Status Dispatcher::Write(store::WorkerWrite write) {
   return pending.result;
 }
 
+void Dispatcher::WriteLast(std::shared_ptr<ActiveRun> run, store::WorkerWrite write) {
+  auto pending = std::make_unique<PendingWrite>();
+  const bool has_finish = write.finish.has_value();
+  store::FinishParams finish = has_finish ? *write.finish : store::FinishParams{};
+  pending->write = std::move(write);
+  pending->on_commit = [this, run, has_finish, finish](const Status& s) {
+    if (Accept(*run, s, "the outcome") && has_finish) CountOutcome(*run, finish);
+    Finished(*run);
+  };
+  {
+    std::lock_guard lock(write_mu_);
+    writes_.push_back(pending.release());
+  }
+  write_cv_.notify_one();
+}
+
 bool Dispatcher::Accept(const ActiveRun& run, const Status& s, std::string_view what) {
   if (s.ok()) return true;
   if (s.code() == StatusCode::kStaleLease) {
@@ -281,12 +338,12 @@ bool Dispatcher::Accept(const ActiveRun& run, const Status& s, std::string_view 
   return false;
 }
 
-void Dispatcher::Execute(ActiveRun& run) {
+std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   const store::ClaimedRun& claim = run.claim;
   const config::JobConfig* job = config_.FindJob(claim.run.job);
   if (job == nullptr) {
     // The job left the config after it was claimed; let the lease expire.
-    return;
+    return std::nullopt;
   }
   store::FinishParams finish;
   finish.run_id = claim.run.id;
@@ -307,13 +364,13 @@ void Dispatcher::Execute(ActiveRun& run) {
     if (state != claim.steps.end() && state->state == "succeeded") continue;
     if (result) {
       if (!Accept(run, Write({std::exchange(result, std::nullopt), std::nullopt}), "a step result")) {
-        return;
+        return std::nullopt;
       }
     }
     // The claim started the first step; later ones are started here.
     if (state == claim.steps.end() || state->state != "running") {
       if (!Accept(run, Write({step_write(step.name, "running"), std::nullopt}), "a step start")) {
-        return;
+        return std::nullopt;
       }
     }
     exec::StepContext ctx;
@@ -337,7 +394,7 @@ void Dispatcher::Execute(ActiveRun& run) {
     }
     const exec::StepOutcome outcome =
         runner_.Run(ctx, *job, step, finish.log_path, run.cancel.get_token());
-    if (run.stale) return;  // fenced off: nothing more to write
+    if (run.stale) return std::nullopt;  // fenced off: nothing more to write
     end = ClassOf(outcome, *job);
     finish.step = step.name;
     finish.output_tail = outcome.output_tail.empty() ? outcome.error : outcome.output_tail;
@@ -346,14 +403,13 @@ void Dispatcher::Execute(ActiveRun& run) {
     if (outcome.end == exec::StepEnd::kCancelled && run.shutdown) {
       // Stopped by our own shutdown: release an idempotent step for another
       // attempt now; leave any other to its lease (the reaper decides).
-      if (!step.idempotent) return;
+      if (!step.idempotent) return std::nullopt;
       finish.end_class = EndClass::kSignal;
       finish.decision.state = ledger::RunState::kPending;
       finish.decision.next_attempt_at = store::ToInstant(clock_.Now());
       finish.decision.reason = "released at shutdown";
       finish.now = store::ToInstant(clock_.Now());
-      if (Accept(run, Write({std::nullopt, finish}), "the release")) CountOutcome(run, finish);
-      return;
+      return store::WorkerWrite{std::nullopt, finish};
     }
     result = step_write(step.name, end == EndClass::kSucceeded ? "succeeded" : "failed");
     if (end != EndClass::kSucceeded) break;
@@ -369,7 +425,7 @@ void Dispatcher::Execute(ActiveRun& run) {
   finish.end_class = end;
   finish.decision = ledger::DecideAfterAttempt(job->retry, facts);
   // The last step's result and the attempt's end commit together.
-  if (Accept(run, Write({std::move(result), finish}), "the outcome")) CountOutcome(run, finish);
+  return store::WorkerWrite{std::move(result), finish};
 }
 
 void Dispatcher::CountOutcome(const ActiveRun& run, const store::FinishParams& params) {

@@ -10,7 +10,11 @@
 // Group commit: workers hand their step results and completions to one
 // committer thread, which applies everything queued meanwhile in one store
 // transaction (Store::RunApplyWrites), each write fenced by its own token.
-// A worker goes on only after the transaction holding its write commits.
+// A write a step depends on (a later step's start, an earlier step's result)
+// is waited for. A run's last write (its last step's result and the
+// attempt's end) is handed over and the worker takes the next run; the run
+// counts as finished (counters, log line, Active(), WaitIdle) only once
+// that write committed.
 #ifndef CRONLEDGER_ENGINE_DISPATCHER_H_
 #define CRONLEDGER_ENGINE_DISPATCHER_H_
 
@@ -18,9 +22,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <semaphore>
 #include <stop_token>
@@ -74,7 +80,7 @@ class Dispatcher {
 
   // Claims up to the free worker slots (subprocess and inprocess jobs only)
   // and hands the runs to workers. Returns how many were claimed.
-  Result<int> ClaimOnce(Clock::TimePoint now);
+  Result<int> ClaimOnce(Clock::TimePoint now, int* limit = nullptr);
 
   // Extends the lease of every active run whose last heartbeat is older than
   // a third of its TTL. A rejected heartbeat cancels that run.
@@ -107,19 +113,27 @@ class Dispatcher {
     std::stop_source cancel;
     std::atomic<bool> stale{false};
     std::atomic<bool> shutdown{false};
+    std::atomic<bool> finishing{false};  // its last write is with the committer
   };
 
   struct PendingWrite {
     store::WorkerWrite write;
     Status result;
     std::binary_semaphore done{0};
+    // Set for a run's last write: called by the committer after the commit
+    // instead of releasing `done`; then the write is deleted.
+    std::function<void(const Status&)> on_commit;
   };
 
   void WorkerLoop(std::stop_token stop);
   void CommitLoop(std::stop_token stop);
-  void Execute(ActiveRun& run);
+  // Runs the steps; returns the run's last write, if any is to be made.
+  std::optional<store::WorkerWrite> Execute(ActiveRun& run);
   // Queues `write` for the committer and waits until its batch committed.
   Status Write(store::WorkerWrite write);
+  // Queues a run's last write; the run is finished when it committed.
+  void WriteLast(std::shared_ptr<ActiveRun> run, store::WorkerWrite write);
+  void Finished(const ActiveRun& run);
   // Counts and logs the answer to a write; false when the worker must stop
   // (its lease moved on, or the write failed).
   bool Accept(const ActiveRun& run, const Status& s, std::string_view what);
@@ -140,6 +154,7 @@ class Dispatcher {
   std::condition_variable idle_cv_;
   std::deque<std::shared_ptr<ActiveRun>> queue_;
   std::map<int64_t, std::shared_ptr<ActiveRun>> active_;
+  int busy_ = 0;  // runs queued or executing (not those only awaiting a commit)
   std::mt19937_64 rng_;
   std::atomic<bool> claiming_{true};
 
@@ -150,6 +165,13 @@ class Dispatcher {
   std::mutex write_mu_;
   std::condition_variable_any write_cv_;  // the committer waits for writes
   std::vector<PendingWrite*> writes_;
+  // While the loop claims full batches back to back (a burst of runs fell
+  // due at once) the committer holds completions back, so that the claims,
+  // which start handlers, do not queue behind them for the store. A burst
+  // ends when a claim finds fewer runs than it could take, so it is bounded
+  // by the runs due and the free workers. Guarded by write_mu_.
+  bool claim_burst_ = false;
+  void SetClaimBurst(bool on);
   int wake_threshold_ = 1;  // free workers that make a claim worth it
 
   std::vector<std::jthread> workers_;

@@ -26,10 +26,24 @@ void ServeLoop::Run(std::stop_token stop) {
 
 Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   PlanPassStats stats;
+  // Release first: runs due now start before anything else takes the
+  // store. Planning is never urgent (it works a lookahead ahead), so it
+  // waits while the dispatcher claims what was just released.
+  Status release = planner_.ReleaseOnce(now, &stats);
+  if (stats.released > 0) {
+    dispatcher_.Wake();
+    plan_not_before_ = now + options_.plan_deferral;
+  }
   Status plan;
-  if (now >= planner_.NextPlanAt()) plan = planner_.PlanOnce(now, &stats);
-  const Status release = planner_.ReleaseOnce(now, &stats);
-  if (stats.released > 0) dispatcher_.Wake();
+  if (now >= plan_not_before_ && now >= planner_.NextPlanAt()) {
+    const int released = stats.released;
+    plan = planner_.PlanOnce(now, &stats);
+    // A first pass, or one after downtime, may plan runs that are due now.
+    if (plan.ok() && stats.runs_planned > 0) {
+      release = planner_.ReleaseOnce(now, &stats);
+      if (stats.released > released) dispatcher_.Wake();
+    }
+  }
   if (!plan.ok() || !release.ok()) {
     spdlog::error("serve: pass failed, retrying: {}", (plan.ok() ? release : plan).ToString());
   } else if (stats.runs_planned > 0 || stats.released > 0 || stats.skipped > 0) {
@@ -55,7 +69,14 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
       next = std::max(Clock::TimePoint(at), now);
     }
   };
-  consider(planner_.NextPlanAt());
+  if (plan_not_before_ > now) {
+    // Come back for the deferred planning.
+    if (planner_.NextPlanAt() <= std::chrono::ceil<std::chrono::seconds>(plan_not_before_)) {
+      next = std::min(next, plan_not_before_);
+    }
+  } else {
+    consider(planner_.NextPlanAt());
+  }
   if (const auto release_at = planner_.NextReleaseAt()) consider(*release_at);
   return next;
 }

@@ -21,6 +21,9 @@ struct ServeLoopOptions {
   // or resumed by another process (another node, the CLI) are noticed.
   std::chrono::milliseconds max_sleep{1000};
   std::chrono::seconds prune_every{3600};
+  // After releasing runs, planning waits this long so that it does not hold
+  // the store while the dispatcher claims them.
+  std::chrono::milliseconds plan_deferral{250};
 };
 
 class ServeLoop {
@@ -43,6 +46,7 @@ class ServeLoop {
   Clock& clock_;
   ServeLoopOptions options_;
   Clock::TimePoint next_prune_{};
+  Clock::TimePoint plan_not_before_{};
 };
 
 }  // namespace cronledger::engine

@@ -406,11 +406,16 @@ TEST_F(DispatcherTest, ServeLoopWakesAtTheDueInstantAndTheDispatcherAtOnce) {
   clock_.Set(At("2026-11-05T08:59:00Z"));
   d.Start();
   while (d.counters().polls < 1) std::this_thread::yield();  // asleep on the frozen clock
-  EXPECT_EQ(loop.PassOnce(clock_.Now()), At("2026-11-05T09:00:00Z"));
+  // Released and the dispatcher woken; planning waits a moment so that it
+  // does not hold the store while the released runs are claimed.
+  EXPECT_EQ(loop.PassOnce(clock_.Now()), At("2026-11-05T08:59:00Z") + milliseconds(250));
   auto started = ran.get_future();
   ASSERT_EQ(started.wait_for(std::chrono::seconds(60)), std::future_status::ready)
       << "released but never claimed: the dispatcher was not woken";
   EXPECT_EQ(started.get(), "j/default/2026-11-05T08:59+00:00 at 2026-11-05T08:59:00Z");
+  // The deferred planning pass plans 09:00 and sleeps until it is due.
+  EXPECT_EQ(loop.PassOnce(At("2026-11-05T08:59:00Z") + milliseconds(250)),
+            At("2026-11-05T09:00:00Z"));
   d.Drain(clock_.Now());
 }
 
