@@ -25,6 +25,17 @@ constexpr std::array<std::pair<SkipReason, std::string_view>, 5> kSkipReasons = 
     {SkipReason::kPaused, "paused"},
 }};
 
+constexpr std::array<std::pair<EffectState, std::string_view>, 3> kEffectStates = {{
+    {EffectState::kStarted, "started"},
+    {EffectState::kCommitted, "committed"},
+    {EffectState::kFailed, "failed"},
+}};
+
+constexpr std::array<std::pair<CheckpointScope, std::string_view>, 2> kCheckpointScopes = {{
+    {CheckpointScope::kRun, "run"},
+    {CheckpointScope::kPartition, "partition"},
+}};
+
 template <typename E, std::size_t N>
 std::string_view NameIn(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
   for (const auto& [v, name] : table) {
@@ -49,6 +60,15 @@ std::string_view Name(SkipReason r) { return NameIn(kSkipReasons, r); }
 std::optional<RunState> ParseRunState(std::string_view s) { return ParseIn(kRunStates, s); }
 std::optional<SkipReason> ParseSkipReason(std::string_view s) {
   return ParseIn(kSkipReasons, s);
+}
+
+std::string_view Name(EffectState s) { return NameIn(kEffectStates, s); }
+std::string_view Name(CheckpointScope s) { return NameIn(kCheckpointScopes, s); }
+std::optional<EffectState> ParseEffectState(std::string_view s) {
+  return ParseIn(kEffectStates, s);
+}
+std::optional<CheckpointScope> ParseCheckpointScope(std::string_view s) {
+  return ParseIn(kCheckpointScopes, s);
 }
 
 bool IsWaived(SkipReason r) { return r != SkipReason::kMisfired; }

@@ -28,6 +28,19 @@ std::string_view Name(SkipReason r);
 std::optional<RunState> ParseRunState(std::string_view s);
 std::optional<SkipReason> ParseSkipReason(std::string_view s);
 
+// Effect states (DESIGN.md "effect"; docs/effects.md): started -> committed
+// (result stored) or failed (known not to have happened; a later begin
+// does it again). A started effect whose attempt is over is *in doubt*.
+enum class EffectState { kStarted, kCommitted, kFailed };
+// Where a checkpoint (watermark) lives: the run's own, or the one its job's
+// partition shares across runs.
+enum class CheckpointScope { kRun, kPartition };
+
+std::string_view Name(EffectState s);
+std::string_view Name(CheckpointScope s);
+std::optional<EffectState> ParseEffectState(std::string_view s);
+std::optional<CheckpointScope> ParseCheckpointScope(std::string_view s);
+
 // Skips that are on purpose (waived) rather than the system failing to run
 // in time: every reason but misfired.
 bool IsWaived(SkipReason r);
@@ -53,6 +66,12 @@ inline constexpr std::string_view kRetryScheduled = "retry_scheduled";
 inline constexpr std::string_view kLeaseExpired = "lease_expired";
 inline constexpr std::string_view kStaleWriteRejected = "stale_write_rejected";
 inline constexpr std::string_view kRetry = "retry";
+inline constexpr std::string_view kEffectStarted = "effect_started";
+inline constexpr std::string_view kEffectCommitted = "effect_committed";
+inline constexpr std::string_view kEffectFailed = "effect_failed";
+inline constexpr std::string_view kEffectInDoubt = "effect_in_doubt";
+inline constexpr std::string_view kEffectReconciled = "effect_reconciled";
+inline constexpr std::string_view kResolve = "resolve";
 }  // namespace event
 
 }  // namespace cronledger::ledger

@@ -319,6 +319,152 @@ struct SchemaInfo {
   int compatible_from = 0;  // the oldest schema version of a binary that may use it
 };
 
+// ---- effects and checkpoints (docs/effects.md) ---------------------------
+
+// One external side effect under an idempotency key, scoped to its job.
+struct EffectRecord {
+  int64_t id = 0;
+  std::string job;
+  std::string key;
+  std::string fingerprint;  // "" by default
+  ledger::EffectState state = ledger::EffectState::kStarted;
+  // What the effect's command answered when it was settled (committed:
+  // exit 0 and its stdout, capped by the caller; failed: its status).
+  std::optional<int> exit_status;
+  std::string result;
+  // The run and attempt that (last) started it: a failed effect that a
+  // later attempt does again is started anew by that attempt.
+  int64_t run_id = 0;
+  std::string run_key;
+  int started_attempt = 0;
+  int64_t started_token = 0;
+  // Who settled it: the attempt that committed or failed it, or the
+  // operator (settled_by) who resolved it.
+  std::optional<int> settled_attempt;
+  std::optional<int64_t> settled_token;
+  std::string settled_by;
+  // The run and attempt that last found it in doubt (another run of the job
+  // may find it: keys are per job).
+  std::optional<int64_t> doubt_run_id;
+  std::optional<int64_t> doubt_token;
+  Instant started_at;
+  Instant updated_at;
+};
+
+// A worker's begin, fenced by its attempt's token. The job is the run's.
+struct EffectBeginParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  std::string key;          // 1 to kMaxEffectKeyBytes bytes
+  std::string fingerprint;  // what the effect is about; "" by default
+  Instant now;
+  std::string node;         // actor of the events
+};
+inline constexpr std::size_t kMaxEffectKeyBytes = 1024;
+
+enum class EffectBeginOutcome {
+  // Do the effect now: the key is recorded `started` by this attempt
+  // (durable before the answer), first time, or again after `failed`, or
+  // this attempt began it already.
+  kProceed,
+  // Already committed: do not do it again; `effect` holds the stored exit
+  // status and result. Nothing was written.
+  kReplay,
+  // `started` by an attempt that is over without settling it: it may or may
+  // not have happened. Reconcile, then EffectCommit (it happened) or
+  // EffectFail and begin again (it did not), or stop: the run must become
+  // `unknown`. The finding is recorded (doubt_run_id/doubt_token, an
+  // effect_in_doubt event).
+  kInDoubt,
+};
+
+struct EffectBeginResult {
+  EffectBeginOutcome outcome = EffectBeginOutcome::kProceed;
+  EffectRecord effect;  // as stored after the begin
+};
+
+// A watermark to write with an effect's commit, in the same transaction.
+struct CheckpointWrite {
+  ledger::CheckpointScope scope = ledger::CheckpointScope::kRun;
+  std::string value;
+};
+
+struct EffectCommitParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  std::string key;
+  std::optional<int> exit_status;  // normally 0
+  std::string result;              // stdout, capped by the caller
+  std::optional<CheckpointWrite> checkpoint;
+  Instant now;
+  std::string node;
+};
+
+struct EffectFailParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  std::string key;
+  std::optional<int> exit_status;
+  std::string result;
+  Instant now;
+  std::string node;
+};
+
+// Operator: settle an effect in doubt of an `unknown` run by their word.
+struct EffectResolveParams {
+  int64_t run_id = 0;
+  std::string key;
+  ledger::EffectState as = ledger::EffectState::kCommitted;  // committed | failed
+  std::string actor;
+  std::string reason;
+  Instant now;
+};
+struct EffectResolveResult {
+  // kPending when no effect of the run is in doubt any more; kUnknown while
+  // others still are (listed in still_in_doubt, to be resolved in turn).
+  ledger::RunState run_state = ledger::RunState::kPending;
+  std::vector<std::string> still_in_doubt;
+};
+
+// Operator: settle an `unknown` run that has no effect in doubt.
+enum class RunResolution { kSucceeded, kFailed, kRetry };
+std::string_view Name(RunResolution r);
+std::optional<RunResolution> ParseRunResolution(std::string_view s);
+
+struct RunResolveParams {
+  int64_t run_id = 0;
+  RunResolution as = RunResolution::kRetry;
+  std::string actor;
+  std::string reason;
+  Instant now;
+};
+
+struct CheckpointRecord {
+  ledger::CheckpointScope scope = ledger::CheckpointScope::kRun;
+  std::string job;
+  std::string partition;
+  std::optional<int64_t> run_id;  // scope run only
+  std::string value;
+  Instant updated_at;
+  int64_t writer_run_id = 0;  // the attempt that wrote this value
+  int64_t writer_token = 0;
+};
+
+// The watermarks a run sees: its own, and its job+partition's.
+struct Checkpoints {
+  std::optional<CheckpointRecord> run;
+  std::optional<CheckpointRecord> partition;
+};
+
+struct CheckpointSetParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  ledger::CheckpointScope scope = ledger::CheckpointScope::kRun;
+  std::string value;
+  Instant now;
+  std::string node;
+};
+
 // ---- the interface --------------------------------------------------------
 
 class Store {
@@ -420,6 +566,69 @@ class Store {
 
   virtual Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) = 0;
   virtual Result<std::vector<StepState>> StepList(int64_t run_id) = 0;
+
+  // ---- effects and checkpoints (docs/effects.md) ----
+  //
+  // Worker writes name the attempt's token and are fenced like StepUpdate: a
+  // token that is not the run's current one changes nothing, appends
+  // stale_write_rejected and answers kStaleLease. kNotFound for no such run,
+  // kInvalidArgument for an empty or oversized key. Each is one transaction.
+
+  // Begins the effect `key` of the run's job:
+  // - no record: records it `started` by this attempt (effect_started),
+  //   kProceed;
+  // - a different fingerprint, whatever the state: kFailedPrecondition
+  //   naming both fingerprints, nothing changes;
+  // - `committed`: kReplay with the stored result, nothing written;
+  // - `failed`: started again by this attempt (effect_started), kProceed;
+  // - `started` by this attempt: kProceed again, nothing written;
+  // - `started` by another attempt that still holds its run's lease (two
+  //   runs of the job racing on the key): kConflict ("in progress"), nothing
+  //   written: exactly one proceeds;
+  // - `started` by an attempt that is over: kInDoubt (effect_in_doubt, the
+  //   finder recorded on the effect).
+  virtual Result<EffectBeginResult> EffectBegin(const EffectBeginParams& p) = 0;
+
+  // Settles a `started` effect as committed, storing the result, and writes
+  // `checkpoint` in the same transaction. Allowed for an effect started by
+  // this attempt (effect_committed) or one this attempt found in doubt
+  // (effect_reconciled, `as: committed`: its reconciliation said it
+  // happened). Committing again by the same attempt is a no-op. kNotFound
+  // for an unknown key; kConflict when it is settled otherwise, in progress
+  // elsewhere, or in doubt but not begun by this attempt.
+  virtual Status EffectCommit(const EffectCommitParams& p) = 0;
+
+  // Settles a `started` effect as failed (it did not happen; a later begin
+  // does it again): effect_failed, or effect_reconciled (`as: failed`) for
+  // one this attempt found in doubt. Same answers as EffectCommit.
+  virtual Status EffectFail(const EffectFailParams& p) = 0;
+
+  // Operator (no token): for an `unknown` run and a `started` effect of its
+  // job that is in doubt for it (started by the run or found in doubt by
+  // it), settles the effect as committed or failed (settled_by = actor) and,
+  // when none of the run's effects is in doubt any more, puts the run back
+  // to pending as RunRetry does (released, misfire-exempt, fresh budget).
+  // One `resolve` event with actor and reason. kNotFound for no such run or
+  // effect; kConflict for a run not unknown or an effect not in doubt.
+  virtual Result<EffectResolveResult> EffectResolve(const EffectResolveParams& p) = 0;
+
+  // Operator: an `unknown` run with no effect in doubt becomes succeeded,
+  // failed or (retry) pending as RunRetry does; a `resolve` event.
+  // kConflict when the run is not unknown or an effect is still in doubt
+  // for it (the message names them); kNotFound for no such run.
+  virtual Status RunResolve(const RunResolveParams& p) = 0;
+
+  // The effects a run started or found in doubt, oldest first.
+  virtual Result<std::vector<EffectRecord>> EffectList(int64_t run_id) = 0;
+  // kNotFound when the job has no effect with that key.
+  virtual Result<EffectRecord> EffectGet(std::string_view job, std::string_view key) = 0;
+
+  // The run's watermark and its partition's (each absent until written).
+  // kNotFound for no such run.
+  virtual Result<Checkpoints> CheckpointGet(int64_t run_id) = 0;
+  // Writes a watermark, fenced by the token. No event (watermarks move
+  // often; effect_committed records one written with an effect).
+  virtual Status CheckpointSet(const CheckpointSetParams& p) = 0;
 };
 
 }  // namespace cronledger::store

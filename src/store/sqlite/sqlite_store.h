@@ -25,7 +25,7 @@ struct SqliteOptions {
 
 // The schema version this binary writes, and the oldest schema version a
 // binary must have to use a database this binary has migrated.
-inline constexpr int kSqliteSchemaVersion = 3;
+inline constexpr int kSqliteSchemaVersion = 4;
 inline constexpr int kSqliteCompatibleFrom = 1;
 
 // Thread-safe: calls are serialised on one connection. Several processes may
@@ -73,6 +73,17 @@ class SqliteStore final : public Store {
   Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) override;
   Result<std::vector<StepState>> StepList(int64_t run_id) override;
 
+  // sqlite_store_effects.cc
+  Result<EffectBeginResult> EffectBegin(const EffectBeginParams& p) override;
+  Status EffectCommit(const EffectCommitParams& p) override;
+  Status EffectFail(const EffectFailParams& p) override;
+  Result<EffectResolveResult> EffectResolve(const EffectResolveParams& p) override;
+  Status RunResolve(const RunResolveParams& p) override;
+  Result<std::vector<EffectRecord>> EffectList(int64_t run_id) override;
+  Result<EffectRecord> EffectGet(std::string_view job, std::string_view key) override;
+  Result<Checkpoints> CheckpointGet(int64_t run_id) override;
+  Status CheckpointSet(const CheckpointSetParams& p) override;
+
   // Replaces the statement hook (tests).
   void SetStatementHook(sqlite::StatementHook hook);
 
@@ -101,6 +112,10 @@ class SqliteStore final : public Store {
   };
   Result<Answer> StepUpdateLocked(const StepParams& p);
   Result<Answer> FinishLocked(const FinishParams& p);
+  // Settles a started effect for EffectCommit / EffectFail, fenced
+  // (sqlite_store_effects.cc).
+  struct SettleParams;
+  Result<Answer> EffectSettleLocked(const SettleParams& p);
 
   std::mutex mu_;
   std::unique_ptr<sqlite::Db> db_;

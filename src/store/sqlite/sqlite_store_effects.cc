@@ -1,0 +1,643 @@
+// SqliteStore, effects half: the effect ledger (idempotency keys scoped to a
+// job), in-doubt detection, operator resolution, and checkpoints.
+// docs/effects.md describes the semantics; store.h the contract.
+//
+// Every worker write is fenced like StepUpdate: the run must be `running`
+// under the caller's token, or the write changes nothing, appends
+// stale_write_rejected and answers kStaleLease. "In doubt" is not stored: an
+// effect is in doubt when it is `started` and the attempt that started it no
+// longer holds its run's lease (tokens are never reissued, so once over, it
+// stays over).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_util.h"
+
+namespace cronledger::store {
+
+std::string_view Name(RunResolution r) {
+  switch (r) {
+    case RunResolution::kSucceeded: return "succeeded";
+    case RunResolution::kFailed: return "failed";
+    case RunResolution::kRetry: return "retry";
+  }
+  return "invalid";
+}
+
+std::optional<RunResolution> ParseRunResolution(std::string_view s) {
+  if (s == "succeeded") return RunResolution::kSucceeded;
+  if (s == "failed") return RunResolution::kFailed;
+  if (s == "retry") return RunResolution::kRetry;
+  return std::nullopt;
+}
+
+namespace {
+
+using namespace sqlite_util;  // NOLINT: the store's own helpers
+using sqlite::Db;
+using sqlite::Transaction;
+
+constexpr const char* kEffectColumns =
+    "id, job, key, fingerprint, state, exit_status, coalesce(result, ''), run_id, run_key, "
+    "started_attempt, started_token, settled_attempt, settled_token, coalesce(settled_by, ''), "
+    "doubt_run_id, doubt_token, started_at, updated_at";
+
+EffectRecord EffectFromRow(const Stmt& s) {
+  EffectRecord e;
+  e.id = s.Int(0);
+  e.job = s.Text(1);
+  e.key = s.Text(2);
+  e.fingerprint = s.Text(3);
+  e.state = ledger::ParseEffectState(s.Text(4)).value_or(ledger::EffectState::kStarted);
+  if (auto x = s.OptInt(5)) e.exit_status = static_cast<int>(*x);
+  e.result = s.Text(6);
+  e.run_id = s.Int(7);
+  e.run_key = s.Text(8);
+  e.started_attempt = static_cast<int>(s.Int(9));
+  e.started_token = s.Int(10);
+  if (auto x = s.OptInt(11)) e.settled_attempt = static_cast<int>(*x);
+  e.settled_token = s.OptInt(12);
+  e.settled_by = s.Text(13);
+  e.doubt_run_id = s.OptInt(14);
+  e.doubt_token = s.OptInt(15);
+  e.started_at = FromMs(s.Int(16));
+  e.updated_at = FromMs(s.Int(17));
+  return e;
+}
+
+constexpr const char* kCheckpointColumns =
+    "scope, job, partition, run_id, value, updated_at, writer_run_id, writer_token";
+
+CheckpointRecord CheckpointFromRow(const Stmt& s) {
+  CheckpointRecord c;
+  c.scope = ledger::ParseCheckpointScope(s.Text(0)).value_or(ledger::CheckpointScope::kRun);
+  c.job = s.Text(1);
+  c.partition = s.Text(2);
+  c.run_id = s.OptInt(3);
+  c.value = s.Text(4);
+  c.updated_at = FromMs(s.Int(5));
+  c.writer_run_id = s.Int(6);
+  c.writer_token = s.Int(7);
+  return c;
+}
+
+Status CheckKey(std::string_view key) {
+  if (key.empty()) return InvalidArgument("an effect key must not be empty");
+  if (key.size() > kMaxEffectKeyBytes) {
+    return InvalidArgument(fmt::format("an effect key must be at most {} bytes, not {}",
+                                       kMaxEffectKeyBytes, key.size()));
+  }
+  return Status::Ok();
+}
+
+// Keys, fingerprints, results and values come from job commands: bytes
+// that are not UTF-8 are replaced rather than thrown on.
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A fingerprint as it appears in a message: quoted, and cut when long.
+std::string Quoted(std::string_view fingerprint) {
+  constexpr std::size_t kShown = 200;
+  if (fingerprint.size() <= kShown) return Dump(std::string(fingerprint));
+  return fmt::format("{}... ({} bytes)", Dump(std::string(fingerprint.substr(0, kShown))),
+                     fingerprint.size());
+}
+
+// The run as seen by its current attempt.
+struct Holder {
+  std::string job;
+  std::string partition;
+  std::string run_key;
+  int attempt = 0;
+};
+
+// The run's current attempt if `token` holds its lease, else nullopt.
+Result<std::optional<Holder>> CurrentHolder(Db& db, int64_t run_id, int64_t token) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "SELECT attempts, job, partition, job || '/' || partition || '/' || period FROM runs "
+      "WHERE id = ? AND lease_token = ? AND state = 'running'"));
+  s.Bind(1, run_id).Bind(2, token);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<Holder>();
+  return std::optional<Holder>(
+      Holder{s.Text(1), s.Text(2), s.Text(3), static_cast<int>(s.Int(0))});
+}
+
+// Whether the attempt holding `token` still holds run `run_id`'s lease.
+Result<bool> HoldsLease(Db& db, int64_t run_id, int64_t token) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "SELECT 1 FROM runs WHERE id = ? AND lease_token = ? AND state = 'running'"));
+  s.Bind(1, run_id).Bind(2, token);
+  return s.Step();
+}
+
+Result<std::optional<EffectRecord>> LoadEffect(Db& db, std::string_view job, std::string_view key) {
+  ASSIGN_OR_RETURN(s, db.Prepare(fmt::format(
+      "SELECT {} FROM effects WHERE job = ? AND key = ?", kEffectColumns)));
+  s.Bind(1, job).Bind(2, key);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<EffectRecord>();
+  return std::optional<EffectRecord>(EffectFromRow(s));
+}
+
+Result<EffectRecord> LoadEffectById(Db& db, int64_t id) {
+  ASSIGN_OR_RETURN(s, db.Prepare(fmt::format("SELECT {} FROM effects WHERE id = ?",
+                                             kEffectColumns)));
+  s.Bind(1, id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return Internal(fmt::format("effect {} vanished", id));
+  return EffectFromRow(s);
+}
+
+struct RunRow {
+  std::string state;
+  std::string job;
+  std::string partition;
+  std::string run_key;
+};
+
+Result<std::optional<RunRow>> LoadRun(Db& db, int64_t run_id) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "SELECT state, job, partition, job || '/' || partition || '/' || period FROM runs "
+      "WHERE id = ?"));
+  s.Bind(1, run_id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<RunRow>();
+  return std::optional<RunRow>(RunRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3)});
+}
+
+// The keys of the effects in doubt for a run: `started`, started by it or
+// found in doubt by it, and not held by a live attempt.
+Result<std::vector<std::string>> InDoubtKeys(Db& db, int64_t run_id) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "SELECT e.key FROM effects e WHERE e.state = 'started' "
+      "AND (e.run_id = ?1 OR e.doubt_run_id = ?1) "
+      "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = e.run_id "
+      "AND r.lease_token = e.started_token AND r.state = 'running') ORDER BY e.key"));
+  s.Bind(1, run_id);
+  std::vector<std::string> keys;
+  RETURN_IF_ERROR(ForEachRow(s, [&] { keys.push_back(s.Text(0)); }));
+  return keys;
+}
+
+// Upserts a watermark written by the attempt holding `token` of `run_id`.
+Status WriteCheckpoint(Db& db, ledger::CheckpointScope scope, const Holder& h, int64_t run_id,
+                       int64_t token, std::string_view value, Instant now) {
+  const bool run_scope = scope == ledger::CheckpointScope::kRun;
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      run_scope
+          ? "INSERT INTO checkpoints (scope, job, partition, run_id, value, updated_at, "
+            "writer_run_id, writer_token) VALUES ('run', ?1, ?2, ?3, ?4, ?5, ?3, ?6) "
+            "ON CONFLICT (run_id) WHERE scope = 'run' DO UPDATE SET value = excluded.value, "
+            "updated_at = excluded.updated_at, writer_run_id = excluded.writer_run_id, "
+            "writer_token = excluded.writer_token"
+          : "INSERT INTO checkpoints (scope, job, partition, run_id, value, updated_at, "
+            "writer_run_id, writer_token) VALUES ('partition', ?1, ?2, NULL, ?4, ?5, ?3, ?6) "
+            "ON CONFLICT (job, partition) WHERE scope = 'partition' DO UPDATE SET "
+            "value = excluded.value, updated_at = excluded.updated_at, "
+            "writer_run_id = excluded.writer_run_id, writer_token = excluded.writer_token"));
+  s.Bind(1, h.job).Bind(2, h.partition).Bind(3, run_id).Bind(4, value).Bind(5, Ms(now))
+      .Bind(6, token);
+  return s.Run();
+}
+
+// The RunRetry move: back to pending, released, misfire-exempt, with a
+// fresh retry budget.
+Status ReleaseToPending(Db& db, int64_t run_id, Instant now) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "UPDATE runs SET state = 'pending', reason = NULL, released = 1, misfire_exempt = 1, "
+      "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
+      "finished_at = NULL, updated_at = ? WHERE id = ?"));
+  s.Bind(1, Ms(now)).Bind(2, run_id);
+  return s.Run();
+}
+
+std::string InProgress(const EffectRecord& e) {
+  return fmt::format(
+      "effect \"{}\" of job {} is in progress: started by attempt {} of run {} (fencing token "
+      "{}), which still holds its lease",
+      e.key, e.job, e.started_attempt, e.run_key, e.started_token);
+}
+
+}  // namespace
+
+// ---- begin ------------------------------------------------------------------
+
+Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
+  RETURN_IF_ERROR(CheckKey(p.key));
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
+  if (!holder) {
+    Status stale = RejectStaleLocked(p.run_id, p.token, "effect begin", p.node, p.now);
+    if (stale.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
+    return stale;
+  }
+  EventRecord ev;
+  ev.at = p.now;
+  ev.job = holder->job;
+  ev.run_id = p.run_id;
+  ev.run_key = holder->run_key;
+  ev.actor = p.node.empty() ? "worker" : p.node;
+  nlohmann::json details = {{"key", p.key}, {"attempt", holder->attempt},
+                            {"fencing_token", p.token}};
+
+  ASSIGN_OR_RETURN(found, LoadEffect(*db_, holder->job, p.key));
+  if (!found) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "INSERT INTO effects (job, key, fingerprint, state, run_id, run_key, started_attempt, "
+        "started_token, started_at, updated_at) VALUES (?1, ?2, ?3, 'started', ?4, ?5, ?6, ?7, "
+        "?8, ?8) RETURNING id"));
+    s.Bind(1, holder->job).Bind(2, p.key).Bind(3, p.fingerprint).Bind(4, p.run_id)
+        .Bind(5, holder->run_key).Bind(6, int64_t{holder->attempt}).Bind(7, p.token)
+        .Bind(8, Ms(p.now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return Internal("inserting an effect returned no id");
+    const int64_t id = s.Int(0);
+    RETURN_IF_ERROR(s.Run());  // finish the statement before the next one
+    ev.type = ledger::event::kEffectStarted;
+    details["fingerprint"] = p.fingerprint;
+    ev.details = Dump(details);
+    RETURN_IF_ERROR(AppendEventLocked(ev));
+    ASSIGN_OR_RETURN(stored, LoadEffectById(*db_, id));
+    RETURN_IF_ERROR(tx.Commit());
+    return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(stored)};
+  }
+
+  EffectRecord e = std::move(*found);
+  if (e.fingerprint != p.fingerprint) {
+    // Nothing written: the transaction rolls back.
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("effect \"{}\" of job {} was begun with fingerprint {}; this begin "
+                              "has fingerprint {}: an idempotency key cannot be reused for a "
+                              "different effect",
+                              e.key, e.job, Quoted(e.fingerprint), Quoted(p.fingerprint)));
+  }
+  switch (e.state) {
+    case ledger::EffectState::kCommitted:
+      // A replay writes nothing.
+      return EffectBeginResult{EffectBeginOutcome::kReplay, std::move(e)};
+    case ledger::EffectState::kFailed: {
+      // It did not happen: this attempt does it again.
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE effects SET state = 'started', exit_status = NULL, result = NULL, "
+          "run_id = ?1, run_key = ?2, started_attempt = ?3, started_token = ?4, "
+          "settled_attempt = NULL, settled_token = NULL, settled_by = NULL, "
+          "doubt_run_id = NULL, doubt_token = NULL, started_at = ?5, updated_at = ?5 "
+          "WHERE id = ?6"));
+      s.Bind(1, p.run_id).Bind(2, holder->run_key).Bind(3, int64_t{holder->attempt})
+          .Bind(4, p.token).Bind(5, Ms(p.now)).Bind(6, e.id);
+      RETURN_IF_ERROR(s.Run());
+      ev.type = ledger::event::kEffectStarted;
+      details["fingerprint"] = p.fingerprint;
+      details["again"] = true;
+      details["failed_by_token"] = e.settled_token ? nlohmann::json(*e.settled_token)
+                                                   : nlohmann::json();
+      ev.reason = "failed before: done again";
+      ev.details = Dump(details);
+      RETURN_IF_ERROR(AppendEventLocked(ev));
+      ASSIGN_OR_RETURN(stored, LoadEffectById(*db_, e.id));
+      RETURN_IF_ERROR(tx.Commit());
+      return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(stored)};
+    }
+    case ledger::EffectState::kStarted:
+      break;
+  }
+  if (e.started_token == p.token) {
+    // Begun already by this very attempt (a retried request): go on.
+    return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(e)};
+  }
+  ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
+  if (live) return Status(StatusCode::kConflict, InProgress(e));
+  // Started by an attempt that is over: it may or may not have happened.
+  if (e.doubt_token == p.token) {
+    return EffectBeginResult{EffectBeginOutcome::kInDoubt, std::move(e)};  // recorded already
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE effects SET doubt_run_id = ?, doubt_token = ?, updated_at = ? WHERE id = ?"));
+    s.Bind(1, p.run_id).Bind(2, p.token).Bind(3, Ms(p.now)).Bind(4, e.id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  ev.type = ledger::event::kEffectInDoubt;
+  ev.reason = fmt::format(
+      "effect \"{}\" was started by attempt {} of run {} (fencing token {}), which ended "
+      "without settling it",
+      e.key, e.started_attempt, e.run_key, e.started_token);
+  details["started_run_id"] = e.run_id;
+  details["started_attempt"] = e.started_attempt;
+  details["started_token"] = e.started_token;
+  ev.details = Dump(details);
+  RETURN_IF_ERROR(AppendEventLocked(ev));
+  ASSIGN_OR_RETURN(stored, LoadEffectById(*db_, e.id));
+  RETURN_IF_ERROR(tx.Commit());
+  return EffectBeginResult{EffectBeginOutcome::kInDoubt, std::move(stored)};
+}
+
+// ---- commit and fail ----------------------------------------------------------
+
+struct SqliteStore::SettleParams {
+  int64_t run_id = 0;
+  int64_t token = 0;
+  std::string_view key;
+  ledger::EffectState as = ledger::EffectState::kCommitted;
+  std::optional<int> exit_status;
+  std::string_view result;
+  const std::optional<CheckpointWrite>* checkpoint = nullptr;  // commit only
+  Instant now;
+  std::string_view node;
+};
+
+Result<SqliteStore::Answer> SqliteStore::EffectSettleLocked(const SettleParams& p) {
+  const bool commit = p.as == ledger::EffectState::kCommitted;
+  const std::string_view verb = commit ? "commit" : "fail";
+  ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
+  if (!holder) {
+    return Answer{RejectStaleLocked(p.run_id, p.token, fmt::format("effect {}", verb), p.node,
+                                    p.now)};
+  }
+  ASSIGN_OR_RETURN(found, LoadEffect(*db_, holder->job, p.key));
+  if (!found) {
+    return Answer{NotFound(fmt::format("job {} has no effect \"{}\" to {}: begin it first",
+                                       holder->job, p.key, verb))};
+  }
+  const EffectRecord& e = *found;
+  if (e.state != ledger::EffectState::kStarted) {
+    if (e.state == p.as && e.settled_token == p.token) return Answer{Status::Ok()};  // again
+    return Answer{Status(StatusCode::kConflict,
+                         fmt::format("effect \"{}\" of job {} is already {}; it cannot be {}",
+                                     e.key, e.job, ledger::Name(e.state),
+                                     commit ? "committed" : "failed"))};
+  }
+  bool reconciled = false;
+  if (e.started_token != p.token) {
+    ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
+    if (live) return Answer{Status(StatusCode::kConflict, InProgress(e))};
+    if (e.doubt_token != p.token) {
+      return Answer{Status(StatusCode::kConflict,
+                           fmt::format("effect \"{}\" of job {} was started by attempt {} of run "
+                                       "{} and is in doubt: begin it, reconcile, then {} it",
+                                       e.key, e.job, e.started_attempt, e.run_key, verb))};
+    }
+    reconciled = true;  // found in doubt by this attempt and reconciled by it
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE effects SET state = ?, exit_status = ?, result = ?, settled_attempt = ?, "
+        "settled_token = ?, settled_by = NULL, updated_at = ? WHERE id = ?"));
+    s.Bind(1, ledger::Name(p.as));
+    if (p.exit_status) {
+      s.Bind(2, int64_t{*p.exit_status});
+    } else {
+      s.Bind(2, std::nullopt);
+    }
+    s.Bind(3, p.result).Bind(4, int64_t{holder->attempt}).Bind(5, p.token).Bind(6, Ms(p.now))
+        .Bind(7, e.id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  nlohmann::json details = {{"key", e.key}, {"attempt", holder->attempt},
+                            {"fencing_token", p.token}};
+  if (p.exit_status) details["exit_status"] = *p.exit_status;
+  // The watermark moves in the same transaction as the effect, or neither.
+  if (commit && p.checkpoint != nullptr && p.checkpoint->has_value()) {
+    const CheckpointWrite& c = **p.checkpoint;
+    RETURN_IF_ERROR(WriteCheckpoint(*db_, c.scope, *holder, p.run_id, p.token, c.value, p.now));
+    details["checkpoint"] = {{"scope", ledger::Name(c.scope)}, {"value", c.value}};
+  }
+  EventRecord ev;
+  ev.at = p.now;
+  ev.job = holder->job;
+  ev.run_id = p.run_id;
+  ev.run_key = holder->run_key;
+  ev.actor = p.node.empty() ? "worker" : std::string(p.node);
+  if (reconciled) {
+    ev.type = ledger::event::kEffectReconciled;
+    ev.reason = commit ? "reconciled: it happened" : "reconciled: it did not happen";
+    details["as"] = ledger::Name(p.as);
+    details["started_run_id"] = e.run_id;
+    details["started_attempt"] = e.started_attempt;
+    details["started_token"] = e.started_token;
+  } else {
+    ev.type = commit ? ledger::event::kEffectCommitted : ledger::event::kEffectFailed;
+  }
+  ev.details = Dump(details);
+  RETURN_IF_ERROR(AppendEventLocked(ev));
+  return Answer{Status::Ok()};
+}
+
+Status SqliteStore::EffectCommit(const EffectCommitParams& p) {
+  RETURN_IF_ERROR(CheckKey(p.key));
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  SettleParams s;
+  s.run_id = p.run_id;
+  s.token = p.token;
+  s.key = p.key;
+  s.as = ledger::EffectState::kCommitted;
+  s.exit_status = p.exit_status;
+  s.result = p.result;
+  s.checkpoint = &p.checkpoint;
+  s.now = p.now;
+  s.node = p.node;
+  ASSIGN_OR_RETURN(answer, EffectSettleLocked(s));
+  // A stale write still commits its stale_write_rejected event.
+  const Status& result = answer.status;
+  if (result.ok() || result.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+Status SqliteStore::EffectFail(const EffectFailParams& p) {
+  RETURN_IF_ERROR(CheckKey(p.key));
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  SettleParams s;
+  s.run_id = p.run_id;
+  s.token = p.token;
+  s.key = p.key;
+  s.as = ledger::EffectState::kFailed;
+  s.exit_status = p.exit_status;
+  s.result = p.result;
+  s.now = p.now;
+  s.node = p.node;
+  ASSIGN_OR_RETURN(answer, EffectSettleLocked(s));
+  const Status& result = answer.status;
+  if (result.ok() || result.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+// ---- operator resolution ----------------------------------------------------------
+
+Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams& p) {
+  RETURN_IF_ERROR(CheckKey(p.key));
+  if (p.as == ledger::EffectState::kStarted) {
+    return InvalidArgument("an effect is resolved as committed or failed");
+  }
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
+  if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
+  ASSIGN_OR_RETURN(found, LoadEffect(*db_, run->job, p.key));
+  if (!found) {
+    return NotFound(fmt::format("job {} has no effect \"{}\"", run->job, p.key));
+  }
+  const EffectRecord& e = *found;
+  if (run->state != "unknown") {
+    return Status(StatusCode::kConflict,
+                  fmt::format("run {} is {}; only the effects of an unknown run can be resolved",
+                              p.run_id, run->state));
+  }
+  if (e.state != ledger::EffectState::kStarted) {
+    return Status(StatusCode::kConflict,
+                  fmt::format("effect \"{}\" of job {} is already {}", e.key, e.job,
+                              ledger::Name(e.state)));
+  }
+  if (e.run_id != p.run_id && e.doubt_run_id != p.run_id) {
+    return Status(StatusCode::kConflict,
+                  fmt::format("effect \"{}\" of job {} is not in doubt for run {} (it was "
+                              "started by run {})",
+                              e.key, e.job, p.run_id, e.run_key));
+  }
+  ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
+  if (live) return Status(StatusCode::kConflict, InProgress(e));
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE effects SET state = ?, settled_attempt = NULL, settled_token = NULL, "
+        "settled_by = ?, updated_at = ? WHERE id = ?"));
+    s.Bind(1, ledger::Name(p.as)).Bind(2, p.actor).Bind(3, Ms(p.now)).Bind(4, e.id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  EffectResolveResult out;
+  ASSIGN_OR_RETURN(still, InDoubtKeys(*db_, p.run_id));
+  out.still_in_doubt = std::move(still);
+  if (out.still_in_doubt.empty()) {
+    RETURN_IF_ERROR(ReleaseToPending(*db_, p.run_id, p.now));
+    out.run_state = ledger::RunState::kPending;
+  } else {
+    out.run_state = ledger::RunState::kUnknown;  // the operator resolves the others in turn
+  }
+  EventRecord ev;
+  ev.at = p.now;
+  ev.type = ledger::event::kResolve;
+  ev.job = run->job;
+  ev.run_id = p.run_id;
+  ev.run_key = run->run_key;
+  ev.actor = p.actor;
+  ev.reason = p.reason;
+  ev.details = Dump(nlohmann::json{{"effect", e.key},
+                              {"as", ledger::Name(p.as)},
+                              {"started_run_id", e.run_id},
+                              {"started_token", e.started_token},
+                              {"from", "unknown"},
+                              {"to", ledger::Name(out.run_state)},
+                              {"still_in_doubt", out.still_in_doubt}});
+  RETURN_IF_ERROR(AppendEventLocked(ev));
+  RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+Status SqliteStore::RunResolve(const RunResolveParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
+  if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
+  if (run->state != "unknown") {
+    return Status(StatusCode::kConflict,
+                  fmt::format("run {} is {}; only an unknown run can be resolved", p.run_id,
+                              run->state));
+  }
+  ASSIGN_OR_RETURN(doubt, InDoubtKeys(*db_, p.run_id));
+  if (!doubt.empty()) {
+    return Status(StatusCode::kConflict,
+                  fmt::format("run {} has {} in doubt: {}; resolve {} with --effect first",
+                              p.run_id, doubt.size() == 1 ? "an effect" : "effects",
+                              fmt::join(doubt, ", "), doubt.size() == 1 ? "it" : "them"));
+  }
+  ledger::RunState to = ledger::RunState::kPending;
+  if (p.as == RunResolution::kRetry) {
+    RETURN_IF_ERROR(ReleaseToPending(*db_, p.run_id, p.now));
+  } else {
+    to = p.as == RunResolution::kSucceeded ? ledger::RunState::kSucceeded
+                                           : ledger::RunState::kFailed;
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE runs SET state = ?, reason = NULL, finished_at = ?2, updated_at = ?2 "
+        "WHERE id = ?3"));
+    s.Bind(1, ledger::Name(to)).Bind(2, Ms(p.now)).Bind(3, p.run_id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  EventRecord ev;
+  ev.at = p.now;
+  ev.type = ledger::event::kResolve;
+  ev.job = run->job;
+  ev.run_id = p.run_id;
+  ev.run_key = run->run_key;
+  ev.actor = p.actor;
+  ev.reason = p.reason;
+  ev.details = Dump(nlohmann::json{{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
+  RETURN_IF_ERROR(AppendEventLocked(ev));
+  return tx.Commit();
+}
+
+// ---- reads --------------------------------------------------------------------
+
+Result<std::vector<EffectRecord>> SqliteStore::EffectList(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "SELECT {} FROM effects WHERE run_id = ?1 OR doubt_run_id = ?1 ORDER BY started_at, id",
+      kEffectColumns)));
+  s.Bind(1, run_id);
+  std::vector<EffectRecord> out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] { out.push_back(EffectFromRow(s)); }));
+  return out;
+}
+
+Result<EffectRecord> SqliteStore::EffectGet(std::string_view job, std::string_view key) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(found, LoadEffect(*db_, job, key));
+  if (!found) return NotFound(fmt::format("job {} has no effect \"{}\"", job, key));
+  return std::move(*found);
+}
+
+// ---- checkpoints ----------------------------------------------------------------
+
+Result<Checkpoints> SqliteStore::CheckpointGet(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(run, LoadRun(*db_, run_id));
+  if (!run) return NotFound(fmt::format("no run with id {}", run_id));
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "SELECT {} FROM checkpoints WHERE (scope = 'run' AND run_id = ?1) "
+      "OR (scope = 'partition' AND job = ?2 AND partition = ?3)",
+      kCheckpointColumns)));
+  s.Bind(1, run_id).Bind(2, run->job).Bind(3, run->partition);
+  Checkpoints out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
+    CheckpointRecord c = CheckpointFromRow(s);
+    (c.scope == ledger::CheckpointScope::kRun ? out.run : out.partition) = std::move(c);
+  }));
+  return out;
+}
+
+Status SqliteStore::CheckpointSet(const CheckpointSetParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
+  if (!holder) {
+    Status stale = RejectStaleLocked(p.run_id, p.token,
+                                     fmt::format("checkpoint set ({})", ledger::Name(p.scope)),
+                                     p.node, p.now);
+    if (stale.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
+    return stale;
+  }
+  RETURN_IF_ERROR(WriteCheckpoint(*db_, p.scope, *holder, p.run_id, p.token, p.value, p.now));
+  return tx.Commit();
+}
+
+}  // namespace cronledger::store

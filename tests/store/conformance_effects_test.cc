@@ -1,0 +1,645 @@
+// Store conformance: effects (idempotency keys scoped to a job), in-doubt
+// detection, operator resolution, and checkpoints (docs/effects.md).
+#include <atomic>
+#include <thread>
+
+#include "store/conformance.h"
+
+namespace cronledger::testing {
+namespace {
+
+using ledger::CheckpointScope;
+using ledger::EffectState;
+using ledger::EndClass;
+using ledger::RunState;
+using store::EffectBeginOutcome;
+
+class StoreEffects : public StoreConformance {
+ protected:
+  // Plans one 09:00 run on 2026-11-05 per partition of job `job` (or one per
+  // time for partition "a") and releases them at 12:00.
+  void Setup(const std::vector<std::string>& partitions,
+             const std::vector<std::string>& times = {"09:00"}, const std::string& job = "j") {
+    AddJob(job);
+    std::vector<store::PlannedOccurrence> occs;
+    for (const auto& t : times) {
+      const std::string at = "2026-11-05T" + t + ":00Z";
+      occs.push_back(Occurrence(at, partitions, "T" + t));
+    }
+    Plan(job, occs, "2026-11-05T" + times.back() + ":00Z", "2026-11-05T08:00:00Z");
+    store::ReleaseParams r;
+    r.job = job;
+    r.policy.misfire_grace = std::chrono::hours{24};
+    r.now = InstantAt("2026-11-05T12:00:00Z");
+    ASSERT_TRUE(S().RunRelease(r).ok());
+  }
+
+  std::vector<store::ClaimedRun> Claim(const std::string& now, int limit,
+                                       const std::string& node = "n1") {
+    store::ClaimRule rule;
+    rule.job = "j";
+    rule.lease_ttl = std::chrono::minutes{5};
+    rule.overlap = config::Overlap::kAllow;
+    rule.steps = {"deliver"};
+    store::ClaimParams p;
+    p.now = InstantAt(now);
+    p.node = node;
+    p.limit = limit;
+    p.rules = {rule};
+    auto r = S().RunClaim(p);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::vector<store::ClaimedRun>{};
+  }
+
+  store::ClaimedRun ClaimOne(const std::string& now, const std::string& node = "n1") {
+    auto claimed = Claim(now, 1, node);
+    EXPECT_EQ(claimed.size(), 1u);
+    return claimed.empty() ? store::ClaimedRun{} : claimed[0];
+  }
+
+  // Ends the attempt; the run becomes `state` (pending: a retry).
+  void End(const store::ClaimedRun& c, const std::string& now, RunState state,
+           EndClass end = EndClass::kRetryable) {
+    store::FinishParams f;
+    f.run_id = c.run.id;
+    f.token = c.token;
+    f.now = InstantAt(now);
+    f.node = "n1";
+    f.end_class = end;
+    f.decision.state = state;
+    auto r = S().RunFinishAttempts({f});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->at(0).ok()) << r->at(0).ToString();
+  }
+
+  Result<store::EffectBeginResult> Begin(const store::ClaimedRun& c, const std::string& key,
+                                         const std::string& fingerprint = "",
+                                         const std::string& now = "2026-11-05T12:01:00Z") {
+    return S().EffectBegin({c.run.id, c.token, key, fingerprint, InstantAt(now), "n1"});
+  }
+
+  Status Commit(const store::ClaimedRun& c, const std::string& key, const std::string& result,
+                std::optional<store::CheckpointWrite> checkpoint = std::nullopt,
+                const std::string& now = "2026-11-05T12:02:00Z") {
+    store::EffectCommitParams p;
+    p.run_id = c.run.id;
+    p.token = c.token;
+    p.key = key;
+    p.exit_status = 0;
+    p.result = result;
+    p.checkpoint = std::move(checkpoint);
+    p.now = InstantAt(now);
+    p.node = "n1";
+    return S().EffectCommit(p);
+  }
+
+  Status Fail(const store::ClaimedRun& c, const std::string& key, int exit_status = 1,
+              const std::string& now = "2026-11-05T12:02:00Z") {
+    store::EffectFailParams p;
+    p.run_id = c.run.id;
+    p.token = c.token;
+    p.key = key;
+    p.exit_status = exit_status;
+    p.result = "";
+    p.now = InstantAt(now);
+    p.node = "n1";
+    return S().EffectFail(p);
+  }
+
+  store::EffectRecord Effect(const std::string& key, const std::string& job = "j") {
+    auto e = S().EffectGet(job, key);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? *e : store::EffectRecord{};
+  }
+
+  RunState StateOf(int64_t id) { return S().RunGet(id)->state; }
+
+  static bool Has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  }
+};
+
+TEST_P(StoreEffects, FirstBeginProceedsAndIsDurable) {
+  Setup({"a"});
+  const auto c = ClaimOne("2026-11-05T12:00:00Z");
+  auto r = Begin(c, "mail:acme:2026-11-05", "sha256:1");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(r->effect.state, EffectState::kStarted);
+  EXPECT_EQ(r->effect.started_token, c.token);
+  // Durable once the begin answered: another connection (a restart) sees it.
+  Reopen();
+  const auto e = Effect("mail:acme:2026-11-05");
+  EXPECT_EQ(e.job, "j");
+  EXPECT_EQ(e.state, EffectState::kStarted);
+  EXPECT_EQ(e.fingerprint, "sha256:1");
+  EXPECT_EQ(e.run_id, c.run.id);
+  EXPECT_EQ(e.run_key, "j/a/T09:00");
+  EXPECT_EQ(e.started_attempt, 1);
+  EXPECT_EQ(e.started_token, c.token);
+  EXPECT_FALSE(e.settled_token.has_value());
+  EXPECT_FALSE(e.exit_status.has_value());
+  EXPECT_EQ(e.started_at, InstantAt("2026-11-05T12:01:00Z"));
+  auto list = S().EffectList(c.run.id);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->at(0).key, "mail:acme:2026-11-05");
+  // The same attempt beginning again (a retried request) proceeds again,
+  // without a second record or event.
+  auto again = Begin(c, "mail:acme:2026-11-05", "sha256:1", "2026-11-05T12:01:30Z");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->outcome, EffectBeginOutcome::kProceed);
+  const auto started = Events("j", "effect_started");
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].actor, "n1");
+  EXPECT_EQ(started[0].run_id, c.run.id);
+  EXPECT_TRUE(Has(started[0].details, "\"key\":\"mail:acme:2026-11-05\"")) << started[0].details;
+  EXPECT_EQ(S().EffectGet("j", "other").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(S().EffectGet("k", "mail:acme:2026-11-05").status().code(), StatusCode::kNotFound)
+      << "keys are scoped to their job";
+  EXPECT_EQ(Begin(c, "").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreEffects, CommitThenReplayReturnsTheStoredResult) {
+  Setup({"a", "b"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 2);
+  ASSERT_EQ(claimed.size(), 2u);
+  const auto& c = claimed[0];
+  ASSERT_EQ(Begin(c, "pay:42", "100 EUR")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_TRUE(Commit(c, "pay:42", "txn-981\n").ok());
+  auto e = Effect("pay:42");
+  EXPECT_EQ(e.state, EffectState::kCommitted);
+  EXPECT_EQ(e.exit_status, 0);
+  EXPECT_EQ(e.result, "txn-981\n");
+  EXPECT_EQ(e.settled_attempt, 1);
+  EXPECT_EQ(e.settled_token, c.token);
+  EXPECT_EQ(e.updated_at, InstantAt("2026-11-05T12:02:00Z"));
+  ASSERT_EQ(Events("j", "effect_committed").size(), 1u);
+  // Committing again by the same attempt (a retried request) is a no-op.
+  EXPECT_TRUE(Commit(c, "pay:42", "txn-981\n").ok());
+  const auto before = Events("j").size();
+  Reopen();
+  // Replays: the same attempt, and another run of the job.
+  for (const auto* run : {&claimed[0], &claimed[1]}) {
+    auto r = Begin(*run, "pay:42", "100 EUR", "2026-11-05T12:03:00Z");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->outcome, EffectBeginOutcome::kReplay);
+    EXPECT_EQ(r->effect.result, "txn-981\n");
+    EXPECT_EQ(r->effect.exit_status, 0);
+    EXPECT_EQ(r->effect.state, EffectState::kCommitted);
+  }
+  EXPECT_EQ(Events("j").size(), before) << "a replay writes nothing";
+  EXPECT_EQ(Effect("pay:42").updated_at, InstantAt("2026-11-05T12:02:00Z"));
+  // Committed at most once: failing it, or committing it from elsewhere, is refused.
+  EXPECT_EQ(Fail(c, "pay:42").code(), StatusCode::kConflict);
+  EXPECT_EQ(Commit(claimed[1], "pay:42", "again").code(), StatusCode::kConflict);
+  EXPECT_EQ(Effect("pay:42").result, "txn-981\n");
+  EXPECT_EQ(Commit(c, "never-begun", "x").code(), StatusCode::kNotFound);
+}
+
+TEST_P(StoreEffects, FingerprintMismatchNamesBothAndChangesNothing) {
+  Setup({"a"});
+  const auto c = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(c, "pay:42", "100 EUR")->outcome, EffectBeginOutcome::kProceed);
+  const auto check = [&](const char* when) {
+    const auto events = Events("j").size();
+    const auto stored = Effect("pay:42");
+    auto r = Begin(c, "pay:42", "200 EUR", "2026-11-05T12:04:00Z");
+    ASSERT_FALSE(r.ok()) << when;
+    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << when;
+    EXPECT_TRUE(Has(r.status().message(), "\"100 EUR\"")) << r.status().message();
+    EXPECT_TRUE(Has(r.status().message(), "\"200 EUR\"")) << r.status().message();
+    EXPECT_TRUE(Has(r.status().message(), "pay:42")) << r.status().message();
+    const auto after = Effect("pay:42");
+    EXPECT_EQ(after.state, stored.state) << when;
+    EXPECT_EQ(after.fingerprint, "100 EUR") << when;
+    EXPECT_EQ(after.updated_at, stored.updated_at) << when;
+    EXPECT_EQ(Events("j").size(), events) << when;
+  };
+  check("started");
+  ASSERT_TRUE(Commit(c, "pay:42", "ok").ok());
+  check("committed");
+  // The default fingerprint is empty, and differs from any other.
+  auto r = Begin(c, "pay:42");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Has(r.status().message(), "\"\"")) << r.status().message();
+}
+
+TEST_P(StoreEffects, StaleTokensChangeNothingAndAreRecorded) {
+  Setup({"a"});
+  const auto c = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(c, "k1")->outcome, EffectBeginOutcome::kProceed);
+  auto stale = c;
+  stale.token = c.token + 1000;
+  const auto begin = Begin(stale, "k2");
+  EXPECT_EQ(begin.status().code(), StatusCode::kStaleLease);
+  EXPECT_EQ(Commit(stale, "k1", "x", store::CheckpointWrite{CheckpointScope::kRun, "9"}).code(),
+            StatusCode::kStaleLease);
+  EXPECT_EQ(Fail(stale, "k1").code(), StatusCode::kStaleLease);
+  store::CheckpointSetParams cp{c.run.id, stale.token, CheckpointScope::kPartition, "7",
+                                InstantAt("2026-11-05T12:02:00Z"), "n2"};
+  EXPECT_EQ(S().CheckpointSet(cp).code(), StatusCode::kStaleLease);
+  // Nothing changed.
+  EXPECT_EQ(S().EffectGet("j", "k2").status().code(), StatusCode::kNotFound);
+  const auto k1 = Effect("k1");
+  EXPECT_EQ(k1.state, EffectState::kStarted);
+  EXPECT_FALSE(k1.settled_token.has_value());
+  auto checkpoints = S().CheckpointGet(c.run.id);
+  ASSERT_TRUE(checkpoints.ok());
+  EXPECT_FALSE(checkpoints->run.has_value());
+  EXPECT_FALSE(checkpoints->partition.has_value());
+  EXPECT_EQ(Events("j", "effect_started").size(), 1u);
+  EXPECT_TRUE(Events("j", "effect_committed").empty());
+  EXPECT_TRUE(Events("j", "effect_failed").empty());
+  const auto rejected = Events("j", "stale_write_rejected");
+  ASSERT_EQ(rejected.size(), 4u);
+  for (const auto& e : rejected) {
+    EXPECT_EQ(e.run_id, c.run.id);
+    EXPECT_TRUE(Has(e.details, "\"current_token\":" + std::to_string(c.token))) << e.details;
+  }
+  EXPECT_EQ(rejected[3].actor, "n2");
+  // A run that ended fences its late attempt off the same way.
+  End(c, "2026-11-05T12:03:00Z", RunState::kPending);
+  EXPECT_EQ(Commit(c, "k1", "late").code(), StatusCode::kStaleLease);
+  EXPECT_EQ(Effect("k1").state, EffectState::kStarted);
+  // No such run.
+  store::ClaimedRun ghost;
+  ghost.run.id = 999;
+  ghost.token = 1;
+  EXPECT_EQ(Begin(ghost, "k").status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StoreEffects, AFailedEffectIsDoneAgain) {
+  Setup({"a"});
+  const auto first = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(first, "mail")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_TRUE(Fail(first, "mail", 75).ok());
+  auto e = Effect("mail");
+  EXPECT_EQ(e.state, EffectState::kFailed);
+  EXPECT_EQ(e.exit_status, 75);
+  EXPECT_EQ(e.settled_token, first.token);
+  ASSERT_EQ(Events("j", "effect_failed").size(), 1u);
+  EXPECT_TRUE(Fail(first, "mail", 75).ok()) << "failing again by the same attempt is a no-op";
+  EXPECT_EQ(Commit(first, "mail", "x").code(), StatusCode::kConflict)
+      << "a failed effect is begun again before it is committed";
+  // The next attempt does it again.
+  End(first, "2026-11-05T12:03:00Z", RunState::kPending);
+  const auto second = ClaimOne("2026-11-05T12:04:00Z");
+  ASSERT_EQ(second.attempt, 2);
+  auto r = Begin(second, "mail", "", "2026-11-05T12:05:00Z");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(r->effect.state, EffectState::kStarted);
+  EXPECT_EQ(r->effect.started_attempt, 2);
+  EXPECT_EQ(r->effect.started_token, second.token);
+  EXPECT_FALSE(r->effect.settled_token.has_value());
+  EXPECT_FALSE(r->effect.exit_status.has_value());
+  const auto started = Events("j", "effect_started");
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_TRUE(Has(started[1].details, "\"again\":true")) << started[1].details;
+  ASSERT_TRUE(Commit(second, "mail", "sent").ok());
+  EXPECT_EQ(Effect("mail").state, EffectState::kCommitted);
+}
+
+TEST_P(StoreEffects, TwoRunsRacingOnAKeyExactlyOneProceeds) {
+  Setup({"a", "b"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 2);
+  ASSERT_EQ(claimed.size(), 2u);
+  ASSERT_EQ(Begin(claimed[0], "k")->outcome, EffectBeginOutcome::kProceed);
+  const auto other = Begin(claimed[1], "k");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kConflict);
+  EXPECT_TRUE(Has(other.status().message(), "in progress")) << other.status().message();
+  EXPECT_TRUE(Has(other.status().message(), "j/a/T09:00")) << other.status().message();
+  EXPECT_EQ(Commit(claimed[1], "k", "mine").code(), StatusCode::kConflict);
+  EXPECT_EQ(Fail(claimed[1], "k").code(), StatusCode::kConflict);
+  EXPECT_EQ(Effect("k").started_token, claimed[0].token);
+  EXPECT_EQ(Events("j", "effect_in_doubt").size(), 0u);
+  // Once the holder settles it, the other replays.
+  ASSERT_TRUE(Commit(claimed[0], "k", "done").ok());
+  EXPECT_EQ(Begin(claimed[1], "k")->outcome, EffectBeginOutcome::kReplay);
+}
+
+// Many runs, each on its own connection (as on several nodes), begin one
+// key at once: exactly one proceeds.
+TEST_P(StoreEffects, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
+  constexpr int kRuns = 6;
+  std::vector<std::string> partitions;
+  for (int i = 0; i < kRuns; ++i) partitions.push_back("p" + std::to_string(i));
+  Setup(partitions);
+  const auto claimed = Claim("2026-11-05T12:00:00Z", kRuns);
+  ASSERT_EQ(claimed.size(), static_cast<size_t>(kRuns));
+  std::vector<std::unique_ptr<store::Store>> stores;
+  for (int i = 0; i < kRuns; ++i) {
+    auto s = backend_->Open();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    stores.push_back(std::move(*s));
+  }
+  std::atomic<int> ready{0};
+  std::vector<Status> answers(kRuns);
+  std::vector<EffectBeginOutcome> outcomes(kRuns);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRuns; ++i) {
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready < kRuns) std::this_thread::yield();
+      auto r = stores[i]->EffectBegin({claimed[i].run.id, claimed[i].token, "once", "",
+                                       InstantAt("2026-11-05T12:01:00Z"), "n1"});
+      answers[i] = r.status();
+      if (r.ok()) outcomes[i] = r->outcome;
+    });
+  }
+  for (auto& t : threads) t.join();
+  int proceeded = 0;
+  for (int i = 0; i < kRuns; ++i) {
+    if (answers[i].ok()) {
+      EXPECT_EQ(outcomes[i], EffectBeginOutcome::kProceed);
+      ++proceeded;
+    } else {
+      EXPECT_EQ(answers[i].code(), StatusCode::kConflict) << answers[i].ToString();
+    }
+  }
+  EXPECT_EQ(proceeded, 1);
+  EXPECT_EQ(Events("j", "effect_started").size(), 1u);
+}
+
+TEST_P(StoreEffects, AnAttemptThatEndedLeavesItsEffectInDoubt) {
+  Setup({"a"});
+  const auto first = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(first, "mail", "fp")->outcome, EffectBeginOutcome::kProceed);
+  // The attempt ends without settling it (killed between begin and commit).
+  End(first, "2026-11-05T12:03:00Z", RunState::kPending);
+  const auto second = ClaimOne("2026-11-05T12:04:00Z");
+  ASSERT_EQ(second.attempt, 2);
+  // Settling it without having begun it is refused: begin, reconcile, then settle.
+  EXPECT_EQ(Commit(second, "mail", "x").code(), StatusCode::kConflict);
+  auto r = Begin(second, "mail", "fp", "2026-11-05T12:05:00Z");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, EffectBeginOutcome::kInDoubt);
+  EXPECT_EQ(r->effect.state, EffectState::kStarted);
+  EXPECT_EQ(r->effect.started_attempt, 1);
+  EXPECT_EQ(r->effect.started_token, first.token);
+  EXPECT_EQ(r->effect.doubt_run_id, second.run.id);
+  EXPECT_EQ(r->effect.doubt_token, second.token);
+  const auto doubt = Events("j", "effect_in_doubt");
+  ASSERT_EQ(doubt.size(), 1u);
+  EXPECT_EQ(doubt[0].actor, "n1");
+  EXPECT_TRUE(Has(doubt[0].details, "\"started_token\":" + std::to_string(first.token)))
+      << doubt[0].details;
+  EXPECT_TRUE(Has(doubt[0].reason, "attempt 1")) << doubt[0].reason;
+  // Asking again answers the same, recorded once.
+  EXPECT_EQ(Begin(second, "mail", "fp")->outcome, EffectBeginOutcome::kInDoubt);
+  EXPECT_EQ(Events("j", "effect_in_doubt").size(), 1u);
+  // Reconciliation says it happened: this attempt commits it.
+  ASSERT_TRUE(Commit(second, "mail", "found it\n").ok());
+  const auto e = Effect("mail");
+  EXPECT_EQ(e.state, EffectState::kCommitted);
+  EXPECT_EQ(e.result, "found it\n");
+  EXPECT_EQ(e.started_attempt, 1);
+  EXPECT_EQ(e.settled_attempt, 2);
+  EXPECT_EQ(e.settled_token, second.token);
+  const auto reconciled = Events("j", "effect_reconciled");
+  ASSERT_EQ(reconciled.size(), 1u);
+  EXPECT_TRUE(Has(reconciled[0].details, "\"as\":\"committed\"")) << reconciled[0].details;
+  EXPECT_EQ(reconciled[0].reason, "reconciled: it happened");
+  EXPECT_TRUE(Events("j", "effect_committed").empty());
+  EXPECT_EQ(Begin(second, "mail", "fp")->outcome, EffectBeginOutcome::kReplay);
+}
+
+TEST_P(StoreEffects, AnEffectInDoubtThatDidNotHappenIsDoneAgain) {
+  Setup({"a"});
+  const auto first = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(first, "mail")->outcome, EffectBeginOutcome::kProceed);
+  End(first, "2026-11-05T12:03:00Z", RunState::kPending);
+  const auto second = ClaimOne("2026-11-05T12:04:00Z");
+  ASSERT_EQ(Begin(second, "mail")->outcome, EffectBeginOutcome::kInDoubt);
+  // Reconciliation says it did not happen: fail it, then begin again.
+  ASSERT_TRUE(Fail(second, "mail", 1).ok());
+  EXPECT_EQ(Effect("mail").state, EffectState::kFailed);
+  const auto reconciled = Events("j", "effect_reconciled");
+  ASSERT_EQ(reconciled.size(), 1u);
+  EXPECT_TRUE(Has(reconciled[0].details, "\"as\":\"failed\"")) << reconciled[0].details;
+  auto r = Begin(second, "mail");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(r->effect.started_token, second.token);
+  EXPECT_FALSE(r->effect.doubt_token.has_value());
+  ASSERT_TRUE(Commit(second, "mail", "sent").ok());
+  EXPECT_EQ(Events("j", "effect_committed").size(), 1u);
+}
+
+TEST_P(StoreEffects, AnotherRunFindsAnEffectInDoubtAndListsIt) {
+  Setup({"a", "b"});
+  const auto a = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(a, "shared")->outcome, EffectBeginOutcome::kProceed);
+  End(a, "2026-11-05T12:01:00Z", RunState::kUnknown, EndClass::kLeaseExpired);
+  const auto b = ClaimOne("2026-11-05T12:02:00Z");
+  ASSERT_NE(b.run.id, a.run.id);
+  ASSERT_EQ(Begin(b, "shared", "", "2026-11-05T12:03:00Z")->outcome,
+            EffectBeginOutcome::kInDoubt);
+  for (const int64_t id : {a.run.id, b.run.id}) {
+    auto list = S().EffectList(id);
+    ASSERT_TRUE(list.ok());
+    ASSERT_EQ(list->size(), 1u) << id;
+    EXPECT_EQ(list->at(0).key, "shared");
+  }
+  EXPECT_EQ(Effect("shared").run_id, a.run.id);
+  EXPECT_EQ(Effect("shared").doubt_run_id, b.run.id);
+}
+
+TEST_P(StoreEffects, CommitWithACheckpointWritesBoth) {
+  Setup({"a"}, {"09:00", "10:00"});
+  const auto c = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(c.run.period, "T09:00");
+  auto none = S().CheckpointGet(c.run.id);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->run || none->partition);
+  ASSERT_EQ(Begin(c, "item:17")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_TRUE(
+      Commit(c, "item:17", "ok", store::CheckpointWrite{CheckpointScope::kPartition, "17"}).ok());
+  ASSERT_EQ(Begin(c, "item:18")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_TRUE(Commit(c, "item:18", "ok", store::CheckpointWrite{CheckpointScope::kRun, "r18"}).ok());
+  auto got = S().CheckpointGet(c.run.id);
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got->partition.has_value());
+  EXPECT_EQ(got->partition->value, "17");
+  EXPECT_EQ(got->partition->job, "j");
+  EXPECT_EQ(got->partition->partition, "a");
+  EXPECT_FALSE(got->partition->run_id.has_value());
+  EXPECT_EQ(got->partition->writer_token, c.token);
+  ASSERT_TRUE(got->run.has_value());
+  EXPECT_EQ(got->run->value, "r18");
+  EXPECT_EQ(got->run->run_id, c.run.id);
+  EXPECT_EQ(got->run->updated_at, InstantAt("2026-11-05T12:02:00Z"));
+  EXPECT_EQ(Effect("item:17").state, EffectState::kCommitted);
+  const auto committed = Events("j", "effect_committed");
+  ASSERT_EQ(committed.size(), 2u);
+  EXPECT_TRUE(Has(committed[0].details, "\"checkpoint\":{\"scope\":\"partition\",\"value\":\"17\"}"))
+      << committed[0].details;
+  // A plain fenced write moves it on; the next period of the partition sees
+  // the partition's watermark but not the other run's own.
+  ASSERT_TRUE(S().CheckpointSet({c.run.id, c.token, CheckpointScope::kPartition, "20",
+                                 InstantAt("2026-11-05T12:03:00Z"), "n1"})
+                  .ok());
+  End(c, "2026-11-05T12:04:00Z", RunState::kSucceeded, EndClass::kSucceeded);
+  const auto next = ClaimOne("2026-11-05T12:05:00Z");
+  ASSERT_EQ(next.run.period, "T10:00");
+  auto seen = S().CheckpointGet(next.run.id);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_TRUE(seen->partition.has_value());
+  EXPECT_EQ(seen->partition->value, "20");
+  EXPECT_FALSE(seen->run.has_value());
+  EXPECT_EQ(S().CheckpointGet(999).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StoreEffects, ResolvingAnEffectInDoubtPutsTheRunBackToPending) {
+  for (const EffectState as : {EffectState::kCommitted, EffectState::kFailed}) {
+    SCOPED_TRACE(std::string(ledger::Name(as)));
+    const std::string job = as == EffectState::kCommitted ? "c" : "f";
+    AddJob(job);
+    Plan(job, {Occurrence("2026-11-05T09:00:00Z", {"a"})}, "2026-11-05T09:00:00Z",
+         "2026-11-05T08:00:00Z");
+    store::ReleaseParams rel;
+    rel.job = job;
+    rel.policy.misfire_grace = std::chrono::hours{24};
+    rel.now = InstantAt("2026-11-05T12:00:00Z");
+    ASSERT_TRUE(S().RunRelease(rel).ok());
+    store::ClaimRule rule;
+    rule.job = job;
+    rule.overlap = config::Overlap::kAllow;
+    rule.steps = {"deliver"};
+    store::ClaimParams cp{InstantAt("2026-11-05T12:00:00Z"), "n1", 1, {rule}};
+    const auto c = S().RunClaim(cp)->at(0);
+    ASSERT_EQ(Begin(c, "mail")->outcome, EffectBeginOutcome::kProceed);
+    // Not while the run is running.
+    store::EffectResolveParams p{c.run.id, "mail", as, "alice", "checked the mail log",
+                                 InstantAt("2026-11-05T13:00:00Z")};
+    EXPECT_EQ(S().EffectResolve(p).status().code(), StatusCode::kConflict);
+    End(c, "2026-11-05T12:03:00Z", RunState::kUnknown, EndClass::kInDoubt);
+    ASSERT_EQ(StateOf(c.run.id), RunState::kUnknown);
+    auto missing = p;
+    missing.key = "nope";
+    EXPECT_EQ(S().EffectResolve(missing).status().code(), StatusCode::kNotFound);
+    missing = p;
+    missing.run_id = 999;
+    EXPECT_EQ(S().EffectResolve(missing).status().code(), StatusCode::kNotFound);
+
+    auto r = S().EffectResolve(p);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->run_state, RunState::kPending);
+    EXPECT_TRUE(r->still_in_doubt.empty());
+    const auto run = *S().RunGet(c.run.id);
+    EXPECT_EQ(run.state, RunState::kPending);
+    EXPECT_TRUE(run.released);
+    EXPECT_TRUE(run.misfire_exempt);
+    const auto e = Effect("mail", job);
+    EXPECT_EQ(e.state, as);
+    EXPECT_EQ(e.settled_by, "alice");
+    EXPECT_FALSE(e.settled_token.has_value());
+    const auto resolve = Events(job, "resolve");
+    ASSERT_EQ(resolve.size(), 1u);
+    EXPECT_EQ(resolve[0].actor, "alice");
+    EXPECT_EQ(resolve[0].reason, "checked the mail log");
+    EXPECT_TRUE(Has(resolve[0].details, "\"effect\":\"mail\"")) << resolve[0].details;
+    EXPECT_TRUE(Has(resolve[0].details, "\"to\":\"pending\"")) << resolve[0].details;
+    // Settled once: resolving again is refused.
+    EXPECT_EQ(S().EffectResolve(p).status().code(), StatusCode::kConflict);
+    // The step resumes with the effect settled.
+    const auto again = S().RunClaim({InstantAt("2026-11-05T13:00:01Z"), "n1", 1, {rule}})->at(0);
+    EXPECT_EQ(again.run.id, c.run.id);
+    EXPECT_EQ(again.budget_attempts, 1) << "a fresh budget, as after an operator retry";
+    auto b = Begin(again, "mail", "", "2026-11-05T13:00:02Z");
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_EQ(b->outcome, as == EffectState::kCommitted ? EffectBeginOutcome::kReplay
+                                                        : EffectBeginOutcome::kProceed);
+  }
+}
+
+TEST_P(StoreEffects, ARunWithTwoEffectsInDoubtStaysUnknownUntilBothAreResolved) {
+  Setup({"a"});
+  const auto c = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(c, "x")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_EQ(Begin(c, "y")->outcome, EffectBeginOutcome::kProceed);
+  End(c, "2026-11-05T12:03:00Z", RunState::kUnknown, EndClass::kTimeout);
+  store::RunResolveParams rr{c.run.id, store::RunResolution::kSucceeded, "bob", "looks done",
+                             InstantAt("2026-11-05T13:00:00Z")};
+  const Status blocked = S().RunResolve(rr);
+  EXPECT_EQ(blocked.code(), StatusCode::kConflict);
+  EXPECT_TRUE(Has(blocked.message(), "x, y")) << blocked.message();
+  auto first = S().EffectResolve({c.run.id, "x", EffectState::kCommitted, "bob", "sent",
+                                  InstantAt("2026-11-05T13:00:00Z")});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->run_state, RunState::kUnknown);
+  EXPECT_EQ(first->still_in_doubt, (std::vector<std::string>{"y"}));
+  EXPECT_EQ(StateOf(c.run.id), RunState::kUnknown);
+  auto second = S().EffectResolve({c.run.id, "y", EffectState::kFailed, "bob", "not sent",
+                                   InstantAt("2026-11-05T13:01:00Z")});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->run_state, RunState::kPending);
+  EXPECT_EQ(StateOf(c.run.id), RunState::kPending);
+  EXPECT_EQ(Events("j", "resolve").size(), 2u);
+}
+
+TEST_P(StoreEffects, ResolvingAnUnknownRunThreeWays) {
+  Setup({"a", "b", "c", "d"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 4);
+  ASSERT_EQ(claimed.size(), 4u);
+  for (const auto& c : claimed) End(c, "2026-11-05T12:01:00Z", RunState::kUnknown, EndClass::kSignal);
+  const auto at = InstantAt("2026-11-05T13:00:00Z");
+  using store::RunResolution;
+  ASSERT_TRUE(S().RunResolve({claimed[0].run.id, RunResolution::kSucceeded, "carol",
+                              "the report is in the bucket", at})
+                  .ok());
+  ASSERT_TRUE(S().RunResolve({claimed[1].run.id, RunResolution::kFailed, "carol",
+                              "the input was corrupt", at})
+                  .ok());
+  ASSERT_TRUE(S().RunResolve({claimed[2].run.id, RunResolution::kRetry, "carol",
+                              "safe to run again", at})
+                  .ok());
+  EXPECT_EQ(StateOf(claimed[0].run.id), RunState::kSucceeded);
+  EXPECT_EQ(StateOf(claimed[1].run.id), RunState::kFailed);
+  const auto retried = *S().RunGet(claimed[2].run.id);
+  EXPECT_EQ(retried.state, RunState::kPending);
+  EXPECT_TRUE(retried.released);
+  EXPECT_TRUE(retried.misfire_exempt);
+  const auto resolve = Events("j", "resolve");
+  ASSERT_EQ(resolve.size(), 3u);
+  const char* expected[] = {"\"as\":\"succeeded\"", "\"as\":\"failed\"", "\"as\":\"retry\""};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(resolve[i].actor, "carol");
+    EXPECT_EQ(resolve[i].run_id, claimed[i].run.id);
+    EXPECT_FALSE(resolve[i].reason.empty());
+    EXPECT_TRUE(Has(resolve[i].details, expected[i])) << resolve[i].details;
+    EXPECT_TRUE(Has(resolve[i].details, "\"from\":\"unknown\"")) << resolve[i].details;
+  }
+  EXPECT_EQ(resolve[0].reason, "the report is in the bucket");
+  EXPECT_TRUE(Has(resolve[2].details, "\"to\":\"pending\"")) << resolve[2].details;
+  // Only unknown runs.
+  const Status again = S().RunResolve({claimed[0].run.id, RunResolution::kFailed, "c", "r", at});
+  EXPECT_EQ(again.code(), StatusCode::kConflict);
+  EXPECT_TRUE(Has(again.message(), "is succeeded")) << again.message();
+  EXPECT_EQ(S().RunResolve({999, RunResolution::kFailed, "c", "r", at}).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(StateOf(claimed[3].run.id), RunState::kUnknown) << "the others are untouched";
+}
+
+TEST_P(StoreEffects, SettledEffectsDoNotBlockResolvingTheRun) {
+  Setup({"a"});
+  const auto c = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(c, "done")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_TRUE(Commit(c, "done", "ok").ok());
+  ASSERT_EQ(Begin(c, "nope")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_TRUE(Fail(c, "nope").ok());
+  End(c, "2026-11-05T12:03:00Z", RunState::kUnknown, EndClass::kTimeout);
+  ASSERT_TRUE(S().RunResolve({c.run.id, store::RunResolution::kSucceeded, "dan", "verified",
+                              InstantAt("2026-11-05T13:00:00Z")})
+                  .ok());
+  EXPECT_EQ(StateOf(c.run.id), RunState::kSucceeded);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreEffects, ::testing::ValuesIn(AllStoreFactories()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace cronledger::testing
