@@ -141,7 +141,7 @@ int64_t QueryInt(sqlite3* db, const std::string& sql) {
 
 int Main(int argc, char** argv) {
   const Options opt = ParseArgs(argc, argv);
-  spdlog::set_level(getenv("FIRE_BENCH_INFO") ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_level(getenv("FIRE_BENCH_DEBUG") ? spdlog::level::debug : spdlog::level::warn);
   Clock& clock = RealClock();
 
   char tmpl[] = "/tmp/cronledger-fire-bench-XXXXXX";

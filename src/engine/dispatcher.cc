@@ -118,6 +118,10 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
   p.rules = rules_;
   auto claimed = store_.RunClaim(p);
   if (!claimed.ok()) return claimed.status();
+  if (!claimed->empty() && spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("dispatcher: claimed {} of {} in {} us", claimed->size(), p.limit,
+                  std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() - now).count());
+  }
   {
     std::lock_guard lock(mu_);
     for (auto& c : *claimed) {

@@ -93,20 +93,27 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     placeholders += fmt::format("?{}", next_param++);
   }
   const std::string sql = fmt::format(
-      "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+      "SELECT {}, budget_attempts, budget_started_at FROM runs WHERE state = 'pending' "
+      "AND released = 1 AND scheduled_at <= ?1 "
       "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND +job IN ({}) "
       "ORDER BY scheduled_at, id LIMIT ?2",
       kRunColumns, placeholders);
   // `+job`: walk runs_due in order rather than every active run of each job
   // (a job's planned-ahead runs) and sort them.
-  std::vector<RunRecord> candidates;
+  struct Candidate : RunRecord {
+    int budget_attempts = 0;
+    std::optional<int64_t> budget_started_at;
+  };
+  std::vector<Candidate> candidates;
   const auto find_candidates = [&](int64_t limit) -> Status {
     candidates.clear();
     ASSIGN_OR_RETURN(s, db_->Prepare(sql));
     s.Bind(1, Ms(p.now)).Bind(2, limit);
     int i = 3;
     for (const auto& r : p.rules) s.Bind(i++, r.job);
-    return ForEachRow(s, [&] { candidates.push_back(RunFromRow(s)); });
+    return ForEachRow(s, [&] {
+      candidates.push_back({RunFromRow(s), static_cast<int>(s.Int(14)), s.OptInt(15)});
+    });
   };
   // Due runs of other jobs (external ones, say) cost a read, not a write
   // transaction.
@@ -117,7 +124,7 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
   RETURN_IF_ERROR(find_candidates(int64_t{p.limit} * 4 + 16));
   std::map<std::string, int> running;  // per job, counted once then tracked
   std::optional<int64_t> last_token;
-  for (const RunRecord& c : candidates) {
+  for (const Candidate& c : candidates) {
     if (static_cast<int>(out.size()) >= p.limit) break;
     const ClaimRule& rule = *rules.at(c.job);
     if (rule.max_concurrency > 0) {
@@ -175,19 +182,20 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     const Instant expires = p.now + rule.lease_ttl;
     ClaimedRun claimed;
     {
+      // No RETURNING: the candidate row has the counters (SQLite builds an
+      // ephemeral table for RETURNING, a fifth of a claim's cost).
       ASSIGN_OR_RETURN(s, db_->Prepare(
           "UPDATE runs SET state = 'running', lease_token = ?1, lease_expires_at = ?2, "
           "lease_node = ?3, attempts = attempts + 1, budget_attempts = budget_attempts + 1, "
           "budget_started_at = coalesce(budget_started_at, ?4), next_attempt_at = NULL, "
-          "updated_at = ?4 WHERE id = ?5 AND state = 'pending' "
-          "RETURNING attempts, budget_attempts, budget_started_at"));
+          "updated_at = ?4 WHERE id = ?5 AND state = 'pending'"));
       s.Bind(1, token).Bind(2, Ms(expires)).Bind(3, p.node).Bind(4, Ms(p.now)).Bind(5, c.id);
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (!row) continue;
+      RETURN_IF_ERROR(s.Run());
+      if (db_->Changes() != 1) continue;
       last_token = token;
-      claimed.attempt = static_cast<int>(s.Int(0));
-      claimed.budget_attempts = static_cast<int>(s.Int(1));
-      claimed.budget_started_at = FromMs(s.Int(2));
+      claimed.attempt = c.attempts + 1;
+      claimed.budget_attempts = c.budget_attempts + 1;
+      claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(p.now)));
     }
     {
       ASSIGN_OR_RETURN(s, db_->Prepare(
@@ -361,14 +369,27 @@ Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& p) {
   std::string run_key;
   int attempt = 0;
   {
+    // The fence, read first: an UPDATE ... RETURNING costs SQLite an
+    // ephemeral table.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT job, job || '/' || partition || '/' || period, attempts FROM runs "
+        "WHERE id = ?1 AND lease_token = ?2 AND state = 'running' "
+        "AND (?3 = 0 OR lease_expires_at < ?4)"));
+    s.Bind(1, p.run_id).Bind(2, p.token).Bind(3, int64_t{p.only_if_lease_expired ? 1 : 0})
+        .Bind(4, Ms(p.now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) {
+      job = s.Text(0);
+      run_key = s.Text(1);
+      attempt = static_cast<int>(s.Int(2));
+    }
+  }
+  if (attempt != 0) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE runs SET state = ?1, reason = NULL, lease_token = NULL, "
         "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = ?2, "
         "last_end_class = ?3, updated_at = ?4, finished_at = ?5, released = 1, "
-        "misfire_exempt = 1 "
-        "WHERE id = ?6 AND lease_token = ?7 AND state = 'running' "
-        "AND (?8 = 0 OR lease_expires_at < ?4) "
-        "RETURNING job, job || '/' || partition || '/' || period, attempts"));
+        "misfire_exempt = 1 WHERE id = ?6"));
     s.Bind(1, ledger::Name(d.state));
     if (d.next_attempt_at) {
       s.Bind(2, d.next_attempt_at->time_since_epoch().count());
@@ -381,13 +402,8 @@ Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& p) {
     } else {
       s.Bind(5, std::nullopt);
     }
-    s.Bind(6, p.run_id).Bind(7, p.token).Bind(8, int64_t{p.only_if_lease_expired ? 1 : 0});
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (row) {
-      job = s.Text(0);
-      run_key = s.Text(1);
-      attempt = static_cast<int>(s.Int(2));
-    }
+    s.Bind(6, p.run_id);
+    RETURN_IF_ERROR(s.Run());
   }
   if (attempt == 0) {
     if (p.only_if_lease_expired) {
