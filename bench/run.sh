@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve] [extra Google Benchmark flags]
+# Usage: bench/run.sh [schedule|ledger|serve|subprocess] [extra Google Benchmark flags]
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
 #                       /tmp/cronledger-bench-1m.db (minutes), later runs reuse it
 #   serve               the raw SQL claim/complete ceiling and the dispatcher
+#   subprocess          the raw fork+exec rate of /bin/true and the dispatcher
+#                       running `true` steps (8 workers) on SQLite
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=schedule
@@ -18,7 +20,8 @@ case $name in
   schedule) flags=(--benchmark_repetitions=5 --benchmark_min_time=0.2) ;;
   ledger) flags=(--benchmark_repetitions=5) ;;
   serve) flags=(--benchmark_repetitions=3) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger or serve)" >&2; exit 2 ;;
+  subprocess) flags=(--benchmark_repetitions=5) ;;
+  *) echo "unknown benchmark: $name (schedule, ledger, serve or subprocess)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh" bench >/dev/null

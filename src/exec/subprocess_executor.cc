@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -188,7 +189,13 @@ struct ChildPlan {
   int max_fd;  // for the fallback when close_range is unavailable
 };
 
-[[noreturn]] void ChildFail(int report_fd, ChildStage stage) {
+// Marks the code the command runs before its exec (StartCommand): on a
+// stack of its own while it shares the shim's memory. AddressSanitizer's
+// bookkeeping assumes a thread's own stack (it would warn into the step's
+// stderr), so test builds leave this code uninstrumented.
+#define CRONLEDGER_BORROWED_STACK [[gnu::no_sanitize_address]]
+
+CRONLEDGER_BORROWED_STACK [[noreturn]] void ChildFail(int report_fd, ChildStage stage) {
   const ChildReport report{static_cast<int>(stage), errno};
   (void)!write(report_fd, &report, sizeof report);
   _exit(127);
@@ -202,8 +209,9 @@ volatile sig_atomic_t g_child_changed = 0;
 void NoteChildChanged(int) { g_child_changed = 1; }
 
 // Resets signals and descriptors and execs the command. Runs in the
-// command's own process (the shim's child); only async-signal-safe calls.
-[[noreturn]] void ExecCommand(const ChildPlan& p) {
+// command's own process (the shim's child, started by StartCommand) while it
+// still shares the shim's memory; only async-signal-safe calls.
+CRONLEDGER_BORROWED_STACK [[noreturn]] void ExecCommand(const ChildPlan& p) {
   // Ignored signals, handlers and the signal mask survive exec (handlers
   // reset to default there, but the shim's ignored ones would not); start
   // the command clean.
@@ -229,6 +237,34 @@ void NoteChildChanged(int) { g_child_changed = 1; }
   if (p.cwd != nullptr && chdir(p.cwd) != 0) ChildFail(p.report_fd, ChildStage::kChdir);
   execve(p.path, p.argv, p.envp);
   ChildFail(p.report_fd, ChildStage::kExec);
+}
+
+// The command's stack while it shares the shim's memory (StartCommand). Only
+// ever used inside a shim, where the one thread waits for the exec; each
+// shim is its own process with its own copy.
+alignas(64) char g_command_stack[64 * 1024];
+
+CRONLEDGER_BORROWED_STACK int CommandEntry(void* plan) {
+  ExecCommand(*static_cast<const ChildPlan*>(plan));
+}
+
+// Starts the command as posix_spawn does: a vfork-style clone that shares
+// the shim's memory, on a stack of its own, until its execve (or _exit), so
+// nothing of the shim's address space (a copy of serve's) is copied again.
+// Every signal is blocked across the clone, so no handler of the shim runs in
+// the command before ExecCommand has reset them all; the shim's mask is then
+// restored.
+pid_t StartCommand(const ChildPlan& p) {
+  sigset_t all;
+  sigset_t before;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &before);
+  const pid_t pid = clone(CommandEntry, g_command_stack + sizeof g_command_stack,
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&p));
+  const int err = errno;
+  sigprocmask(SIG_SETMASK, &before, nullptr);
+  errno = err;
+  return pid;
 }
 
 // The forked child is a small supervisor shim, not the command: it leads
@@ -278,9 +314,8 @@ void NoteChildChanged(int) { g_child_changed = 1; }
       dup2(p.stderr_fd, STDERR_FILENO) < 0) {
     ChildFail(p.report_fd, ChildStage::kSetup);
   }
-  const pid_t command = fork();
+  const pid_t command = StartCommand(p);
   if (command < 0) ChildFail(p.report_fd, ChildStage::kSetup);
-  if (command == 0) ExecCommand(p);
 
   // The shim keeps nothing of the supervisor's: not its files, sockets or
   // the command's pipes (their readers see EOF when the command is done).
