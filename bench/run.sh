@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve|subprocess] [extra Google Benchmark flags]
+# Usage: bench/run.sh [schedule|ledger|serve|subprocess|fire|idle] [extra flags]
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
@@ -9,6 +9,10 @@
 #   serve               the raw SQL claim/complete ceiling and the dispatcher
 #   subprocess          the raw fork+exec rate of /bin/true and the dispatcher
 #                       running `true` steps (8 workers) on SQLite
+#   fire                fire latency: 1,000 runs due at one instant through the
+#                       serve loop (bench/fire_latency_bench.cc; its own flags)
+#   idle                an idle `serve` with 1,000 daily jobs for 10 minutes
+#                       (bench/idle_serve.sh; its own flags)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=schedule
@@ -21,10 +25,17 @@ case $name in
   ledger) flags=(--benchmark_repetitions=5) ;;
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger, serve or subprocess)" >&2; exit 2 ;;
+  fire | idle) ;;
+  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, fire or idle)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
+if [[ $name == idle ]]; then
+  exec "$root/bench/idle_serve.sh" "$@"
+fi
 "$root/scripts/build.sh" bench >/dev/null
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)" >&2
+if [[ $name == fire ]]; then
+  exec "$root/build/bench/bench/fire_latency_bench" "$@"
+fi
 "$root/build/bench/bench/${name}_bench" "${flags[@]}" \
   --benchmark_report_aggregates_only=true "$@"
