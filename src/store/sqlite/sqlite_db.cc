@@ -118,7 +118,7 @@ Status Db::Exec(std::string_view sql) {
 }
 
 Result<Stmt> Db::Prepare(std::string_view sql) {
-  auto it = cache_.find(std::string(sql));
+  auto it = cache_.find(sql);
   if (it == cache_.end()) {
     sqlite3_stmt* stmt = nullptr;
     const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),

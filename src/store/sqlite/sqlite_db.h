@@ -87,7 +87,13 @@ class Db {
  private:
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  // Looked up by string_view: every statement execution goes through here,
+  // and the SQL texts are long.
+  struct SqlHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
   StatementHook hook_;
 };
 
