@@ -13,6 +13,7 @@
 #include "cli/exit_codes.h"
 #include "cli/next_command.h"
 #include "cli/pause_command.h"
+#include "cli/resolve_command.h"
 #include "cli/retry_command.h"
 #include "cli/runs_command.h"
 #include "cli/serve_command.h"
@@ -113,7 +114,7 @@ int Main(int argc, char** argv) {
                        "skipped, awaiting_approval, cancelled");
   runs_cmd->add_option("--partition", runs.partition, "Only this partition's runs");
   runs_cmd->add_option("--limit", runs.limit, "At most N runs (1-100000, default 100)");
-  runs_cmd->add_option("--run", runs.run, "Show this run (by id) with its attempts and events");
+  runs_cmd->add_option("--run", runs.run, "Show this run (by id) with its attempts, effects and events");
   runs_cmd->add_flag("--json", runs.json, "Print DESIGN.md's runs JSON");
 
   // --- events -----------------------------------------------------------------
@@ -162,6 +163,25 @@ int Main(int argc, char** argv) {
   retry_cmd->add_option("--reason", retry.reason, "Why (required; recorded in the ledger)");
   retry_cmd->add_option("--by", retry.by, "Who asks (default: the OS user)");
 
+  // --- resolve ----------------------------------------------------------------
+  std::optional<std::string> resolve_config;
+  ResolveArgs resolve;
+  CLI::App* resolve_cmd = app.add_subcommand(
+      "resolve",
+      "Settle an unknown run: an effect in doubt (--effect KEY --as committed|failed), or "
+      "the run itself (--as succeeded|failed|retry)");
+  resolve_cmd->add_option("RUN_ID", resolve.run_id, "The run's id (see `cronledger runs`)")
+      ->required();
+  resolve_cmd->add_option("--config", resolve_config, kConfigHelp);
+  resolve_cmd->add_option("--effect", resolve.effect,
+                          "The effect in doubt to settle (its idempotency key)");
+  resolve_cmd->add_option("--as", resolve.as,
+                          "What happened: committed or failed with --effect; else succeeded, "
+                          "failed or retry");
+  resolve_cmd->add_option("--reason", resolve.reason, "Why (required; recorded in the ledger)");
+  resolve_cmd->add_option("--by", resolve.by, "Who decides (default: the OS user)");
+  resolve_cmd->add_flag("--json", resolve.json, "Print the resulting run as JSON");
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
 
   try {
@@ -192,6 +212,10 @@ int Main(int argc, char** argv) {
   if (*retry_cmd) {
     retry.config_path = ResolveConfigPath(retry_config);
     return RunRetry(retry, RealClock(), std::cout, std::cerr);
+  }
+  if (*resolve_cmd) {
+    resolve.config_path = ResolveConfigPath(resolve_config);
+    return RunResolve(resolve, RealClock(), std::cout, std::cerr);
   }
   if (*pause_cmd) {
     pause.config_path = ResolveConfigPath(pause_config);

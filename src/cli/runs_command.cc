@@ -37,6 +37,36 @@ int Usage(std::ostream& err, const std::string& message) {
   return kExitUsage;
 }
 
+// Whether a `started` effect is in doubt: the attempt that started it no
+// longer runs (docs/effects.md; tokens are never reissued).
+Result<bool> InDoubt(store::Store& store, const store::EffectRecord& e) {
+  if (e.state != ledger::EffectState::kStarted) return false;
+  auto starter = store.RunGet(e.run_id);
+  if (!starter.ok()) return starter.status();
+  if (starter->state != ledger::RunState::kRunning) return true;
+  auto attempts = store.AttemptList(e.run_id);
+  if (!attempts.ok()) return attempts.status();
+  for (const auto& a : *attempts) {
+    if (a.token == e.started_token && !a.ended_at) return false;
+  }
+  return true;
+}
+
+ordered_json EffectJson(const store::EffectRecord& e, bool in_doubt) {
+  const auto opt = [](const auto& v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
+  return {{"key", e.key},
+          {"state", std::string(ledger::Name(e.state))},
+          {"fingerprint", e.fingerprint},
+          {"exit_status", opt(e.exit_status)},
+          {"in_doubt", in_doubt},
+          {"run_id", e.run_id},
+          {"started_attempt", e.started_attempt},
+          {"settled_attempt", opt(e.settled_attempt)},
+          {"settled_by", StringOrNull(e.settled_by)},
+          {"started_at", FormatInstant(e.started_at)},
+          {"updated_at", FormatInstant(e.updated_at)}};
+}
+
 int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::ostream& err) {
   auto run = store.RunGet(id);
   if (!run.ok()) {
@@ -53,18 +83,32 @@ int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::
   }
   auto steps = store.StepList(id);
   auto attempts = store.AttemptList(id);
-  for (const Status& s : {steps.status(), attempts.status()}) {
+  auto effects = store.EffectList(id);
+  for (const Status& s : {steps.status(), attempts.status(), effects.status()}) {
     if (!s.ok()) {
       err << "cronledger runs: " << s.message() << "\n";
       return ExitCodeFor(s);
     }
+  }
+  std::vector<bool> in_doubt;
+  for (const auto& e : *effects) {
+    auto d = InDoubt(store, e);
+    if (!d.ok()) {
+      err << "cronledger runs: " << d.status().message() << "\n";
+      return ExitCodeFor(d.status());
+    }
+    in_doubt.push_back(*d);
   }
   if (json) {
     ordered_json j = RunJson(*run, *steps);
     ordered_json attempt_list = ordered_json::array();
     for (const auto& a : *attempts) attempt_list.push_back(AttemptJson(a));
     j["attempt_list"] = std::move(attempt_list);
-    j["effects"] = ordered_json::array();  // effects arrive with `effect run`
+    ordered_json effect_list = ordered_json::array();
+    for (std::size_t i = 0; i < effects->size(); ++i) {
+      effect_list.push_back(EffectJson((*effects)[i], in_doubt[i]));
+    }
+    j["effects"] = std::move(effect_list);
     ordered_json list = ordered_json::array();
     for (const auto& e : *events) list.push_back(EventJson(e));
     j["events"] = std::move(list);
@@ -95,6 +139,22 @@ int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::
           a.end_class.empty() ? "" : a.end_class,
           a.exit_status ? fmt::format(" exit {}", *a.exit_status) : "",
           a.log_path.empty() ? "" : " log " + a.log_path);
+    }
+  }
+  if (!effects->empty()) {
+    out << "\neffects:\n";
+    for (std::size_t i = 0; i < effects->size(); ++i) {
+      const auto& e = (*effects)[i];
+      const std::string settled =
+          e.settled_attempt ? fmt::format(" settled by attempt #{}", *e.settled_attempt)
+          : !e.settled_by.empty() ? " resolved by " + e.settled_by
+                                  : "";
+      out << fmt::format("  {:<20} {}{} started by {}attempt #{}{}{}{}\n", e.key,
+                         ledger::Name(e.state), in_doubt[i] ? " (in doubt)" : "",
+                         e.run_id == id ? "" : fmt::format("run {} ", e.run_id),
+                         e.started_attempt, settled,
+                         e.exit_status ? fmt::format(" exit {}", *e.exit_status) : "",
+                         e.fingerprint.empty() ? "" : " fingerprint " + e.fingerprint);
     }
   }
   out << "\nevents:\n";
