@@ -364,6 +364,37 @@ TEST_P(StoreEffects, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
   EXPECT_EQ(Events("j", "effect_started").size(), 1u);
 }
 
+// DESIGN.md, uncertain ends: an attempt that finds an effect in doubt and
+// does not settle it ends the run `unknown`, whatever its exit status.
+TEST_P(StoreEffects, AnEffectLeftInDoubtMakesTheRunUnknownWhateverTheExitStatus) {
+  Setup({"a", "b"});
+  const auto a1 = ClaimOne("2026-11-05T12:00:00Z");
+  const auto b1 = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(a1, "mail-a", "fp")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_EQ(Begin(b1, "mail-b", "fp")->outcome, EffectBeginOutcome::kProceed);
+  End(a1, "2026-11-05T12:03:00Z", RunState::kPending, EndClass::kTimeout);
+  End(b1, "2026-11-05T12:03:00Z", RunState::kPending, EndClass::kTimeout);
+  const auto a2 = ClaimOne("2026-11-05T12:04:00Z");
+  const auto b2 = ClaimOne("2026-11-05T12:04:00Z");
+  ASSERT_EQ(a2.run.id, a1.run.id);
+  ASSERT_EQ(Begin(a2, "mail-a", "fp")->outcome, EffectBeginOutcome::kInDoubt);
+  ASSERT_EQ(Begin(b2, "mail-b", "fp")->outcome, EffectBeginOutcome::kInDoubt);
+  // b's reconciliation settles it; a's step exits 0 without settling.
+  ASSERT_TRUE(Commit(b2, "mail-b", "sent\n").ok());
+  End(a2, "2026-11-05T12:05:00Z", RunState::kSucceeded, EndClass::kSucceeded);
+  End(b2, "2026-11-05T12:05:00Z", RunState::kSucceeded, EndClass::kSucceeded);
+
+  EXPECT_EQ(S().RunGet(a2.run.id)->state, RunState::kUnknown);
+  const auto attempts = *S().AttemptList(a2.run.id);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[1].end_class, "in_doubt");
+  EXPECT_EQ(S().RunGet(b2.run.id)->state, RunState::kSucceeded);
+  const auto unknown = Events("j", "unknown");
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0].run_id, a2.run.id);
+  EXPECT_EQ(unknown[0].reason, "effect \"mail-a\" is in doubt");
+}
+
 TEST_P(StoreEffects, AnAttemptThatEndedLeavesItsEffectInDoubt) {
   Setup({"a"});
   const auto first = ClaimOne("2026-11-05T12:00:00Z");

@@ -362,7 +362,24 @@ Status SqliteStore::StepUpdate(const StepParams& p) {
   return result;
 }
 
-Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& p) {
+Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& given) {
+  FinishParams p = given;
+  {
+    // DESIGN.md, uncertain ends: an effect this attempt found in doubt and
+    // did not settle makes the run `unknown`, whatever the step's exit
+    // status said. The server records it, not the step.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT key FROM effects WHERE doubt_run_id = ?1 AND doubt_token = ?2 "
+        "AND started_token <> ?2 AND state = 'started' ORDER BY key LIMIT 1"));
+    s.Bind(1, p.run_id).Bind(2, p.token);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && p.decision.state != ledger::RunState::kUnknown) {
+      p.end_class = ledger::EndClass::kInDoubt;
+      p.decision.state = ledger::RunState::kUnknown;
+      p.decision.next_attempt_at.reset();
+      p.decision.reason = fmt::format("effect \"{}\" is in doubt", s.Text(0));
+    }
+  }
   const auto& d = p.decision;
   const bool ended = d.state != ledger::RunState::kPending;
   std::string job;
