@@ -36,6 +36,7 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
       clock_(clock),
       runner_(runner),
       options_(std::move(options)),
+      effects_(store, clock, options_.node, config.server.output_cap),
       rng_(options_.jitter_seed ? options_.jitter_seed : std::random_device{}()) {
   for (const auto& job : config_.jobs) {
     // External jobs are claimed only by HTTP workers, in-process ones only
@@ -388,6 +389,7 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
     ctx.attempt = claim.attempt;
     ctx.fencing_token = claim.token;
     ctx.step = step.name;
+    ctx.effects = &effects_;
     if (!step.keep_inputs.empty()) {
       const std::string dest = fmt::format("{}/{}/{}/attempt-{}-inputs/{}", config_.server.log_dir,
                                            claim.run.job, claim.run.id, claim.attempt, step.name);

@@ -37,6 +37,7 @@
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "cronledger/handler.h"
+#include "engine/effect_ledger.h"
 #include "engine/step_runner.h"
 #include "store/store.h"
 
@@ -148,6 +149,7 @@ class Dispatcher {
   DispatcherOptions options_;
   std::vector<store::ClaimRule> rules_;
   DispatcherCounters counters_;
+  StoreEffectLedger effects_;  // RunContext::Effect of in-process handlers
 
   mutable std::mutex mu_;
   std::condition_variable_any work_cv_;

@@ -176,6 +176,98 @@ TEST_F(DispatcherTest, RetryableFailureThenSuccessAfterBackoff) {
   EXPECT_EQ(attempts[1].end_class, "succeeded");
 }
 
+// ctx.Effect: the effect runs once; the retry replays the stored result.
+TEST_F(DispatcherTest, AnEffectIsDoneOnceAndReplayedOnTheRetry) {
+  config::RetryConfig retry;
+  retry.initial_backoff = milliseconds{1000};
+  retry.jitter = 0.0;
+  AddJob({Step("work")}, retry);
+  std::atomic<int> sent{0};
+  std::vector<std::string> answers;
+  std::mutex mu;
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    std::string out;
+    const int rc = ctx.Effect("mail/" + ctx.partition, "v1", [&] {
+      ++sent;
+      return EffectResult{0, "message-id 42"};
+    }, {}, &out);
+    std::lock_guard lock(mu);
+    answers.push_back(std::to_string(rc) + " " + out);
+    return ctx.attempt == 1 ? 75 : rc;  // the first attempt fails after its effect
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  RunDue(d);
+  clock_.Advance(seconds{2});
+  EXPECT_EQ(RunDue(d), 1);
+  EXPECT_EQ(sent.load(), 1) << "a retry must not send the mail again";
+  EXPECT_EQ(answers, (std::vector<std::string>{"0 message-id 42", "0 message-id 42"}));
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+  const auto e = *store_->EffectGet("j", "mail/default");
+  EXPECT_EQ(e.state, ledger::EffectState::kCommitted);
+  EXPECT_EQ(e.result, "message-id 42");
+}
+
+// An effect whose outcome is unknown (the attempt died between begin and
+// commit; here its function threw) is in doubt for the next attempt: without
+// a reconcile function the run ends unknown even though the handler
+// returned 0; a reconcile function decides.
+class EffectInDoubtTest : public DispatcherTest {
+ protected:
+  // `verdict`: the reconcile function's exit status, -1 for none.
+  void Scenario(int verdict) {
+    config::RetryConfig retry;
+    retry.initial_backoff = milliseconds{1000};
+    retry.jitter = 0.0;
+    AddJob({Step("work")}, retry);
+    handlers_.Register("j", [this, verdict](const RunContext& ctx) {
+      const EffectFn send = [&]() -> EffectResult {
+        if (ctx.attempt == 1) throw std::runtime_error("connection reset after sending");
+        ++sent_;
+        return {0, "sent again"};
+      };
+      EffectFn reconcile;
+      if (verdict >= 0) reconcile = [verdict] { return EffectResult{verdict, "found in the outbox"}; };
+      const int rc = ctx.Effect("mail", "", send, reconcile);
+      if (ctx.attempt == 1) return 75;
+      return rc == kEffectInDoubt ? 0 : rc;  // even 0 cannot hide it
+    });
+    PlanAndRelease();
+    Dispatcher& d = NewDispatcher();
+    RunDue(d);
+    clock_.Advance(seconds{2});
+    EXPECT_EQ(RunDue(d), 1);
+  }
+  std::atomic<int> sent_{0};
+};
+
+TEST_F(EffectInDoubtTest, WithoutReconcileTheRunEndsUnknown) {
+  Scenario(-1);
+  const auto run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kUnknown);
+  EXPECT_EQ(store_->AttemptList(run.id)->at(1).end_class, "in_doubt");
+  EXPECT_EQ(store_->EffectGet("j", "mail")->state, ledger::EffectState::kStarted);
+  EXPECT_EQ(sent_.load(), 0);
+}
+
+TEST_F(EffectInDoubtTest, ReconciledAsHappenedIsNotDoneAgain) {
+  Scenario(0);
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+  const auto e = *store_->EffectGet("j", "mail");
+  EXPECT_EQ(e.state, ledger::EffectState::kCommitted);
+  EXPECT_EQ(e.result, "found in the outbox");
+  EXPECT_EQ(sent_.load(), 0);
+}
+
+TEST_F(EffectInDoubtTest, ReconciledAsNotHappenedIsDoneExactlyOnce) {
+  Scenario(1);
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+  const auto e = *store_->EffectGet("j", "mail");
+  EXPECT_EQ(e.state, ledger::EffectState::kCommitted);
+  EXPECT_EQ(e.result, "sent again");
+  EXPECT_EQ(sent_.load(), 1);
+}
+
 TEST_F(DispatcherTest, PermanentExitIsNotRetried) {
   AddJob({Step("work")});
   std::atomic<int> calls{0};

@@ -395,6 +395,22 @@ TEST_P(StoreEffects, AnEffectLeftInDoubtMakesTheRunUnknownWhateverTheExitStatus)
   EXPECT_EQ(unknown[0].reason, "effect \"mail-a\" is in doubt");
 }
 
+// An attempt that began an effect and ends the run without settling it
+// (its step exited 0 after losing track of it) leaves the run unknown, not
+// succeeded; ending it for a retry is fine (the retry reconciles).
+TEST_P(StoreEffects, AnAttemptEndingTheRunWithItsOwnEffectUnsettledLeavesItUnknown) {
+  Setup({"a", "b"});
+  const auto a = ClaimOne("2026-11-05T12:00:00Z");
+  const auto b = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(a, "mail-a")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_EQ(Begin(b, "mail-b")->outcome, EffectBeginOutcome::kProceed);
+  End(a, "2026-11-05T12:01:00Z", RunState::kSucceeded, EndClass::kSucceeded);
+  End(b, "2026-11-05T12:01:00Z", RunState::kPending, EndClass::kRetryable);
+  EXPECT_EQ(S().RunGet(a.run.id)->state, RunState::kUnknown);
+  EXPECT_EQ(S().AttemptList(a.run.id)->at(0).end_class, "in_doubt");
+  EXPECT_EQ(S().RunGet(b.run.id)->state, RunState::kPending);
+}
+
 TEST_P(StoreEffects, AnAttemptThatEndedLeavesItsEffectInDoubt) {
   Setup({"a"});
   const auto first = ClaimOne("2026-11-05T12:00:00Z");

@@ -373,11 +373,25 @@ Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& given)
         "AND started_token <> ?2 AND state = 'started' ORDER BY key LIMIT 1"));
     s.Bind(1, p.run_id).Bind(2, p.token);
     ASSIGN_OR_RETURN(row, s.Step());
-    if (row && p.decision.state != ledger::RunState::kUnknown) {
+    std::string in_doubt = row ? s.Text(0) : "";
+    const bool ends = p.decision.state == ledger::RunState::kSucceeded ||
+                      p.decision.state == ledger::RunState::kFailed;
+    if (in_doubt.empty() && ends) {
+      // An effect this attempt began and never settled may or may not have
+      // happened; ending the run would leave that unsaid. (A retry instead
+      // finds it in doubt and reconciles it.)
+      ASSIGN_OR_RETURN(own, db_->Prepare(
+          "SELECT key FROM effects WHERE run_id = ?1 AND started_token = ?2 "
+          "AND state = 'started' ORDER BY key LIMIT 1"));
+      own.Bind(1, p.run_id).Bind(2, p.token);
+      ASSIGN_OR_RETURN(own_row, own.Step());
+      if (own_row) in_doubt = own.Text(0);
+    }
+    if (!in_doubt.empty() && p.decision.state != ledger::RunState::kUnknown) {
       p.end_class = ledger::EndClass::kInDoubt;
       p.decision.state = ledger::RunState::kUnknown;
       p.decision.next_attempt_at.reset();
-      p.decision.reason = fmt::format("effect \"{}\" is in doubt", s.Text(0));
+      p.decision.reason = fmt::format("effect \"{}\" is in doubt", in_doubt);
     }
   }
   const auto& d = p.decision;

@@ -1,0 +1,40 @@
+// The effect ledger behind RunContext::Effect for in-process handlers: the
+// store's effect records (Store::EffectBegin/Commit/Fail), fenced by the
+// attempt's token, with the answers of `cronledger effect run`.
+#ifndef CRONLEDGER_ENGINE_EFFECT_LEDGER_H_
+#define CRONLEDGER_ENGINE_EFFECT_LEDGER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "cronledger/clock.h"
+#include "cronledger/handler.h"
+#include "store/store.h"
+
+namespace cronledger::engine {
+
+class StoreEffectLedger final : public EffectLedger {
+ public:
+  // `store` and `clock` must outlive it. `output_cap`: the most bytes of an
+  // effect's output that are stored.
+  StoreEffectLedger(store::Store& store, Clock& clock, std::string node, uint64_t output_cap);
+
+  int Run(const RunContext& ctx, std::string_view key, std::string_view fingerprint,
+          const EffectFn& effect, const EffectFn& reconcile, std::string* output) const override;
+
+ private:
+  // Commits (exit 0) or fails the key with `r`; the answer for the caller.
+  int Settle(const RunContext& ctx, std::string_view key, const EffectResult& r,
+             std::string* output) const;
+  // The answer for a store error.
+  int Refused(const RunContext& ctx, std::string_view key, const Status& s) const;
+
+  store::Store& store_;
+  Clock& clock_;
+  std::string node_;
+  uint64_t output_cap_;
+};
+
+}  // namespace cronledger::engine
+
+#endif  // CRONLEDGER_ENGINE_EFFECT_LEDGER_H_
