@@ -1,5 +1,6 @@
 #include "engine/effect_ledger.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace cronledger::engine {
@@ -59,9 +60,20 @@ int StoreEffectLedger::Run(const RunContext& ctx, std::string_view key,
                            std::string_view fingerprint, const EffectFn& effect,
                            const EffectFn& reconcile, std::string* output) const {
   if (!effect) return kEffectUsage;
+  // A second call for the same key in this attempt must not do it again
+  // when the first one's outcome was lost (it threw, the store was away):
+  // each call is its own request.
+  const std::string request = fmt::format("inprocess-{}", ++calls_);
   const auto begin = [&] {
-    return store_.EffectBegin({ctx.run_id, ctx.fencing_token, std::string(key),
-                               std::string(fingerprint), store::ToInstant(clock_.Now()), node_});
+    store::EffectBeginParams p;
+    p.run_id = ctx.run_id;
+    p.token = ctx.fencing_token;
+    p.key = std::string(key);
+    p.fingerprint = std::string(fingerprint);
+    p.now = store::ToInstant(clock_.Now());
+    p.node = node_;
+    p.request = request;
+    return store_.EffectBegin(p);
   };
   auto begun = begin();
   if (!begun.ok()) return Refused(ctx, key, begun.status());

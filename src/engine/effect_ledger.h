@@ -4,6 +4,7 @@
 #ifndef CRONLEDGER_ENGINE_EFFECT_LEDGER_H_
 #define CRONLEDGER_ENGINE_EFFECT_LEDGER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,8 @@ class StoreEffectLedger final : public EffectLedger {
   Clock& clock_;
   std::string node_;
   uint64_t output_cap_;
+  // Names each Run() call (EffectBeginParams::request).
+  mutable std::atomic<uint64_t> calls_{0};
 };
 
 }  // namespace cronledger::engine

@@ -347,6 +347,7 @@ struct EffectRecord {
   // may find it: keys are per job).
   std::optional<int64_t> doubt_run_id;
   std::optional<int64_t> doubt_token;
+  std::string started_request;  // see EffectBeginParams::request
   Instant started_at;
   Instant updated_at;
 };
@@ -359,6 +360,10 @@ struct EffectBeginParams {
   std::string fingerprint;  // what the effect is about; "" by default
   Instant now;
   std::string node;         // actor of the events
+  // Names one call of the caller (`effect run` invocation, ctx.Effect call):
+  // the same request asking again goes on; a different request of the same
+  // attempt finds the key in doubt. "" counts as the same request.
+  std::string request;
 };
 inline constexpr std::size_t kMaxEffectKeyBytes = 1024;
 

@@ -114,7 +114,7 @@ class ResolveCli : public ::testing::Test {
     const store::ClaimedRun c = claimed->at(0);
     for (const auto& key : keys) {
       auto b = store_->EffectBegin({c.run.id, c.token, key, "fp-" + key,
-                                    At("2024-01-05T09:00:03Z"), "n1"});
+                                    At("2024-01-05T09:00:03Z"), "n1", ""});
       EXPECT_TRUE(b.ok() && b->outcome == store::EffectBeginOutcome::kProceed);
     }
     store::FinishParams f;

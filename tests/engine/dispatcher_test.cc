@@ -208,6 +208,29 @@ TEST_F(DispatcherTest, AnEffectIsDoneOnceAndReplayedOnTheRetry) {
   EXPECT_EQ(e.result, "message-id 42");
 }
 
+// A handler that calls ctx.Effect again for a key whose first call lost its
+// outcome (the function threw) does not do it a second time.
+TEST_F(DispatcherTest, ASecondCallForTheSameKeyInOneAttemptIsInDoubt) {
+  AddJob({Step("work")});
+  std::atomic<int> sent{0};
+  std::vector<int> answers;
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    const EffectFn send = [&]() -> EffectResult {
+      if (sent++ == 0) throw std::runtime_error("timeout: did it go out?");
+      return {0, "sent"};
+    };
+    answers.push_back(ctx.Effect("mail", "", send));
+    answers.push_back(ctx.Effect("mail", "", send));  // a naive retry loop
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  RunDue(d);
+  EXPECT_EQ(sent.load(), 1);
+  EXPECT_EQ(answers, (std::vector<int>{kEffectInDoubt, kEffectInDoubt}));
+  EXPECT_EQ(OnlyRun().state, RunState::kUnknown) << "it may have happened: an operator decides";
+}
+
 // An effect whose outcome is unknown (the attempt died between begin and
 // commit; here its function threw) is in doubt for the next attempt: without
 // a reconcile function the run ends unknown even though the handler

@@ -75,7 +75,7 @@ class StoreEffects : public StoreConformance {
   Result<store::EffectBeginResult> Begin(const store::ClaimedRun& c, const std::string& key,
                                          const std::string& fingerprint = "",
                                          const std::string& now = "2026-11-05T12:01:00Z") {
-    return S().EffectBegin({c.run.id, c.token, key, fingerprint, InstantAt(now), "n1"});
+    return S().EffectBegin({c.run.id, c.token, key, fingerprint, InstantAt(now), "n1", ""});
   }
 
   Status Commit(const store::ClaimedRun& c, const std::string& key, const std::string& result,
@@ -345,7 +345,7 @@ TEST_P(StoreEffects, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
       ++ready;
       while (ready < kRuns) std::this_thread::yield();
       auto r = stores[i]->EffectBegin({claimed[i].run.id, claimed[i].token, "once", "",
-                                       InstantAt("2026-11-05T12:01:00Z"), "n1"});
+                                       InstantAt("2026-11-05T12:01:00Z"), "n1", ""});
       answers[i] = r.status();
       if (r.ok()) outcomes[i] = r->outcome;
     });
@@ -409,6 +409,35 @@ TEST_P(StoreEffects, AnAttemptEndingTheRunWithItsOwnEffectUnsettledLeavesItUnkno
   EXPECT_EQ(S().RunGet(a.run.id)->state, RunState::kUnknown);
   EXPECT_EQ(S().AttemptList(a.run.id)->at(0).end_class, "in_doubt");
   EXPECT_EQ(S().RunGet(b.run.id)->state, RunState::kPending);
+}
+
+// The same request asking again goes on (a retried begin); another call of
+// the same attempt cannot know whether the first one's effect happened: in
+// doubt, never done twice.
+TEST_P(StoreEffects, AnotherCallOfTheSameAttemptFindsItsEffectInDoubt) {
+  Setup({"a"});
+  const auto c = ClaimOne("2026-11-05T12:00:00Z");
+  const auto begin = [&](const std::string& request) {
+    store::EffectBeginParams p;
+    p.run_id = c.run.id;
+    p.token = c.token;
+    p.key = "mail";
+    p.now = InstantAt("2026-11-05T12:01:00Z");
+    p.node = "n1";
+    p.request = request;
+    auto r = S().EffectBegin(p);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->outcome : EffectBeginOutcome::kReplay;
+  };
+  EXPECT_EQ(begin("call-1"), EffectBeginOutcome::kProceed);
+  EXPECT_EQ(begin("call-1"), EffectBeginOutcome::kProceed) << "the same request, asked again";
+  EXPECT_EQ(begin("call-2"), EffectBeginOutcome::kInDoubt);
+  const auto doubt = Events("j", "effect_in_doubt");
+  ASSERT_EQ(doubt.size(), 1u);
+  EXPECT_TRUE(Has(doubt[0].reason, "earlier call of this attempt")) << doubt[0].reason;
+  // Reconciled by this attempt: it happened.
+  ASSERT_TRUE(Commit(c, "mail", "found\n").ok());
+  EXPECT_EQ(begin("call-3"), EffectBeginOutcome::kReplay);
 }
 
 TEST_P(StoreEffects, AnAttemptThatEndedLeavesItsEffectInDoubt) {

@@ -83,7 +83,7 @@ class SqliteEffects : public ::testing::Test {
 
 TEST_F(SqliteEffects, AFailureBetweenTheEffectAndItsCheckpointLeavesNeither) {
   const ClaimedRun c = ClaimedRunOfJ();
-  ASSERT_EQ(store_->EffectBegin({c.run.id, c.token, "item:1", "", At("2026-11-05T12:01:00Z"), "n1"})
+  ASSERT_EQ(store_->EffectBegin({c.run.id, c.token, "item:1", "", At("2026-11-05T12:01:00Z"), "n1", ""})
                 ->outcome,
             EffectBeginOutcome::kProceed);
   EffectCommitParams p;
@@ -162,7 +162,7 @@ TEST_F(SqliteEffects, AVersion3LedgerGainsTheEffectTablesInPlace) {
   Open();
   EXPECT_EQ(store_->GetSchemaInfo()->version, 4);
   EXPECT_EQ(store_->GetSchemaInfo()->compatible_from, 1);
-  auto r = store_->EffectBegin({c.run.id, c.token, "k", "", At("2026-11-05T12:01:00Z"), "n1"});
+  auto r = store_->EffectBegin({c.run.id, c.token, "k", "", At("2026-11-05T12:01:00Z"), "n1", ""});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outcome, EffectBeginOutcome::kProceed);
 }

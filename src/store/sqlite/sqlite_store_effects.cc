@@ -42,7 +42,7 @@ using sqlite::Transaction;
 constexpr const char* kEffectColumns =
     "id, job, key, fingerprint, state, exit_status, coalesce(result, ''), run_id, run_key, "
     "started_attempt, started_token, settled_attempt, settled_token, coalesce(settled_by, ''), "
-    "doubt_run_id, doubt_token, started_at, updated_at";
+    "doubt_run_id, doubt_token, started_at, updated_at, started_request";
 
 EffectRecord EffectFromRow(const Stmt& s) {
   EffectRecord e;
@@ -64,6 +64,7 @@ EffectRecord EffectFromRow(const Stmt& s) {
   e.doubt_token = s.OptInt(15);
   e.started_at = FromMs(s.Int(16));
   e.updated_at = FromMs(s.Int(17));
+  e.started_request = s.Text(18);
   return e;
 }
 
@@ -250,11 +251,11 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
   if (!found) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "INSERT INTO effects (job, key, fingerprint, state, run_id, run_key, started_attempt, "
-        "started_token, started_at, updated_at) VALUES (?1, ?2, ?3, 'started', ?4, ?5, ?6, ?7, "
-        "?8, ?8) RETURNING id"));
+        "started_token, started_request, started_at, updated_at) VALUES (?1, ?2, ?3, "
+        "'started', ?4, ?5, ?6, ?7, ?9, ?8, ?8) RETURNING id"));
     s.Bind(1, holder->job).Bind(2, p.key).Bind(3, p.fingerprint).Bind(4, p.run_id)
         .Bind(5, holder->run_key).Bind(6, int64_t{holder->attempt}).Bind(7, p.token)
-        .Bind(8, Ms(p.now));
+        .Bind(8, Ms(p.now)).Bind(9, p.request);
     ASSIGN_OR_RETURN(row, s.Step());
     if (!row) return Internal("inserting an effect returned no id");
     const int64_t id = s.Int(0);
@@ -286,11 +287,11 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
       ASSIGN_OR_RETURN(s, db_->Prepare(
           "UPDATE effects SET state = 'started', exit_status = NULL, result = NULL, "
           "run_id = ?1, run_key = ?2, started_attempt = ?3, started_token = ?4, "
-          "settled_attempt = NULL, settled_token = NULL, settled_by = NULL, "
-          "doubt_run_id = NULL, doubt_token = NULL, started_at = ?5, updated_at = ?5 "
-          "WHERE id = ?6"));
+          "started_request = ?7, settled_attempt = NULL, settled_token = NULL, "
+          "settled_by = NULL, doubt_run_id = NULL, doubt_token = NULL, started_at = ?5, "
+          "updated_at = ?5 WHERE id = ?6"));
       s.Bind(1, p.run_id).Bind(2, holder->run_key).Bind(3, int64_t{holder->attempt})
-          .Bind(4, p.token).Bind(5, Ms(p.now)).Bind(6, e.id);
+          .Bind(4, p.token).Bind(5, Ms(p.now)).Bind(6, e.id).Bind(7, p.request);
       RETURN_IF_ERROR(s.Run());
       ev.type = ledger::event::kEffectStarted;
       details["fingerprint"] = p.fingerprint;
@@ -307,13 +308,20 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
     case ledger::EffectState::kStarted:
       break;
   }
-  if (e.started_token == p.token) {
-    // Begun already by this very attempt (a retried request): go on.
-    return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(e)};
+  const bool own = e.started_token == p.token;
+  if (own) {
+    // Begun already by this very request (asked again): go on. Begun by
+    // another call of this attempt: that call's outcome is unknown here, so
+    // it may have happened — in doubt, not done twice.
+    if (p.request.empty() || p.request == e.started_request) {
+      return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(e)};
+    }
+  } else {
+    ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
+    if (live) return Status(StatusCode::kConflict, InProgress(e));
   }
-  ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
-  if (live) return Status(StatusCode::kConflict, InProgress(e));
-  // Started by an attempt that is over: it may or may not have happened.
+  // Started by an attempt that is over (or an earlier call of this one): it
+  // may or may not have happened.
   if (e.doubt_token == p.token) {
     return EffectBeginResult{EffectBeginOutcome::kInDoubt, std::move(e)};  // recorded already
   }
@@ -324,10 +332,12 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
     RETURN_IF_ERROR(s.Run());
   }
   ev.type = ledger::event::kEffectInDoubt;
-  ev.reason = fmt::format(
-      "effect \"{}\" was started by attempt {} of run {} (fencing token {}), which ended "
-      "without settling it",
-      e.key, e.started_attempt, e.run_key, e.started_token);
+  ev.reason = own ? fmt::format("effect \"{}\" was started by an earlier call of this attempt "
+                                "(fencing token {}), whose outcome is unknown",
+                                e.key, e.started_token)
+                  : fmt::format("effect \"{}\" was started by attempt {} of run {} (fencing "
+                                "token {}), which ended without settling it",
+                                e.key, e.started_attempt, e.run_key, e.started_token);
   details["started_run_id"] = e.run_id;
   details["started_attempt"] = e.started_attempt;
   details["started_token"] = e.started_token;

@@ -19,6 +19,10 @@ CREATE TABLE effects (
   run_key TEXT NOT NULL,
   started_attempt INTEGER NOT NULL,
   started_token INTEGER NOT NULL,
+  -- Which call of that attempt began it: the same call asking again (a
+  -- retried request) goes on; another call of the same attempt finds it in
+  -- doubt (the first call's outcome is unknown to it).
+  started_request TEXT NOT NULL DEFAULT '',
   -- The attempt that committed or failed it; settled_by instead when an
   -- operator resolved it (`cronledger resolve --effect`).
   settled_attempt INTEGER,
