@@ -524,6 +524,37 @@ TEST_P(StoreEffects, AnotherRunFindsAnEffectInDoubtAndListsIt) {
   EXPECT_EQ(Effect("shared").doubt_run_id, b.run.id);
 }
 
+// An operator cannot settle an effect that another live run is reconciling:
+// that run's word would be overridden mid-way.
+TEST_P(StoreEffects, AnEffectBeingReconciledElsewhereCannotBeResolved) {
+  Setup({"a", "b"});
+  const auto a = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(a, "shared")->outcome, EffectBeginOutcome::kProceed);
+  End(a, "2026-11-05T12:01:00Z", RunState::kUnknown, EndClass::kLeaseExpired);
+  const auto b = ClaimOne("2026-11-05T12:02:00Z");
+  ASSERT_EQ(Begin(b, "shared", "", "2026-11-05T12:03:00Z")->outcome,
+            EffectBeginOutcome::kInDoubt);
+  store::EffectResolveParams p;
+  p.run_id = a.run.id;
+  p.key = "shared";
+  p.as = EffectState::kFailed;
+  p.actor = "alice";
+  p.reason = "not in the outbox";
+  p.now = InstantAt("2026-11-05T12:04:00Z");
+  const auto refused = S().EffectResolve(p);
+  ASSERT_EQ(refused.status().code(), StatusCode::kConflict);
+  EXPECT_TRUE(Has(refused.status().message(), "being reconciled by run")) << refused.status().message();
+  EXPECT_EQ(Effect("shared").state, EffectState::kStarted);
+  // Once b's attempt is over (unknown: it left the effect in doubt), the
+  // operator decides.
+  End(b, "2026-11-05T12:05:00Z", RunState::kSucceeded, EndClass::kSucceeded);
+  EXPECT_EQ(S().RunGet(b.run.id)->state, RunState::kUnknown);
+  p.now = InstantAt("2026-11-05T12:06:00Z");
+  const auto resolved = S().EffectResolve(p);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  EXPECT_EQ(Effect("shared").state, EffectState::kFailed);
+}
+
 TEST_P(StoreEffects, CommitWithACheckpointWritesBoth) {
   Setup({"a"}, {"09:00", "10:00"});
   const auto c = ClaimOne("2026-11-05T12:00:00Z");

@@ -516,6 +516,17 @@ Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams
   }
   ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
   if (live) return Status(StatusCode::kConflict, InProgress(e));
+  if (e.doubt_run_id && e.doubt_token && *e.doubt_run_id != p.run_id) {
+    // Another run found it in doubt and may be reconciling it right now: its
+    // word (it happened, it did not) must not be overridden mid-way.
+    ASSIGN_OR_RETURN(reconciling, HoldsLease(*db_, *e.doubt_run_id, *e.doubt_token));
+    if (reconciling) {
+      return Status(StatusCode::kConflict,
+                    fmt::format("effect \"{}\" of job {} is being reconciled by run {} "
+                                "(fencing token {}); resolve it once that attempt is over",
+                                e.key, e.job, *e.doubt_run_id, *e.doubt_token));
+    }
+  }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE effects SET state = ?, settled_attempt = NULL, settled_token = NULL, "
