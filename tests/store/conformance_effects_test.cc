@@ -555,6 +555,42 @@ TEST_P(StoreEffects, AnEffectBeingReconciledElsewhereCannotBeResolved) {
   EXPECT_EQ(Effect("shared").state, EffectState::kFailed);
 }
 
+// The stalled-worker case: an attempt that lost its lease writes with its
+// old token while the run runs again under a newer one. Nothing it sends
+// applies, and a stale begin of a committed key learns nothing (no replay).
+TEST_P(StoreEffects, AnOldTokenChangesNothingWhileTheRunHoldsANewerOne) {
+  Setup({"a"});
+  const auto old = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(old, "mail")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_EQ(Begin(old, "receipt")->outcome, EffectBeginOutcome::kProceed);
+  ASSERT_TRUE(Commit(old, "receipt", "r-1").ok());
+  End(old, "2026-11-05T12:01:00Z", RunState::kPending, EndClass::kLeaseExpired);
+  const auto current = ClaimOne("2026-11-05T12:02:00Z");
+  ASSERT_EQ(current.run.id, old.run.id);
+  ASSERT_GT(current.token, old.token);
+
+  EXPECT_EQ(Begin(old, "mail").status().code(), StatusCode::kStaleLease);
+  EXPECT_EQ(Begin(old, "receipt").status().code(), StatusCode::kStaleLease)
+      << "no replay for a stale caller";
+  EXPECT_EQ(Begin(old, "new-key").status().code(), StatusCode::kStaleLease);
+  EXPECT_EQ(Commit(old, "mail", "sent").code(), StatusCode::kStaleLease);
+  store::CheckpointSetParams cp;
+  cp.run_id = old.run.id;
+  cp.token = old.token;
+  cp.value = "99";
+  cp.now = InstantAt("2026-11-05T12:03:00Z");
+  cp.node = "n1";
+  EXPECT_EQ(S().CheckpointSet(cp).code(), StatusCode::kStaleLease);
+
+  EXPECT_EQ(Effect("mail").state, EffectState::kStarted);
+  EXPECT_EQ(Effect("mail").started_token, old.token);
+  EXPECT_EQ(S().EffectGet("j", "new-key").status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(S().CheckpointGet(old.run.id)->run.has_value());
+  EXPECT_EQ(Events("j", "stale_write_rejected").size(), 5u);
+  // The current attempt is unaffected.
+  EXPECT_EQ(Begin(current, "mail")->outcome, EffectBeginOutcome::kInDoubt);
+}
+
 TEST_P(StoreEffects, CommitWithACheckpointWritesBoth) {
   Setup({"a"}, {"09:00", "10:00"});
   const auto c = ClaimOne("2026-11-05T12:00:00Z");
