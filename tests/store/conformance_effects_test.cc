@@ -591,6 +591,30 @@ TEST_P(StoreEffects, AnOldTokenChangesNothingWhileTheRunHoldsANewerOne) {
   EXPECT_EQ(Begin(current, "mail")->outcome, EffectBeginOutcome::kInDoubt);
 }
 
+// Several runs of a job may find one effect in doubt; each finding holds
+// (one does not erase another's), and each finder ends unknown unless it
+// settles the effect.
+TEST_P(StoreEffects, EveryRunThatFindsAnEffectInDoubtIsAccountable) {
+  Setup({"a", "b", "c"});
+  const auto a = ClaimOne("2026-11-05T12:00:00Z");
+  ASSERT_EQ(Begin(a, "shared")->outcome, EffectBeginOutcome::kProceed);
+  End(a, "2026-11-05T12:01:00Z", RunState::kUnknown, EndClass::kLeaseExpired);
+  const auto b = ClaimOne("2026-11-05T12:02:00Z");
+  const auto c = ClaimOne("2026-11-05T12:02:00Z");
+  ASSERT_EQ(Begin(b, "shared", "", "2026-11-05T12:03:00Z")->outcome, EffectBeginOutcome::kInDoubt);
+  ASSERT_EQ(Begin(c, "shared", "", "2026-11-05T12:03:00Z")->outcome, EffectBeginOutcome::kInDoubt);
+  EXPECT_EQ(Begin(b, "shared", "", "2026-11-05T12:03:30Z")->outcome, EffectBeginOutcome::kInDoubt)
+      << "b's finding still stands after c's";
+  EXPECT_EQ(Events("j", "effect_in_doubt").size(), 2u);
+  for (const int64_t id : {b.run.id, c.run.id}) {
+    ASSERT_EQ(S().EffectList(id)->size(), 1u) << id;
+  }
+  End(b, "2026-11-05T12:04:00Z", RunState::kSucceeded, EndClass::kSucceeded);
+  End(c, "2026-11-05T12:04:00Z", RunState::kSucceeded, EndClass::kSucceeded);
+  EXPECT_EQ(S().RunGet(b.run.id)->state, RunState::kUnknown);
+  EXPECT_EQ(S().RunGet(c.run.id)->state, RunState::kUnknown);
+}
+
 TEST_P(StoreEffects, CommitWithACheckpointWritesBoth) {
   Setup({"a"}, {"09:00", "10:00"});
   const auto c = ClaimOne("2026-11-05T12:00:00Z");

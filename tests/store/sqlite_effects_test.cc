@@ -154,7 +154,7 @@ TEST_F(SqliteEffects, AVersion3LedgerGainsTheEffectTablesInPlace) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/ledger.db").c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
-                         "DROP TABLE effects; DROP TABLE checkpoints; "
+                         "DROP TABLE effect_doubts; DROP TABLE effects; DROP TABLE checkpoints; "
                          "UPDATE schema_meta SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);

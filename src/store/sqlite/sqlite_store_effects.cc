@@ -170,12 +170,53 @@ Result<std::optional<RunRow>> LoadRun(Db& db, int64_t run_id) {
   return std::optional<RunRow>(RunRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3)});
 }
 
+// Whether attempt `token` found this start of `e` in doubt.
+Result<bool> FoundInDoubt(Db& db, const EffectRecord& e, int64_t token) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "SELECT 1 FROM effect_doubts WHERE effect_id = ? AND token = ? AND started_token = ?"));
+  s.Bind(1, e.id).Bind(2, token).Bind(3, e.started_token);
+  ASSIGN_OR_RETURN(row, s.Step());
+  return row;
+}
+
+// Records that the attempt `token` of `run_id` found `e` in doubt; the
+// effect row keeps the latest finder for display.
+Status RecordDoubt(Db& db, const EffectRecord& e, int64_t run_id, int64_t token, Instant now) {
+  {
+    ASSIGN_OR_RETURN(s, db.Prepare(
+        "INSERT INTO effect_doubts (effect_id, started_token, run_id, token, found_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (effect_id, token) DO NOTHING"));
+    s.Bind(1, e.id).Bind(2, e.started_token).Bind(3, run_id).Bind(4, token).Bind(5, Ms(now));
+    RETURN_IF_ERROR(s.Run());
+  }
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "UPDATE effects SET doubt_run_id = ?, doubt_token = ?, updated_at = ? WHERE id = ?"));
+  s.Bind(1, run_id).Bind(2, token).Bind(3, Ms(now)).Bind(4, e.id);
+  return s.Run();
+}
+
+// A live attempt of another run than `run_id` that found this start of `e`
+// in doubt (it may be reconciling it now): (run id, token).
+Result<std::optional<std::pair<int64_t, int64_t>>> LiveFinderElsewhere(Db& db,
+                                                                       const EffectRecord& e,
+                                                                       int64_t run_id) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "SELECT d.run_id, d.token FROM effect_doubts d JOIN runs r ON r.id = d.run_id "
+      "AND r.lease_token = d.token AND r.state = 'running' "
+      "WHERE d.effect_id = ? AND d.started_token = ? AND d.run_id <> ? LIMIT 1"));
+  s.Bind(1, e.id).Bind(2, e.started_token).Bind(3, run_id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<std::pair<int64_t, int64_t>>();
+  return std::optional<std::pair<int64_t, int64_t>>(std::make_pair(s.Int(0), s.Int(1)));
+}
+
 // The keys of the effects in doubt for a run: `started`, started by it or
 // found in doubt by it, and not held by a live attempt.
 Result<std::vector<std::string>> InDoubtKeys(Db& db, int64_t run_id) {
   ASSIGN_OR_RETURN(s, db.Prepare(
       "SELECT e.key FROM effects e WHERE e.state = 'started' "
-      "AND (e.run_id = ?1 OR e.doubt_run_id = ?1) "
+      "AND (e.run_id = ?1 OR EXISTS (SELECT 1 FROM effect_doubts d WHERE d.effect_id = e.id "
+      "AND d.run_id = ?1 AND d.started_token = e.started_token)) "
       "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = e.run_id "
       "AND r.lease_token = e.started_token AND r.state = 'running') ORDER BY e.key"));
   s.Bind(1, run_id);
@@ -322,15 +363,9 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
   }
   // Started by an attempt that is over (or an earlier call of this one): it
   // may or may not have happened.
-  if (e.doubt_token == p.token) {
-    return EffectBeginResult{EffectBeginOutcome::kInDoubt, std::move(e)};  // recorded already
-  }
-  {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "UPDATE effects SET doubt_run_id = ?, doubt_token = ?, updated_at = ? WHERE id = ?"));
-    s.Bind(1, p.run_id).Bind(2, p.token).Bind(3, Ms(p.now)).Bind(4, e.id);
-    RETURN_IF_ERROR(s.Run());
-  }
+  ASSIGN_OR_RETURN(recorded, FoundInDoubt(*db_, e, p.token));
+  if (recorded) return EffectBeginResult{EffectBeginOutcome::kInDoubt, std::move(e)};
+  RETURN_IF_ERROR(RecordDoubt(*db_, e, p.run_id, p.token, p.now));
   ev.type = ledger::event::kEffectInDoubt;
   ev.reason = own ? fmt::format("effect \"{}\" was started by an earlier call of this attempt "
                                 "(fencing token {}), whose outcome is unknown",
@@ -387,7 +422,8 @@ Result<SqliteStore::Answer> SqliteStore::EffectSettleLocked(const SettleParams& 
   if (e.started_token != p.token) {
     ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
     if (live) return Answer{Status(StatusCode::kConflict, InProgress(e))};
-    if (e.doubt_token != p.token) {
+    ASSIGN_OR_RETURN(found_it, FoundInDoubt(*db_, e, p.token));
+    if (!found_it) {
       return Answer{Status(StatusCode::kConflict,
                            fmt::format("effect \"{}\" of job {} was started by attempt {} of run "
                                        "{} and is in doubt: begin it, reconcile, then {} it",
@@ -508,7 +544,15 @@ Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams
                   fmt::format("effect \"{}\" of job {} is already {}", e.key, e.job,
                               ledger::Name(e.state)));
   }
-  if (e.run_id != p.run_id && e.doubt_run_id != p.run_id) {
+  bool found_by_run = false;
+  if (e.run_id != p.run_id) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT 1 FROM effect_doubts WHERE effect_id = ? AND run_id = ? AND started_token = ?"));
+    s.Bind(1, e.id).Bind(2, p.run_id).Bind(3, e.started_token);
+    ASSIGN_OR_RETURN(row, s.Step());
+    found_by_run = row;
+  }
+  if (e.run_id != p.run_id && !found_by_run) {
     return Status(StatusCode::kConflict,
                   fmt::format("effect \"{}\" of job {} is not in doubt for run {} (it was "
                               "started by run {})",
@@ -516,15 +560,15 @@ Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams
   }
   ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
   if (live) return Status(StatusCode::kConflict, InProgress(e));
-  if (e.doubt_run_id && e.doubt_token && *e.doubt_run_id != p.run_id) {
+  {
     // Another run found it in doubt and may be reconciling it right now: its
     // word (it happened, it did not) must not be overridden mid-way.
-    ASSIGN_OR_RETURN(reconciling, HoldsLease(*db_, *e.doubt_run_id, *e.doubt_token));
+    ASSIGN_OR_RETURN(reconciling, LiveFinderElsewhere(*db_, e, p.run_id));
     if (reconciling) {
       return Status(StatusCode::kConflict,
                     fmt::format("effect \"{}\" of job {} is being reconciled by run {} "
                                 "(fencing token {}); resolve it once that attempt is over",
-                                e.key, e.job, *e.doubt_run_id, *e.doubt_token));
+                                e.key, e.job, reconciling->first, reconciling->second));
     }
   }
   {
@@ -611,7 +655,8 @@ Status SqliteStore::RunResolve(const RunResolveParams& p) {
 Result<std::vector<EffectRecord>> SqliteStore::EffectList(int64_t run_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
-      "SELECT {} FROM effects WHERE run_id = ?1 OR doubt_run_id = ?1 ORDER BY started_at, id",
+      "SELECT {} FROM effects e WHERE e.run_id = ?1 OR EXISTS (SELECT 1 FROM effect_doubts d "
+      "WHERE d.effect_id = e.id AND d.run_id = ?1) ORDER BY e.started_at, e.id",
       kEffectColumns)));
   s.Bind(1, run_id);
   std::vector<EffectRecord> out;

@@ -369,8 +369,10 @@ Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& given)
     // did not settle makes the run `unknown`, whatever the step's exit
     // status said. The server records it, not the step.
     ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT key FROM effects WHERE doubt_run_id = ?1 AND doubt_token = ?2 "
-        "AND started_token <> ?2 AND state = 'started' ORDER BY key LIMIT 1"));
+        "SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
+        "WHERE d.run_id = ?1 AND d.token = ?2 AND e.state = 'started' "
+        "AND e.started_token = d.started_token AND e.started_token <> ?2 "
+        "ORDER BY e.key LIMIT 1"));
     s.Bind(1, p.run_id).Bind(2, p.token);
     ASSIGN_OR_RETURN(row, s.Step());
     std::string in_doubt = row ? s.Text(0) : "";

@@ -37,6 +37,19 @@ CREATE TABLE effects (
   UNIQUE (job, key)
 );
 CREATE INDEX effects_run ON effects (run_id);
+
+-- Every attempt that found an effect in doubt (several runs of a job may):
+-- each such attempt must settle it or end its run `unknown`. `started_token`
+-- names the start it was found in doubt (a redo after `failed` is a new one).
+CREATE TABLE effect_doubts (
+  effect_id INTEGER NOT NULL REFERENCES effects(id),
+  started_token INTEGER NOT NULL,
+  run_id INTEGER NOT NULL,
+  token INTEGER NOT NULL,
+  found_at INTEGER NOT NULL,
+  PRIMARY KEY (effect_id, token)
+) WITHOUT ROWID;
+CREATE INDEX effect_doubts_run ON effect_doubts (run_id, token);
 CREATE INDEX effects_doubt ON effects (doubt_run_id) WHERE doubt_run_id IS NOT NULL;
 
 -- A watermark: scope 'run' is keyed by run_id, scope 'partition' by (job,
