@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "bench_ledger.h"
 #include "bench_util.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -128,16 +129,6 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int64_t QueryInt(sqlite3* db, const std::string& sql) {
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-    Die(fmt::format("{}: {}", sql, sqlite3_errmsg(db)));
-  }
-  int64_t v = -1;
-  if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
-  sqlite3_finalize(s);
-  return v;
-}
 
 int Main(int argc, char** argv) {
   const Options opt = ParseArgs(argc, argv);
@@ -221,11 +212,11 @@ int Main(int argc, char** argv) {
   }
   const int64_t first_ms = first.time_since_epoch().count() * 1000;
   const int64_t last_ms = last.time_since_epoch().count() * 1000;
-  const int64_t succeeded = QueryInt(
+  const int64_t succeeded = bench::QueryInt(
       db, fmt::format("SELECT count(*) FROM runs WHERE scheduled_at BETWEEN {} AND {} AND "
                       "state = 'succeeded' AND attempts = 1",
                       first_ms, last_ms));
-  const int64_t early = QueryInt(
+  const int64_t early = bench::QueryInt(
       db, "SELECT count(*) FROM events e JOIN runs r ON r.id = e.run_id "
           "WHERE e.type = 'claimed' AND e.at < r.scheduled_at");
   sqlite3_close(db);

@@ -45,6 +45,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "bench_ledger.h"
 #include "bench_util.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -225,28 +226,7 @@ struct Ledger {
   // instant.
   sys_seconds PlanNext() {
     const sys_seconds at = OccurrenceAt(occurrence++);
-    store::PlanParams p;
-    p.job = kJob;
-    p.planned_through = at;
-    p.now = store::ToInstant(at);
-    store::PlannedOccurrence o;
-    o.scheduled_at = at;
-    o.local_time = FormatUtc(at);
-    o.job_version = 1;
-    o.tzdata = "bench";
-    const std::string period = FormatUtc(at);
-    for (int i = 0; i < kRuns; ++i) o.runs.push_back({fmt::format("p{:04d}", i), period, "2026-01-01"});
-    p.occurrences.push_back(std::move(o));
-    const auto planned = Check(store->RunPlan(p), "RunPlan");
-    store::ReleaseParams r;
-    r.job = kJob;
-    r.now = store::ToInstant(at + seconds{1});
-    r.limit = kRuns;
-    const auto released = Check(store->RunRelease(r), "RunRelease");
-    if (planned.runs_planned != kRuns || released.released != kRuns) {
-      Die(fmt::format("planned {}, released {} of {}", planned.runs_planned, released.released,
-                      kRuns));
-    }
+    bench::PlanAndRelease(*store, kJob, at, kRuns);
     return at;
   }
 };

@@ -43,6 +43,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "bench_ledger.h"
 #include "bench_util.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -143,17 +144,6 @@ const char* RootDir() {
   return root;
 }
 
-// Counts on a plain sqlite3 connection, for verification only.
-int64_t CountOf(sqlite3* db, const std::string& sql) {
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-    Die(fmt::format("{}: {}", sql, sqlite3_errmsg(db)));
-  }
-  int64_t v = -1;
-  if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
-  sqlite3_finalize(s);
-  return v;
-}
 
 // A fresh ledger with one subprocess job running `true`; plans kRuns due
 // runs on demand.
@@ -212,28 +202,7 @@ struct Ledger {
   // instant.
   sys_seconds PlanNext() {
     const sys_seconds at = OccurrenceAt(occurrence++);
-    store::PlanParams p;
-    p.job = kJob;
-    p.planned_through = at;
-    p.now = store::ToInstant(at);
-    store::PlannedOccurrence o;
-    o.scheduled_at = at;
-    o.local_time = FormatUtc(at);
-    o.job_version = 1;
-    o.tzdata = "bench";
-    const std::string period = FormatUtc(at);
-    for (int i = 0; i < kRuns; ++i) o.runs.push_back({fmt::format("p{:04d}", i), period, "2026-01-01"});
-    p.occurrences.push_back(std::move(o));
-    const auto planned = Check(store->RunPlan(p), "RunPlan");
-    store::ReleaseParams r;
-    r.job = kJob;
-    r.now = store::ToInstant(at + seconds{1});
-    r.limit = kRuns;
-    const auto released = Check(store->RunRelease(r), "RunRelease");
-    if (planned.runs_planned != kRuns || released.released != kRuns) {
-      Die(fmt::format("planned {}, released {} of {}", planned.runs_planned, released.released,
-                      kRuns));
-    }
+    bench::PlanAndRelease(*store, kJob, at, kRuns);
     return at;
   }
 
@@ -241,22 +210,22 @@ struct Ledger {
   // succeeded with exit status 0, and its four events. Empty when all is well.
   std::string Verify(sys_seconds at) {
     const int64_t t = Ms(at);
-    const int64_t succeeded = CountOf(
+    const int64_t succeeded = bench::QueryInt(
         check, fmt::format("SELECT count(*) FROM runs WHERE scheduled_at = {} AND state = "
                            "'succeeded' AND attempts = 1 AND finished_at IS NOT NULL AND "
                            "lease_token IS NULL",
                            t));
-    const int64_t attempts = CountOf(
+    const int64_t attempts = bench::QueryInt(
         check, fmt::format("SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id "
                            "WHERE r.scheduled_at = {}",
                            t));
-    const int64_t closed = CountOf(
+    const int64_t closed = bench::QueryInt(
         check, fmt::format("SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id "
                            "WHERE r.scheduled_at = {} AND a.number = 1 AND a.started_at IS NOT "
                            "NULL AND a.ended_at IS NOT NULL AND a.end_class = 'succeeded' AND "
                            "a.exit_status = 0",
                            t));
-    const int64_t events = CountOf(
+    const int64_t events = bench::QueryInt(
         check, fmt::format("SELECT count(*) FROM events e JOIN runs r ON r.id = e.run_id WHERE "
                            "r.scheduled_at = {} AND e.type IN ('claimed', 'step_started', "
                            "'step_succeeded', 'succeeded')",
