@@ -49,6 +49,24 @@ class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
+  // Plans, for job `job`, one run per partition at each time ("HH:MM" on
+  // 2026-11-05, period "THH:MM") and releases everything due at 12:00.
+  void Setup(const std::vector<std::string>& partitions,
+             const std::vector<std::string>& times = {"09:00"}, const std::string& job = "j") {
+    AddJob(job);
+    std::vector<store::PlannedOccurrence> occs;
+    for (const auto& t : times) {
+      const std::string at = "2026-11-05T" + t + ":00Z";
+      occs.push_back(Occurrence(at, partitions, "T" + t));
+    }
+    Plan(job, occs, "2026-11-05T" + times.back() + ":00Z", "2026-11-05T08:00:00Z");
+    store::ReleaseParams r;
+    r.job = job;
+    r.policy.misfire_grace = std::chrono::hours{24};
+    r.now = InstantAt("2026-11-05T12:00:00Z");
+    ASSERT_TRUE(S().RunRelease(r).ok());
+  }
+
   // One occurrence at `at` with one run per partition, period = date part.
   static store::PlannedOccurrence Occurrence(const std::string& at,
                                              const std::vector<std::string>& partitions,

@@ -16,24 +16,6 @@ using store::EffectBeginOutcome;
 
 class StoreEffects : public StoreConformance {
  protected:
-  // Plans one 09:00 run on 2026-11-05 per partition of job `job` (or one per
-  // time for partition "a") and releases them at 12:00.
-  void Setup(const std::vector<std::string>& partitions,
-             const std::vector<std::string>& times = {"09:00"}, const std::string& job = "j") {
-    AddJob(job);
-    std::vector<store::PlannedOccurrence> occs;
-    for (const auto& t : times) {
-      const std::string at = "2026-11-05T" + t + ":00Z";
-      occs.push_back(Occurrence(at, partitions, "T" + t));
-    }
-    Plan(job, occs, "2026-11-05T" + times.back() + ":00Z", "2026-11-05T08:00:00Z");
-    store::ReleaseParams r;
-    r.job = job;
-    r.policy.misfire_grace = std::chrono::hours{24};
-    r.now = InstantAt("2026-11-05T12:00:00Z");
-    ASSERT_TRUE(S().RunRelease(r).ok());
-  }
-
   std::vector<store::ClaimedRun> Claim(const std::string& now, int limit,
                                        const std::string& node = "n1") {
     store::ClaimRule rule;

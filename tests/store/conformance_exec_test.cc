@@ -11,24 +11,6 @@ using std::chrono::seconds;
 
 class StoreExec : public StoreConformance {
  protected:
-  // Plans `periods` (each "HH:MM" on 2026-11-05) for `partitions` and
-  // releases everything due at 12:00.
-  void Setup(const std::vector<std::string>& partitions,
-             const std::vector<std::string>& times = {"09:00"}, const std::string& job = "j") {
-    AddJob(job);
-    std::vector<store::PlannedOccurrence> occs;
-    for (const auto& t : times) {
-      const std::string at = "2026-11-05T" + t + ":00Z";
-      occs.push_back(Occurrence(at, partitions, "T" + t));
-    }
-    Plan(job, occs, "2026-11-05T" + times.back() + ":00Z", "2026-11-05T08:00:00Z");
-    store::ReleaseParams r;
-    r.job = job;
-    r.policy.misfire_grace = std::chrono::hours{24};
-    r.now = InstantAt("2026-11-05T12:00:00Z");
-    ASSERT_TRUE(S().RunRelease(r).ok());
-  }
-
   store::ClaimRule Rule(const std::string& job = "j") {
     store::ClaimRule rule;
     rule.job = job;
