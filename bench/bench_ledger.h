@@ -17,6 +17,9 @@
 
 namespace cronledger::bench {
 
+// An instant as the ledger stores it: milliseconds since the epoch.
+inline int64_t Ms(std::chrono::sys_seconds t) { return t.time_since_epoch().count() * 1000; }
+
 // One number from a plain sqlite3 connection, for verification only.
 inline int64_t QueryInt(sqlite3* db, const std::string& sql) {
   sqlite3_stmt* s = nullptr;

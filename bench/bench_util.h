@@ -13,6 +13,14 @@
 
 namespace cronledger::bench {
 
+#ifdef NDEBUG
+inline constexpr bool kNdebug = true;
+inline constexpr const char* kBuildType = "NDEBUG (optimised, asserts off)";
+#else
+inline constexpr bool kNdebug = false;
+inline constexpr const char* kBuildType = "NOT NDEBUG (debug build: figures are not meaningful)";
+#endif
+
 // Set by each benchmark's main file: its name, for messages.
 extern const char* const kBenchName;
 

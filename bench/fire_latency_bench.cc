@@ -50,16 +50,11 @@ const char* const kBenchName = "fire_latency_bench";
 namespace {
 
 using bench::Check;
+using bench::kBuildType;
 using bench::Die;
 using std::chrono::duration;
 using std::chrono::milliseconds;
 using std::chrono::sys_seconds;
-
-#ifdef NDEBUG
-constexpr const char* kBuildType = "NDEBUG (optimised, asserts off)";
-#else
-constexpr const char* kBuildType = "NOT NDEBUG (debug build: figures are not meaningful)";
-#endif
 
 constexpr int kPartitions = 1000;
 constexpr const char* kJob = "fire";

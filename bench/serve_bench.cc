@@ -65,6 +65,9 @@ const char* const kBenchName = "serve_bench";
 namespace {
 
 using bench::Check;
+using bench::Ms;
+using bench::kBuildType;
+using bench::kNdebug;
 using bench::Die;
 
 namespace fs = std::filesystem;
@@ -74,16 +77,6 @@ using std::chrono::sys_seconds;
 constexpr int kRuns = 2048;  // runs per iteration (a multiple of 256)
 constexpr const char* kJob = "noop";
 constexpr const char* kStep = "work";
-
-#ifdef NDEBUG
-constexpr bool kNdebug = true;
-constexpr const char* kBuildType = "NDEBUG (optimised, asserts off)";
-#else
-constexpr bool kNdebug = false;
-constexpr const char* kBuildType = "NOT NDEBUG (debug build: figures are not meaningful)";
-#endif
-
-int64_t Ms(sys_seconds t) { return t.time_since_epoch().count() * 1000; }
 
 // Occurrences are planned at fixed past instants, one second apart, so they
 // are due for the dispatcher's real clock and release never misfires them.
@@ -494,7 +487,7 @@ int main(int argc, char** argv) {
   // The dispatcher logs every finished run at info; keep the output to the
   // figures (serve would write those lines).
   spdlog::set_level(spdlog::level::warn);
-  std::fprintf(stderr, "serve_bench: build %s, SQLite %s\n", cronledger::kBuildType,
+  std::fprintf(stderr, "serve_bench: build %s, SQLite %s\n", cronledger::bench::kBuildType,
                sqlite3_libversion());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

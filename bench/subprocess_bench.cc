@@ -64,6 +64,9 @@ const char* const kBenchName = "subprocess_bench";
 namespace {
 
 using bench::Check;
+using bench::Ms;
+using bench::kBuildType;
+using bench::kNdebug;
 using bench::Die;
 
 namespace fs = std::filesystem;
@@ -74,16 +77,6 @@ constexpr int kRuns = 512;  // runs per iteration
 constexpr const char* kJob = "truejob";
 constexpr const char* kStep = "run";
 constexpr const char* kTrue = "/bin/true";
-
-#ifdef NDEBUG
-constexpr bool kNdebug = true;
-constexpr const char* kBuildType = "NDEBUG (optimised, asserts off)";
-#else
-constexpr bool kNdebug = false;
-constexpr const char* kBuildType = "NOT NDEBUG (debug build: figures are not meaningful)";
-#endif
-
-int64_t Ms(sys_seconds t) { return t.time_since_epoch().count() * 1000; }
 
 // ---- the raw ceiling -------------------------------------------------------------
 
@@ -311,7 +304,7 @@ int main(int argc, char** argv) {
   // The dispatcher logs every finished run at info; keep the output to the
   // figures.
   spdlog::set_level(spdlog::level::warn);
-  std::fprintf(stderr, "subprocess_bench: build %s, SQLite %s\n", cronledger::kBuildType,
+  std::fprintf(stderr, "subprocess_bench: build %s, SQLite %s\n", cronledger::bench::kBuildType,
                sqlite3_libversion());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
