@@ -3,6 +3,7 @@
 #define CRONLEDGER_STORE_SQLITE_SQLITE_STORE_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -112,6 +113,9 @@ class SqliteStore final : public Store {
   };
   Result<Answer> StepUpdateLocked(const StepParams& p);
   Result<Answer> FinishLocked(const FinishParams& p);
+  // One fenced write as its own transaction: commits when it applied, and
+  // when it was refused as stale (its stale_write_rejected event stays).
+  Status FencedWrite(const std::function<Result<Answer>()>& write);
   // Settles a started effect for EffectCommit / EffectFail, fenced
   // (sqlite_store_effects.cc).
   struct SettleParams;

@@ -477,9 +477,6 @@ Result<SqliteStore::Answer> SqliteStore::EffectSettleLocked(const SettleParams& 
 
 Status SqliteStore::EffectCommit(const EffectCommitParams& p) {
   RETURN_IF_ERROR(CheckKey(p.key));
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
   SettleParams s;
   s.run_id = p.run_id;
   s.token = p.token;
@@ -490,18 +487,11 @@ Status SqliteStore::EffectCommit(const EffectCommitParams& p) {
   s.checkpoint = &p.checkpoint;
   s.now = p.now;
   s.node = p.node;
-  ASSIGN_OR_RETURN(answer, EffectSettleLocked(s));
-  // A stale write still commits its stale_write_rejected event.
-  const Status& result = answer.status;
-  if (result.ok() || result.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
-  return result;
+  return FencedWrite([&] { return EffectSettleLocked(s); });
 }
 
 Status SqliteStore::EffectFail(const EffectFailParams& p) {
   RETURN_IF_ERROR(CheckKey(p.key));
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
   SettleParams s;
   s.run_id = p.run_id;
   s.token = p.token;
@@ -511,10 +501,7 @@ Status SqliteStore::EffectFail(const EffectFailParams& p) {
   s.result = p.result;
   s.now = p.now;
   s.node = p.node;
-  ASSIGN_OR_RETURN(answer, EffectSettleLocked(s));
-  const Status& result = answer.status;
-  if (result.ok() || result.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
-  return result;
+  return FencedWrite([&] { return EffectSettleLocked(s); });
 }
 
 // ---- operator resolution ----------------------------------------------------------

@@ -351,15 +351,18 @@ Result<SqliteStore::Answer> SqliteStore::StepUpdateLocked(const StepParams& p) {
   return Answer{Status::Ok()};
 }
 
-Status SqliteStore::StepUpdate(const StepParams& p) {
+Status SqliteStore::FencedWrite(const std::function<Result<Answer>()>& write) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(answer, StepUpdateLocked(p));
-  // A stale write still commits its stale_write_rejected event.
+  ASSIGN_OR_RETURN(answer, write());
   const Status& result = answer.status;
   if (result.ok() || result.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
   return result;
+}
+
+Status SqliteStore::StepUpdate(const StepParams& p) {
+  return FencedWrite([&] { return StepUpdateLocked(p); });
 }
 
 Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& given) {
