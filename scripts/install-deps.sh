@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ccache tzdata git
   libsqlite3-dev libpq-dev libpqxx-dev postgresql
-  nlohmann-json3-dev libcpp-httplib-dev libhowardhinnant-date-dev libtomlplusplus-dev
+  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev libtomlplusplus-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
 )
 

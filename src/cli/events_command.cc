@@ -57,7 +57,7 @@ int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err) {
     for (const auto& e : *events) list.push_back(EventJson(e));
     nlohmann::ordered_json doc;
     doc["events"] = std::move(list);
-    out << doc.dump(2) << "\n";
+    out << api::Dump(doc, 2) << "\n";
     return kExitOk;
   }
   PrintEventTable(*events, out);

@@ -31,14 +31,6 @@ std::string Cell(std::string text) {
 
 }  // namespace
 
-std::string FormatInstant(store::Instant t) {
-  return FormatUtc(std::chrono::floor<std::chrono::seconds>(t));
-}
-
-ordered_json StringOrNull(const std::string& text) {
-  return text.empty() ? ordered_json(nullptr) : ordered_json(text);
-}
-
 ordered_json RunJson(const store::RunRecord& run, const std::vector<store::StepState>& steps) {
   ordered_json j;
   j["id"] = run.id;

@@ -9,16 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "api/json_shapes.h"
 #include "cronledger/status.h"
 #include "store/store.h"
 
 namespace cronledger::cli {
 
-// "2026-11-28T09:00:00Z": an instant floored to the second.
-std::string FormatInstant(store::Instant t);
-
-// The text as a JSON string, or null when it is empty.
-nlohmann::ordered_json StringOrNull(const std::string& text);
+using api::FormatInstant;
+using api::StringOrNull;
 
 // DESIGN.md `runs` item: id, run_key, job, partition, period, business_date,
 // scheduled_at, state, reason (null unless skipped), attempts, steps.

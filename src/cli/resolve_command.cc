@@ -33,7 +33,7 @@ int PrintRun(store::Store& store, int64_t run_id, bool json, const std::string& 
     err << "cronledger resolve: " << steps.status().message() << "\n";
     return ExitCodeFor(steps.status());
   }
-  out << RunJson(*run, *steps).dump(2) << "\n";
+  out << api::Dump(RunJson(*run, *steps), 2) << "\n";
   return kExitOk;
 }
 

@@ -52,21 +52,6 @@ Result<bool> InDoubt(store::Store& store, const store::EffectRecord& e) {
   return true;
 }
 
-ordered_json EffectJson(const store::EffectRecord& e, bool in_doubt) {
-  const auto opt = [](const auto& v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
-  return {{"key", e.key},
-          {"state", std::string(ledger::Name(e.state))},
-          {"fingerprint", e.fingerprint},
-          {"exit_status", opt(e.exit_status)},
-          {"in_doubt", in_doubt},
-          {"run_id", e.run_id},
-          {"started_attempt", e.started_attempt},
-          {"settled_attempt", opt(e.settled_attempt)},
-          {"settled_by", StringOrNull(e.settled_by)},
-          {"started_at", FormatInstant(e.started_at)},
-          {"updated_at", FormatInstant(e.updated_at)}};
-}
-
 int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::ostream& err) {
   auto run = store.RunGet(id);
   if (!run.ok()) {
@@ -106,13 +91,13 @@ int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::
     j["attempt_list"] = std::move(attempt_list);
     ordered_json effect_list = ordered_json::array();
     for (std::size_t i = 0; i < effects->size(); ++i) {
-      effect_list.push_back(EffectJson((*effects)[i], in_doubt[i]));
+      effect_list.push_back(api::EffectJson((*effects)[i], in_doubt[i]));
     }
     j["effects"] = std::move(effect_list);
     ordered_json list = ordered_json::array();
     for (const auto& e : *events) list.push_back(EventJson(e));
     j["events"] = std::move(list);
-    out << j.dump(2) << "\n";
+    out << api::Dump(j, 2) << "\n";
     return kExitOk;
   }
   const std::string reason = run->reason ? std::string(ledger::Name(*run->reason)) : "-";
@@ -226,7 +211,7 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
     }
     ordered_json doc;
     doc["runs"] = std::move(list);
-    out << doc.dump(2) << "\n";
+    out << api::Dump(doc, 2) << "\n";
     return kExitOk;
   }
   TextTable table(

@@ -8,6 +8,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "api/attempt_api.h"
+#include "api/credential.h"
+#include "api/http_server.h"
 #include "cli/context.h"
 #include "common/logging.h"
 #include "cli/exit_codes.h"
@@ -25,11 +28,6 @@ std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
   return buf;
-}
-
-std::string PortOf(const std::string& listen) {
-  const auto colon = listen.rfind(':');
-  return colon == std::string::npos ? listen : listen.substr(colon + 1);
 }
 
 // Logs, per job, where it stands: what an operator restarting after an
@@ -76,8 +74,16 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     }
     config.server.listen = *args.listen;
   }
+  // Bound before anything else starts, so that a taken port fails fast and
+  // port 0 ("any free port") is known for the node id and the steps.
+  api::HttpServer http(static_cast<std::size_t>(config.server.max_workers) + 4);
+  if (Status s = http.Bind(config.server.listen); !s.ok()) {
+    err << "cronledger serve: " << s.message()
+        << " (server.listen or --listen; port 0 takes any free port)\n";
+    return kExitUsage;
+  }
   std::string node_id = args.node_id.value_or(config.server.node_id);
-  if (node_id.empty()) node_id = HostName() + ":" + PortOf(config.server.listen);
+  if (node_id.empty()) node_id = HostName() + ":" + std::to_string(http.port());
 
   // Signals are taken by a dedicated thread, never by whichever thread
   // happens to run: block them before any thread starts.
@@ -107,10 +113,21 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     if (!exiting) _exit(130);
   });
 
+  // What steps call: effects and checkpoints, with per-attempt credentials.
+  const api::AttemptCredentials credentials;
+  api::StoreEffectWrites effect_writes(*store);
+  api::AttemptApi attempt_api(*store, effect_writes, clock, credentials,
+                              {.node = node_id, .output_cap = config.server.output_cap});
+  http.Serve(attempt_api);
+  spdlog::info("serve: API listening on {}", http.url());
+
   engine::Planner planner(config, *store, clock);
   engine::Reaper reaper(config, *store);
   HandlerRegistry no_handlers;  // the command has none; embedding apps register theirs
-  engine::DefaultStepRunner runner(config, clock, &no_handlers);
+  engine::DefaultStepRunner runner(
+      config, clock, &no_handlers, [&](const exec::StepContext& ctx) {
+        return api::AttemptEnvironment(*store, credentials, http.url(), ctx);
+      });
   engine::DispatcherOptions dispatch;
   dispatch.node = node_id;
   dispatch.max_workers = config.server.max_workers;
@@ -129,6 +146,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
                  config.server.drain_timeout.count(), active);
   }
   dispatcher.Drain(clock.Now() + config.server.drain_timeout);
+  http.Stop();  // after the drain: finishing steps still commit their effects
 
   // Wake the signal thread, which may still be waiting for a (second) signal.
   exiting = true;

@@ -74,7 +74,7 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
     for (const auto& s : report->jobs) jobs.push_back(JobJson(s));
     ordered_json doc;
     doc["jobs"] = std::move(jobs);
-    out << doc.dump(2) << "\n";
+    out << api::Dump(doc, 2) << "\n";
     return kExitOk;
   }
 

@@ -169,9 +169,10 @@ void ApplyListen(const Value& v, const Site& site, ServerConfig& s) {
   const bool port_ok =
       !port.empty() && port.size() <= 5 &&
       std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-      std::stoi(port) >= 1 && std::stoi(port) <= 65535;
+      std::stoi(port) <= 65535;
   if (!port_ok) {
-    return site.Error(fmt::format("port {} must be a number from 1 to 65535", Quote(port)));
+    return site.Error(
+        fmt::format("port {} must be a number from 0 (any free port) to 65535", Quote(port)));
   }
   in_addr v4{};
   in6_addr v6{};
@@ -407,8 +408,9 @@ const KeySpec<ServerConfig> kServerKeys[] = {
      "later release.",
      ApplyStore},
     {"listen", Kind::kString, "string: host:port", "127.0.0.1:8377",
-     "Address of the HTTP API. Loopback hosts only (127.x.x.x, [::1], localhost) until "
-     "authentication exists.",
+     "Address of the HTTP API, which steps reach as `CRONLEDGER_API`. Loopback hosts only "
+     "(127.x.x.x, [::1], localhost) until authentication exists. Port 0 takes any free port; "
+     "`serve` logs the address it got. A port already in use stops `serve` at start (exit 2).",
      ApplyListen},
     {"node_id", Kind::kString, "string", "host name and listen port",
      "Names this process in attempts and events: 1-128 characters, no spaces.", ApplyNodeId},

@@ -9,8 +9,8 @@
 namespace cronledger::engine {
 
 DefaultStepRunner::DefaultStepRunner(const config::Config& config, Clock& clock,
-                                     const HandlerRegistry* handlers)
-    : config_(config), clock_(clock), handlers_(handlers) {}
+                                     const HandlerRegistry* handlers, AttemptEnv attempt_env)
+    : config_(config), clock_(clock), handlers_(handlers), attempt_env_(std::move(attempt_env)) {}
 
 exec::StepOutcome DefaultStepRunner::Run(const exec::StepContext& ctx,
                                          const config::JobConfig& job,
@@ -25,6 +25,19 @@ exec::StepOutcome DefaultStepRunner::Run(const exec::StepContext& ctx,
     spec.env_from_host = job.env_from_host;
     spec.log_path = log_path;
     spec.output_cap = config_.server.output_cap;
+    if (attempt_env_) {
+      auto extra = attempt_env_(ctx);
+      if (!extra.ok()) {
+        // Not the command's fault, and likely passing (the store was busy):
+        // retryable, as EX_TEMPFAIL is.
+        exec::StepOutcome outcome;
+        outcome.end = exec::StepEnd::kExited;
+        outcome.exit_status = 75;
+        outcome.output_tail = "step not started: " + extra.status().message();
+        return outcome;
+      }
+      spec.attempt_env = std::move(*extra);
+    }
     return exec::RunSubprocessStep(ctx, spec, clock_, cancel);
   }
   exec::StepOutcome outcome;

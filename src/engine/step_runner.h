@@ -3,12 +3,16 @@
 #ifndef CRONLEDGER_ENGINE_STEP_RUNNER_H_
 #define CRONLEDGER_ENGINE_STEP_RUNNER_H_
 
+#include <functional>
 #include <stop_token>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "cronledger/handler.h"
+#include "cronledger/status.h"
 #include "exec/executor.h"
 
 namespace cronledger::engine {
@@ -27,7 +31,14 @@ class StepRunner {
 // the server's output_cap), in-process jobs through `handlers`.
 class DefaultStepRunner final : public StepRunner {
  public:
-  DefaultStepRunner(const config::Config& config, Clock& clock, const HandlerRegistry* handlers);
+  // Variables a subprocess step gets besides the CRONLEDGER_ ones of the
+  // run key and attempt: the API's address, the attempt's credential and
+  // its watermarks (serve provides them). An error fails the step's start.
+  using AttemptEnv = std::function<Result<std::vector<std::pair<std::string, std::string>>>(
+      const exec::StepContext&)>;
+
+  DefaultStepRunner(const config::Config& config, Clock& clock, const HandlerRegistry* handlers,
+                    AttemptEnv attempt_env = {});
   exec::StepOutcome Run(const exec::StepContext& ctx, const config::JobConfig& job,
                         const config::StepConfig& step, const std::string& log_path,
                         std::stop_token cancel) override;
@@ -36,6 +47,7 @@ class DefaultStepRunner final : public StepRunner {
   const config::Config& config_;
   Clock& clock_;
   const HandlerRegistry* handlers_;
+  AttemptEnv attempt_env_;
 };
 
 }  // namespace cronledger::engine

@@ -31,6 +31,9 @@ struct SubprocessSpec {
   std::chrono::milliseconds kill_grace{5000};
   std::vector<std::pair<std::string, std::string>> env;  // the job's `env`
   std::vector<std::string> env_from_host;                // names to pass through
+  // Set last, after the CRONLEDGER_ variables of the run key: the API's
+  // address, the attempt's credential, its watermarks.
+  std::vector<std::pair<std::string, std::string>> attempt_env;
   std::string log_path;   // stdout and stderr appended here (created with folders)
   uint64_t output_cap = 1 << 20;  // bytes per stream; the rest is dropped, noted once
   std::size_t tail_bytes = 4096;  // how much of the end of the output to return

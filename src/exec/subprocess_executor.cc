@@ -510,6 +510,7 @@ std::vector<std::string> StepEnvironment(const SubprocessSpec& spec, const StepC
   SetVar(env, "CRONLEDGER_ATTEMPT", std::to_string(ctx.attempt));
   SetVar(env, "CRONLEDGER_STEP", ctx.step);
   SetVar(env, "CRONLEDGER_FENCING_TOKEN", std::to_string(ctx.fencing_token));
+  for (const auto& [name, value] : spec.attempt_env) SetVar(env, name, value);
   return env;
 }
 

@@ -91,6 +91,7 @@ class TempDir {
 // lookahead, so no runs).
 std::string ConfigText(const std::string& store) {
   return R"([server]
+listen = "127.0.0.1:0"
 store = ")" +
          store + R"("
 
@@ -787,6 +788,7 @@ TEST(ExecCli, ServeRunsStepsAndRetryRequeuesAFailedRun) {
   const std::string script = dir.Write("step.sh", "#!/bin/sh\necho \"run $CRONLEDGER_RUN_KEY attempt $CRONLEDGER_ATTEMPT\"\n[ -e " + flag + " ] || exit 65\n");
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   const std::string config = dir.Write("cronledger.toml", R"([server]
+listen = "127.0.0.1:0"
 store = "sqlite:ledger.db"
 
 [[job]]

@@ -57,6 +57,7 @@ class TempDir {
 
 std::string ConfigText(const std::string& store) {
   return R"([server]
+listen = "127.0.0.1:0"
 store = ")" + store + R"("
 
 [[job]]

@@ -279,7 +279,7 @@ class Scenario {
   // whose single idempotent step is step.sh {run_key}; retries come at once.
   void WriteConfig(const JobSpec& job) const {
     std::string text =
-        "[server]\nstore = \"sqlite:ledger.db\"\nmax_workers = " + std::to_string(job.max_workers) +
+        "[server]\nlisten = \"127.0.0.1:0\"\nstore = \"sqlite:ledger.db\"\nmax_workers = " + std::to_string(job.max_workers) +
         "\ndrain_timeout = \"" + job.drain_timeout + "\"\n\n[[job]]\nname = \"" + job.name +
         "\"\nschedule = \"* * * * * *\"\ntimezone = \"UTC\"\ncatchup = \"all\"\n";
     if (!job.partitions.empty()) text += "partitions = " + job.partitions + "\n";
@@ -365,11 +365,8 @@ class Scenario {
   ProcessSweeper sweeper_;  // after dir_: destroyed before the folder goes
 };
 
-// Distinct listen ports per test process; serve does not bind them yet,
-// they only have to differ between the two nodes.
-std::string Listen(int n) {
-  return "127.0.0.1:" + std::to_string(20000 + (getpid() % 10000) * 2 + n);
-}
+// Any free port: the nodes are named by --node-id.
+std::string Listen(int) { return "127.0.0.1:0"; }
 
 // ---------------------------------------------------------------------------
 // a. kill -9 of serve mid-step, then restart.

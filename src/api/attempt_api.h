@@ -1,0 +1,99 @@
+// The endpoints a running step calls (DESIGN.md, contract with job
+// commands; docs/api.md): effects and checkpoints, each authorised by the
+// attempt's credential and fenced by its token.
+//   POST /v1/effects/begin   POST /v1/effects/commit   POST /v1/effects/fail
+//   GET  /v1/checkpoints     PUT  /v1/checkpoints
+#ifndef CRONLEDGER_API_ATTEMPT_API_H_
+#define CRONLEDGER_API_ATTEMPT_API_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "api/credential.h"
+#include "api/request.h"
+#include "cronledger/clock.h"
+#include "cronledger/handler.h"
+#include "store/store.h"
+
+namespace cronledger::api {
+
+// The fenced writes the endpoints make; the store's own calls by default.
+// (The engine batches them across callers; see engine/effect_writer.h.)
+class EffectWrites {
+ public:
+  virtual ~EffectWrites() = default;
+  virtual Result<store::EffectBeginResult> Begin(const store::EffectBeginParams& p) = 0;
+  virtual Status Commit(const store::EffectCommitParams& p) = 0;
+  virtual Status Fail(const store::EffectFailParams& p) = 0;
+  virtual Status SetCheckpoint(const store::CheckpointSetParams& p) = 0;
+};
+
+class StoreEffectWrites final : public EffectWrites {
+ public:
+  explicit StoreEffectWrites(store::Store& store) : store_(store) {}
+  Result<store::EffectBeginResult> Begin(const store::EffectBeginParams& p) override {
+    return store_.EffectBegin(p);
+  }
+  Status Commit(const store::EffectCommitParams& p) override { return store_.EffectCommit(p); }
+  Status Fail(const store::EffectFailParams& p) override { return store_.EffectFail(p); }
+  Status SetCheckpoint(const store::CheckpointSetParams& p) override {
+    return store_.CheckpointSet(p);
+  }
+
+ private:
+  store::Store& store_;
+};
+
+// Largest fields a request may carry (bodies are capped by the server too).
+inline constexpr std::size_t kMaxFingerprintBytes = 4096;
+inline constexpr std::size_t kMaxRequestIdBytes = 256;
+inline constexpr std::size_t kMaxCheckpointBytes = 64 * 1024;
+
+class AttemptApi {
+ public:
+  struct Options {
+    std::string node;               // actor of the events the calls record
+    uint64_t output_cap = 1 << 20;  // bytes of an effect's result that are kept
+  };
+  // Everything must outlive it.
+  AttemptApi(store::Store& store, EffectWrites& writes, Clock& clock,
+             const AttemptCredentials& credentials, Options options);
+
+  // The answer, or nullopt when the path is none of these endpoints.
+  std::optional<ApiResponse> Handle(const ApiRequest& request) const;
+
+  // The largest body an endpoint accepts: a capped result and its JSON
+  // escaping, plus the other fields.
+  std::size_t MaxBodyBytes() const;
+
+ private:
+  // The attempt named by the Authorization header, or a 401 answer.
+  std::variant<AttemptIdentity, ApiResponse> Authenticate(const ApiRequest& request) const;
+
+  ApiResponse Begin(const AttemptIdentity& who, const ApiRequest& request) const;
+  ApiResponse Settle(const AttemptIdentity& who, const ApiRequest& request, bool commit) const;
+  ApiResponse GetCheckpoints(const AttemptIdentity& who, const ApiRequest& request) const;
+  ApiResponse PutCheckpoint(const AttemptIdentity& who, const ApiRequest& request) const;
+
+  store::Store& store_;
+  EffectWrites& writes_;
+  Clock& clock_;
+  const AttemptCredentials& credentials_;
+  Options options_;
+};
+
+// The variables a subprocess step gets to call these endpoints:
+// CRONLEDGER_API (`url`), CRONLEDGER_TOKEN (the attempt's credential),
+// CRONLEDGER_CHECKPOINT and CRONLEDGER_CHECKPOINT_PARTITION (its run's and
+// partition's last watermarks, empty if none).
+Result<std::vector<std::pair<std::string, std::string>>> AttemptEnvironment(
+    store::Store& store, const AttemptCredentials& credentials, const std::string& url,
+    const RunContext& ctx);
+
+}  // namespace cronledger::api
+
+#endif  // CRONLEDGER_API_ATTEMPT_API_H_

@@ -1,0 +1,128 @@
+#include "api/http_server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "api/json_shapes.h"
+
+namespace cronledger::api {
+namespace {
+
+void Send(const ApiResponse& r, httplib::Response& res) {
+  res.status = r.status;
+  res.set_content(Dump(r.body), "application/json");
+}
+
+ApiRequest FromHttplib(const httplib::Request& req) {
+  ApiRequest r;
+  r.method = req.method;
+  r.path = req.path;
+  for (const auto& [name, value] : req.params) r.query[name] = value;
+  r.authorization = req.get_header_value("Authorization");
+  r.body = req.body;
+  return r;
+}
+
+// "host:port" split; the host keeps no brackets.
+bool SplitListen(const std::string& listen, std::string* host, int* port) {
+  const std::size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = listen.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  try {
+    *port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return *port >= 0 && *port <= 65535;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::Server>()) {
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const auto route = [this](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" && req.path == "/healthz") {
+      Send(ApiResponse{200, {{"status", "ok"}}}, res);
+      return;
+    }
+    const ApiRequest request = FromHttplib(req);
+    if (auto answer = attempts_->Handle(request)) {
+      Send(*answer, res);
+      return;
+    }
+    Send(Error(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)), res);
+  };
+  server_->Get(".*", route);
+  server_->Post(".*", route);
+  server_->Put(".*", route);
+  server_->Delete(".*", route);
+  server_->Patch(".*", route);
+  // What httplib answers by itself (an oversized body, a bad request line)
+  // gets the API's error shape too.
+  server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string code = res.status == 413 ? "too_large"
+                             : res.status == 404 ? "not_found"
+                                                 : "invalid_request";
+    const std::string message =
+        res.status == 413 ? "the request body is larger than this endpoint accepts"
+                          : fmt::format("{} {} was refused (HTTP {})", req.method, req.path,
+                                        res.status);
+    Send(Error(res.status, code, message), res);
+  });
+  // Never the headers: the Authorization header is a credential.
+  server_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    spdlog::debug("api: {} {} -> {}", req.method, req.path, res.status);
+  });
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Bind(const std::string& listen) {
+  std::string host;
+  int port = 0;
+  if (!SplitListen(listen, &host, &port)) {
+    return Status(StatusCode::kInvalidArgument, fmt::format("\"{}\" is not host:port", listen));
+  }
+  errno = 0;
+  int bound = -1;
+  if (port == 0) {
+    bound = server_->bind_to_any_port(host);
+  } else if (server_->bind_to_port(host, port)) {
+    bound = port;
+  }
+  if (bound <= 0) {
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("cannot listen on {}: {}", listen,
+                              errno != 0 ? std::strerror(errno) : "bind failed"));
+  }
+  port_ = bound;
+  const bool v6 = host.find(':') != std::string::npos;
+  url_ = fmt::format("http://{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", port_);
+  return Status::Ok();
+}
+
+void HttpServer::Serve(const AttemptApi& attempts) {
+  attempts_ = &attempts;
+  server_->set_payload_max_length(attempts.MaxBodyBytes());
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // stop() before the loop runs would be lost, and join would wait forever.
+  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void HttpServer::Stop() {
+  if (!thread_.joinable()) return;
+  server_->stop();
+  thread_.join();
+}
+
+}  // namespace cronledger::api

@@ -1,0 +1,52 @@
+// The HTTP server of `serve` (cpp-httplib): routes requests to the API's
+// handlers on its own threads. Loopback only until authentication exists
+// (config: server.listen).
+#ifndef CRONLEDGER_API_HTTP_SERVER_H_
+#define CRONLEDGER_API_HTTP_SERVER_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "api/attempt_api.h"
+#include "cronledger/status.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace cronledger::api {
+
+class HttpServer {
+ public:
+  // `threads`: requests served at once.
+  explicit HttpServer(std::size_t threads);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds "host:port" ("[::1]:port" for IPv6; port 0 takes any free port).
+  // kUnavailable naming the address when it cannot. Then port() and url()
+  // are known (the node id may use them), and Serve starts answering.
+  Status Bind(const std::string& listen);
+  // Serves on a thread of its own; `attempts` must outlive it.
+  void Serve(const AttemptApi& attempts);
+  // Stops accepting, finishes the requests in progress and joins.
+  void Stop();
+
+  int port() const { return port_; }
+  // "http://127.0.0.1:8377": what steps find in CRONLEDGER_API.
+  const std::string& url() const { return url_; }
+
+ private:
+  const AttemptApi* attempts_ = nullptr;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::string url_;
+};
+
+}  // namespace cronledger::api
+
+#endif  // CRONLEDGER_API_HTTP_SERVER_H_

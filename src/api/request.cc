@@ -1,0 +1,115 @@
+#include "api/request.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace cronledger::api {
+
+ApiResponse Error(int http_status, std::string_view code, std::string message) {
+  ApiResponse r;
+  r.status = http_status;
+  r.body = {{"error", std::string(code)}, {"message", std::move(message)}};
+  return r;
+}
+
+ApiResponse ErrorFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument: return Error(400, "invalid_request", status.message());
+    case StatusCode::kNotFound: return Error(404, "not_found", status.message());
+    case StatusCode::kStaleLease: return Error(409, "stale_lease", status.message());
+    case StatusCode::kConflict: return Error(409, "conflict", status.message());
+    // The store's only precondition failure on these routes: the key was
+    // used with another fingerprint.
+    case StatusCode::kFailedPrecondition:
+      return Error(409, "fingerprint_mismatch", status.message());
+    case StatusCode::kUnavailable:
+    case StatusCode::kIOError: return Error(503, "unavailable", status.message());
+    default: return Error(500, "internal", status.message());
+  }
+}
+
+BodyReader::BodyReader(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    value_ = nlohmann::json::object();
+    return;
+  }
+  value_ = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (value_.is_discarded()) {
+    problem_ = "the body is not valid JSON";
+    value_ = nlohmann::json::object();
+  } else if (!value_.is_object()) {
+    problem_ = "the body must be a JSON object";
+    value_ = nlohmann::json::object();
+  }
+}
+
+BodyReader::BodyReader(nlohmann::json value, std::string prefix)
+    : value_(std::move(value)), prefix_(std::move(prefix)) {}
+
+void BodyReader::Fail(std::string message) {
+  if (!problem_) problem_ = std::move(message);
+}
+
+void BodyReader::Invalid(const char* field, std::string_view what) {
+  Fail(fmt::format("field \"{}{}\" {}", prefix_, field, what));
+}
+
+const nlohmann::json* BodyReader::Find(const char* field, bool required) {
+  seen_[field] = true;
+  const auto it = value_.find(field);
+  if (it == value_.end() || it->is_null()) {
+    if (required) Fail(fmt::format("field \"{}{}\" is required", prefix_, field));
+    return nullptr;
+  }
+  return &*it;
+}
+
+std::optional<std::string> BodyReader::String(const char* field, bool required,
+                                              std::size_t max_bytes) {
+  const nlohmann::json* v = Find(field, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) {
+    Fail(fmt::format("field \"{}{}\" must be a string", prefix_, field));
+    return std::nullopt;
+  }
+  const auto& text = v->get_ref<const std::string&>();
+  if (text.size() > max_bytes) {
+    Fail(fmt::format("field \"{}{}\" is {} bytes; at most {} are allowed", prefix_, field,
+                     text.size(), max_bytes));
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::optional<int64_t> BodyReader::Integer(const char* field, bool required, int64_t min,
+                                           int64_t max) {
+  const nlohmann::json* v = Find(field, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number_integer()) {
+    Fail(fmt::format("field \"{}{}\" must be an integer", prefix_, field));
+    return std::nullopt;
+  }
+  const bool too_big = v->is_number_unsigned() &&
+                       v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+  if (too_big || v->get<int64_t>() < min || v->get<int64_t>() > max) {
+    Fail(fmt::format("field \"{}{}\" must be from {} to {}", prefix_, field, min, max));
+    return std::nullopt;
+  }
+  return v->get<int64_t>();
+}
+
+std::optional<ApiResponse> BodyReader::Problem() {
+  if (!problem_) {
+    for (const auto& [name, _] : value_.items()) {
+      if (!seen_.contains(name)) {
+        problem_ = fmt::format("unknown field \"{}{}\"", prefix_, name);
+        break;
+      }
+    }
+  }
+  if (!problem_) return std::nullopt;
+  return Error(400, "invalid_request", *problem_);
+}
+
+}  // namespace cronledger::api

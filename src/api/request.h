@@ -1,0 +1,84 @@
+// An HTTP request and answer as the route handlers see them, apart from the
+// HTTP library: routes are plain functions of this, so they are tested (and
+// fuzzed) without sockets.
+#ifndef CRONLEDGER_API_REQUEST_H_
+#define CRONLEDGER_API_REQUEST_H_
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cronledger/status.h"
+
+namespace cronledger::api {
+
+struct ApiRequest {
+  std::string method;  // "GET", "POST", "PUT"
+  std::string path;    // "/v1/effects/begin", without the query
+  std::map<std::string, std::string> query;
+  std::string authorization;  // the Authorization header, "" when absent
+  std::string body;
+};
+
+struct ApiResponse {
+  int status = 200;
+  nlohmann::ordered_json body = nlohmann::ordered_json::object();
+};
+
+// {"error": CODE, "message": TEXT} with an HTTP status.
+ApiResponse Error(int http_status, std::string_view code, std::string message);
+
+// The answer for a store refusal: 400 invalid_request, 404 not_found,
+// 409 stale_lease / conflict / fingerprint_mismatch, 503 unavailable,
+// 500 internal.
+ApiResponse ErrorFor(const Status& status);
+
+// A JSON request body read field by field: the first problem found is kept
+// (naming the field), and fields the route does not know are a problem too.
+class BodyReader {
+ public:
+  // Parses `body`; an empty body is an empty object.
+  explicit BodyReader(std::string_view body);
+
+  std::optional<std::string> String(const char* field, bool required, std::size_t max_bytes);
+  std::optional<int64_t> Integer(const char* field, bool required, int64_t min, int64_t max);
+  // Reads a nested object with `read` when present; false when absent or
+  // not an object (a problem then).
+  template <typename Read>
+  bool Object(const char* field, Read read) {
+    const nlohmann::json* v = Find(field, false);
+    if (v == nullptr) return false;
+    if (!v->is_object()) {
+      Fail(std::string("field \"") + prefix_ + field + "\" must be an object");
+      return false;
+    }
+    BodyReader inner(*v, prefix_ + field + ".");
+    read(inner);
+    if (auto p = inner.Problem(); p && !problem_) problem_ = p->body["message"];
+    return true;
+  }
+
+  // Records a problem with a field's value the route found itself, e.g.
+  // Invalid("scope", "must be \"run\" or \"partition\"").
+  void Invalid(const char* field, std::string_view what);
+
+  // Call last: unknown fields, and the first problem, as a 400 answer.
+  std::optional<ApiResponse> Problem();
+
+ private:
+  BodyReader(nlohmann::json value, std::string prefix);
+  const nlohmann::json* Find(const char* field, bool required);
+  void Fail(std::string message);
+
+  nlohmann::json value_;
+  std::string prefix_;  // "checkpoint." for a nested object
+  std::map<std::string, bool> seen_;
+  std::optional<std::string> problem_;
+};
+
+}  // namespace cronledger::api
+
+#endif  // CRONLEDGER_API_REQUEST_H_
