@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/check_command.h"
+#include "cli/checkpoint_command.h"
+#include "cli/effect_command.h"
 #include "cli/events_command.h"
 #include "cli/exit_codes.h"
 #include "cli/next_command.h"
@@ -18,6 +20,7 @@
 #include "cli/runs_command.h"
 #include "cli/serve_command.h"
 #include "cli/status_command.h"
+#include "cli/step_client.h"
 #include "cronledger/clock.h"
 
 namespace cronledger::cli {
@@ -182,13 +185,63 @@ int Main(int argc, char** argv) {
   resolve_cmd->add_option("--by", resolve.by, "Who decides (default: the OS user)");
   resolve_cmd->add_flag("--json", resolve.json, "Print the resulting run as JSON");
 
+  // --- effect run, checkpoint (inside a step) ---------------------------------
+  EffectRunArgs effect_run;
+  CLI::App* effect_cmd =
+      app.add_subcommand("effect", "Inside a step: do an external effect at most once in effect");
+  effect_cmd->require_subcommand(1);
+  CLI::App* effect_run_cmd = effect_cmd->add_subcommand(
+      "run",
+      "Run CMD at most once in effect for KEY (scoped to the job): a replay prints the stored "
+      "result. Exit: CMD's own status; 0 on a replay; 64 usage or outside a step; 65 "
+      "fingerprint mismatch; 69 in doubt and not reconciled; 75 server unreachable; 76 fenced");
+  effect_run_cmd->add_option("--key", effect_run.key, "Idempotency key (1-1024 bytes)")
+      ->required();
+  auto* fp = effect_run_cmd->add_option("--fingerprint", effect_run.fingerprint,
+                                        "What the effect is about (default: empty); the same key "
+                                        "with another fingerprint is refused (65)");
+  effect_run_cmd
+      ->add_option("--fingerprint-file", effect_run.fingerprint_file,
+                   "Fingerprint: the SHA-256 of this file's bytes")
+      ->excludes(fp);
+  effect_run_cmd->add_option("--reconcile", effect_run.reconcile,
+                             "PROGRAM run (no arguments, CRONLEDGER_EFFECT_KEY set) when the key "
+                             "is in doubt: exit 0 it happened (stdout is the result), 1 it did "
+                             "not, else still in doubt");
+  auto* cp = effect_run_cmd->add_option(
+      "--checkpoint", effect_run.checkpoint,
+      "Watermark committed with the effect, in the same transaction");
+  effect_run_cmd
+      ->add_option("--checkpoint-scope", effect_run.checkpoint_scope,
+                   "Whose watermark: run (default) or partition")
+      ->check(CLI::IsMember({"run", "partition"}))
+      ->needs(cp);
+  effect_run_cmd->add_option("CMD", effect_run.command, "The command and its arguments, after --")
+      ->required();
+
+  CheckpointArgs checkpoint;
+  CLI::App* checkpoint_cmd =
+      app.add_subcommand("checkpoint", "Inside a step: read or move a watermark (fenced)");
+  checkpoint_cmd->require_subcommand(1);
+  CLI::App* checkpoint_get_cmd = checkpoint_cmd->add_subcommand(
+      "get", "Print the watermark (nothing when none). Exit 0, 64, 75 or 76 as effect run");
+  checkpoint_get_cmd->add_option("--scope", checkpoint.scope, "run (default) or partition")
+      ->check(CLI::IsMember({"run", "partition"}));
+  CLI::App* checkpoint_set_cmd = checkpoint_cmd->add_subcommand(
+      "set", "Move the watermark. Exit 0, 64, 75 or 76 as effect run");
+  checkpoint_set_cmd->add_option("VALUE", checkpoint.value, "The new watermark")->required();
+  checkpoint_set_cmd->add_option("--scope", checkpoint.scope, "run (default) or partition")
+      ->check(CLI::IsMember({"run", "partition"}));
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    if (code == 0) return kExitOk;
+    // Commands a step calls answer in sysexits, so its retry classes apply.
+    return *effect_cmd || *checkpoint_cmd ? kStepUsage : kExitUsage;
   }
 
   if (*next_cmd) return RunNext(next, RealClock(), std::cout, std::cerr);
@@ -213,6 +266,9 @@ int Main(int argc, char** argv) {
     retry.config_path = ResolveConfigPath(retry_config);
     return RunRetry(retry, RealClock(), std::cout, std::cerr);
   }
+  if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
+  if (*checkpoint_get_cmd) return RunCheckpointGet(checkpoint, std::cout, std::cerr);
+  if (*checkpoint_set_cmd) return RunCheckpointSet(checkpoint, std::cout, std::cerr);
   if (*resolve_cmd) {
     resolve.config_path = ResolveConfigPath(resolve_config);
     return RunResolve(resolve, RealClock(), std::cout, std::cerr);

@@ -1,0 +1,106 @@
+#include "cli/step_client.h"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "api/json_shapes.h"
+
+namespace cronledger::cli {
+namespace {
+
+std::optional<int64_t> PositiveId(const char* text) {
+  if (text == nullptr) return std::nullopt;
+  const std::string_view t(text);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+// Tries and the pause before each retry: about 10 s in all, enough for a
+// busy store; a server that is gone for longer makes the step retry later.
+constexpr int kTries = 9;
+std::chrono::milliseconds Backoff(int retry) {
+  return std::chrono::milliseconds(std::min(50 << retry, 2000));
+}
+
+}  // namespace
+
+std::optional<StepEnvironment> ReadStepEnvironment(const char* command, std::ostream& err) {
+  StepEnvironment env;
+  const char* api = std::getenv("CRONLEDGER_API");
+  const char* token = std::getenv("CRONLEDGER_TOKEN");
+  const auto run_id = PositiveId(std::getenv("CRONLEDGER_RUN_ID"));
+  const auto fencing = PositiveId(std::getenv("CRONLEDGER_FENCING_TOKEN"));
+  const char* missing = api == nullptr || *api == '\0'         ? "CRONLEDGER_API"
+                        : token == nullptr || *token == '\0'   ? "CRONLEDGER_TOKEN"
+                        : !run_id                              ? "CRONLEDGER_RUN_ID"
+                        : !fencing                             ? "CRONLEDGER_FENCING_TOKEN"
+                                                               : nullptr;
+  if (missing != nullptr) {
+    err << "cronledger " << command << ": not inside a cronledger step (" << missing
+        << " is not set); it works only in a step that `cronledger serve` runs, and did "
+           "nothing\n";
+    return std::nullopt;
+  }
+  env.api = api;
+  env.token = token;
+  env.run_id = *run_id;
+  env.fencing_token = *fencing;
+  return env;
+}
+
+std::optional<StepReply> StepClient::Call(const std::string& method, const std::string& path,
+                                          const nlohmann::json& body,
+                                          std::string* transport_error) const {
+  httplib::Client client(env_.api);
+  client.set_connection_timeout(std::chrono::seconds(2));
+  client.set_read_timeout(std::chrono::seconds(60));
+  client.set_write_timeout(std::chrono::seconds(60));
+  client.set_bearer_token_auth(env_.token);
+  const std::string text = api::Dump(body);
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(Backoff(attempt - 1));
+    httplib::Result res = method == "GET"   ? client.Get(path)
+                          : method == "PUT" ? client.Put(path, text, "application/json")
+                                            : client.Post(path, text, "application/json");
+    if (!res) {
+      if (transport_error) *transport_error = httplib::to_string(res.error());
+      continue;
+    }
+    if (res->status >= 500) {
+      if (transport_error) *transport_error = "HTTP " + std::to_string(res->status) + " " + res->body;
+      continue;
+    }
+    StepReply reply;
+    reply.status = res->status;
+    reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+    if (reply.body.is_discarded()) reply.body = nlohmann::json::object();
+    return reply;
+  }
+  return std::nullopt;
+}
+
+int StepExitFor(const StepReply& reply, const char* command, std::ostream& err) {
+  const std::string code = reply.body.value("error", "");
+  const std::string message = reply.body.value("message", "");
+  err << "cronledger " << command << ": " << (message.empty() ? code : message) << "\n";
+  if (code == "stale_lease") return kStepFenced;
+  if (code == "fingerprint_mismatch") return kStepDataError;
+  if (code == "conflict") return kStepTempFail;
+  if (reply.status >= 500) return kStepTempFail;
+  return kStepUsage;
+}
+
+int StepUnreachable(const StepEnvironment& env, const char* command, const std::string& why,
+                    std::ostream& err) {
+  err << "cronledger " << command << ": the server at " << env.api << " cannot be reached ("
+      << why << "); try again later\n";
+  return kStepTempFail;
+}
+
+}  // namespace cronledger::cli
