@@ -49,6 +49,13 @@ bool SplitListen(const std::string& listen, std::string* host, int* port) {
 
 HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::Server>()) {
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // httplib's default adds SO_REUSEPORT, which lets a second serve bind the
+  // same port and take half of the requests: credentials are per process,
+  // so a taken port must fail the second one instead.
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   const auto route = [this](const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" && req.path == "/healthz") {
       Send(ApiResponse{200, {{"status", "ok"}}}, res);

@@ -112,6 +112,45 @@ class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
     return r.ok() ? *r : std::vector<store::EventRecord>{};
   }
 
+  // Claims up to `limit` due runs of job "j" (one step, "deliver").
+  std::vector<store::ClaimedRun> Claim(const std::string& now, int limit,
+                                       const std::string& node = "n1") {
+    store::ClaimRule rule;
+    rule.job = "j";
+    rule.lease_ttl = std::chrono::minutes{5};
+    rule.overlap = config::Overlap::kAllow;
+    rule.steps = {"deliver"};
+    store::ClaimParams p;
+    p.now = InstantAt(now);
+    p.node = node;
+    p.limit = limit;
+    p.rules = {rule};
+    auto r = S().RunClaim(p);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::vector<store::ClaimedRun>{};
+  }
+
+  store::ClaimedRun ClaimOne(const std::string& now, const std::string& node = "n1") {
+    auto claimed = Claim(now, 1, node);
+    EXPECT_EQ(claimed.size(), 1u);
+    return claimed.empty() ? store::ClaimedRun{} : claimed[0];
+  }
+
+  // Ends the attempt; the run becomes `state` (pending: a retry).
+  void End(const store::ClaimedRun& c, const std::string& now, ledger::RunState state,
+           ledger::EndClass end = ledger::EndClass::kRetryable) {
+    store::FinishParams f;
+    f.run_id = c.run.id;
+    f.token = c.token;
+    f.now = InstantAt(now);
+    f.node = "n1";
+    f.end_class = end;
+    f.decision.state = state;
+    auto r = S().RunFinishAttempts({f});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->at(0).ok()) << r->at(0).ToString();
+  }
+
   std::unique_ptr<StoreBackend> backend_;
   std::unique_ptr<store::Store> store_;
 };

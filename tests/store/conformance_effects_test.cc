@@ -16,44 +16,6 @@ using store::EffectBeginOutcome;
 
 class StoreEffects : public StoreConformance {
  protected:
-  std::vector<store::ClaimedRun> Claim(const std::string& now, int limit,
-                                       const std::string& node = "n1") {
-    store::ClaimRule rule;
-    rule.job = "j";
-    rule.lease_ttl = std::chrono::minutes{5};
-    rule.overlap = config::Overlap::kAllow;
-    rule.steps = {"deliver"};
-    store::ClaimParams p;
-    p.now = InstantAt(now);
-    p.node = node;
-    p.limit = limit;
-    p.rules = {rule};
-    auto r = S().RunClaim(p);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : std::vector<store::ClaimedRun>{};
-  }
-
-  store::ClaimedRun ClaimOne(const std::string& now, const std::string& node = "n1") {
-    auto claimed = Claim(now, 1, node);
-    EXPECT_EQ(claimed.size(), 1u);
-    return claimed.empty() ? store::ClaimedRun{} : claimed[0];
-  }
-
-  // Ends the attempt; the run becomes `state` (pending: a retry).
-  void End(const store::ClaimedRun& c, const std::string& now, RunState state,
-           EndClass end = EndClass::kRetryable) {
-    store::FinishParams f;
-    f.run_id = c.run.id;
-    f.token = c.token;
-    f.now = InstantAt(now);
-    f.node = "n1";
-    f.end_class = end;
-    f.decision.state = state;
-    auto r = S().RunFinishAttempts({f});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ASSERT_TRUE(r->at(0).ok()) << r->at(0).ToString();
-  }
-
   Result<store::EffectBeginResult> Begin(const store::ClaimedRun& c, const std::string& key,
                                          const std::string& fingerprint = "",
                                          const std::string& now = "2026-11-05T12:01:00Z") {
