@@ -88,8 +88,12 @@ std::optional<StepReply> StepClient::Call(const std::string& method, const std::
 int StepExitFor(const StepReply& reply, const char* command, std::ostream& err) {
   const std::string code = reply.body.value("error", "");
   const std::string message = reply.body.value("message", "");
-  err << "cronledger " << command << ": " << (message.empty() ? code : message) << "\n";
-  if (code == "stale_lease") return kStepFenced;
+  err << "cronledger " << command << ": " << (message.empty() ? code : message);
+  if (code == "stale_lease") {
+    err << " (this attempt no longer holds the run's lease; it must stop)\n";
+    return kStepFenced;
+  }
+  err << "\n";
   if (code == "fingerprint_mismatch") return kStepDataError;
   if (code == "conflict") return kStepTempFail;
   if (reply.status >= 500) return kStepTempFail;

@@ -23,6 +23,7 @@
 
 #include "cli/subprocess.h"
 #include "common/serve_process.h"
+#include "common/temp_dir.h"
 
 namespace cronledger {
 namespace {
@@ -30,6 +31,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using testing::Cronledger;
 using testing::ServeProcess;
+using TempDir = testing::TempDir;
 using testing::WaitFor;
 using testing::Lines;
 using testing::ProcessResult;
@@ -60,31 +62,6 @@ std::string ReadFile(const std::string& path) {
   return buf.str();
 }
 
-// A fresh folder, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "cronledger-ledger-cli-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::ofstream(File(name)) << text;
-    return File(name);
-  }
-
- private:
-  std::string path_;
-};
 
 // `tick` fires every second for two partitions (planned and released, never
 // executed); `daily_report` once a day (no occurrence within serve's

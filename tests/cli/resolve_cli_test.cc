@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
+#include "common/temp_dir.h"
 #include "cronledger/schedule.h"
 #include "ledger/names.h"
 #include "store/sqlite/sqlite_store.h"
@@ -26,34 +27,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 using testing::Cronledger;
 using testing::ProcessResult;
+using TempDir = testing::TempDir;
 
 store::Instant At(const std::string& rfc3339) {
   return std::chrono::time_point_cast<std::chrono::milliseconds>(*ParseRfc3339(rfc3339));
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "cronledger-resolve-cli-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::ofstream(File(name)) << text;
-    return File(name);
-  }
-
- private:
-  std::string path_;
-};
 
 std::string ConfigText(const std::string& store) {
   return R"([server]
