@@ -25,10 +25,6 @@ const char* DstName(DstNote n) {
   return "";
 }
 
-bool ActiveAt(const store::PartitionInterval& i, sys_seconds t) {
-  return i.active_from <= t && (!i.active_to || t < *i.active_to);
-}
-
 }  // namespace
 
 Planner::Planner(const config::Config& config, store::Store& store, Clock& clock,
@@ -186,17 +182,6 @@ std::optional<std::vector<std::string>> Planner::Partitions(const config::JobCon
   return std::nullopt;
 }
 
-Result<const VersionedSchedule*> Planner::ScheduleOf(const store::JobVersion& v) {
-  const auto key = std::make_pair(v.job, v.version);
-  auto it = schedules_.find(key);
-  if (it == schedules_.end()) {
-    auto s = ScheduleFromDefinition(v.definition);
-    if (!s.ok()) return s.status();
-    it = schedules_.emplace(key, std::move(*s)).first;
-  }
-  return &it->second;
-}
-
 Status Planner::PlanJob(const config::JobConfig& job, const std::string& definition,
                         store::Instant now, PlanPassStats* stats, sys_seconds* next_plan_at) {
   auto sync = store_.JobSync({job.name, definition, now});
@@ -229,7 +214,7 @@ Status Planner::PlanJob(const config::JobConfig& job, const std::string& definit
     // Nothing to do until the occurrence after the watermark comes within
     // the lookahead (the current version decides; a job that never fires
     // again waits for a restart with a new definition).
-    auto current = ScheduleOf(versions.back());
+    auto current = schedules_.Get(versions.back());
     if (!current.ok()) return current.status();
     const auto next = (*current)->schedule.Next(std::max(from, to));
     *next_plan_at = next ? next->utc - options_.lookahead : sys_seconds::max();
@@ -256,38 +241,23 @@ Status Planner::PlanJob(const config::JobConfig& job, const std::string& definit
     return Status::Ok();
   };
 
-  for (std::size_t i = 0; i < versions.size(); ++i) {
-    const sys_seconds v_begin = versions[i].effective_from;
-    const sys_seconds v_end =
-        i + 1 < versions.size() ? versions[i + 1].effective_from : sys_seconds::max();
-    if (v_end <= from + seconds{1} || v_begin > to) continue;
-    auto vs = ScheduleOf(versions[i]);
-    if (!vs.ok()) return vs.status();
-    const Schedule& schedule = (*vs)->schedule;
-    const sys_seconds after = std::max(from, v_begin - seconds{1});
-    const sys_seconds until = std::min(to, v_end - seconds{1});
-    for (auto occ = schedule.Next(after); occ && occ->utc <= until;
-         occ = schedule.Next(occ->utc)) {
-      store::PlannedOccurrence o;
-      o.scheduled_at = occ->utc;
-      o.local_time = FormatLocal(*occ);
-      o.dst = DstName(occ->dst);
-      o.job_version = versions[i].version;
-      o.tzdata = tzdata;
-      const std::string period = schedule.Period(*occ, (*vs)->key);
-      const std::string business_date = FormatDate(schedule.BusinessDate(*occ));
-      for (const auto& interval : *history) {
-        if (ActiveAt(interval, occ->utc)) {
-          o.runs.push_back({interval.partition, period, business_date});
+  Status planned = ForEachExpected(
+      versions, *history, from, to, schedules_, [&](const ExpectedOccurrence& e) -> Status {
+        store::PlannedOccurrence o;
+        o.scheduled_at = e.occurrence.utc;
+        o.local_time = FormatLocal(e.occurrence);
+        o.dst = DstName(e.occurrence.dst);
+        o.job_version = e.version->version;
+        o.tzdata = tzdata;
+        for (const auto& partition : e.partitions) {
+          o.runs.push_back({partition, e.period, e.business_date});
         }
-      }
-      batch_runs += static_cast<int>(o.runs.size()) + 1;
-      batch.push_back(std::move(o));
-      if (batch_runs >= options_.max_runs_per_transaction) {
-        if (Status s = flush(occ->utc); !s.ok()) return s;
-      }
-    }
-  }
+        batch_runs += static_cast<int>(o.runs.size()) + 1;
+        batch.push_back(std::move(o));
+        if (batch_runs >= options_.max_runs_per_transaction) return flush(e.occurrence.utc);
+        return Status::Ok();
+      });
+  if (!planned.ok()) return planned;
   return flush(to);
 }
 

@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "cronledger/clock.h"
+#include "engine/expected_runs.h"
 #include "engine/job_definition.h"
 #include "store/store.h"
 
@@ -75,13 +76,12 @@ class Planner {
   // reported).
   std::optional<std::vector<std::string>> Partitions(const config::JobConfig& job,
                                                      store::Instant now);
-  Result<const VersionedSchedule*> ScheduleOf(const store::JobVersion& v);
 
   const config::Config& config_;
   store::Store& store_;
   Clock& clock_;
   PlannerOptions options_;
-  std::map<std::pair<std::string, int>, VersionedSchedule> schedules_;
+  ScheduleCache schedules_;
   std::map<std::string, std::string> last_partition_failure_;
   struct PlanState {
     std::chrono::sys_seconds next_at;  // when the job next needs planning
