@@ -31,6 +31,19 @@ std::string Cell(std::string text) {
 
 }  // namespace
 
+std::optional<std::chrono::year_month_day> ParseBusinessDate(const std::string& text) {
+  if (text.size() != 10 || text[4] != '-' || text[7] != '-') return std::nullopt;
+  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+  }
+  const std::chrono::year_month_day d{
+      std::chrono::year{std::stoi(text.substr(0, 4))},
+      std::chrono::month{static_cast<unsigned>(std::stoi(text.substr(5, 2)))},
+      std::chrono::day{static_cast<unsigned>(std::stoi(text.substr(8, 2)))}};
+  if (!d.ok()) return std::nullopt;
+  return d;
+}
+
 ordered_json RunJson(const store::RunRecord& run, const std::vector<store::StepState>& steps) {
   ordered_json j;
   j["id"] = run.id;

@@ -3,7 +3,9 @@
 #ifndef CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 #define CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -29,6 +31,9 @@ nlohmann::ordered_json AttemptJson(const store::AttemptRecord& attempt);
 // DESIGN.md `events` item: id, at, type, job, run_id, run_key, actor,
 // reason, details (the stored JSON object; empty texts and absent ids null).
 nlohmann::ordered_json EventJson(const store::EventRecord& event);
+
+// A real calendar date written YYYY-MM-DD (a business date), or nullopt.
+std::optional<std::chrono::year_month_day> ParseBusinessDate(const std::string& text);
 
 // The exit code for a failed store operation: 1 when the ledger's state
 // refused it (conflict, not found), 2 for an invalid argument, else 3.

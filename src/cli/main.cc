@@ -13,6 +13,7 @@
 #include "cli/effect_command.h"
 #include "cli/events_command.h"
 #include "cli/exit_codes.h"
+#include "cli/gaps_command.h"
 #include "cli/next_command.h"
 #include "cli/pause_command.h"
 #include "cli/resolve_command.h"
@@ -185,6 +186,23 @@ int Main(int argc, char** argv) {
   resolve_cmd->add_option("--by", resolve.by, "Who decides (default: the OS user)");
   resolve_cmd->add_flag("--json", resolve.json, "Print the resulting run as JSON");
 
+  // --- gaps -------------------------------------------------------------------
+  std::optional<std::string> gaps_config;
+  GapsArgs gaps;
+  CLI::App* gaps_cmd = app.add_subcommand(
+      "gaps",
+      "List every due expected run key that is not done (never planned, misfired, failed, "
+      "unknown, awaiting approval, stuck); exit 1 when there is one");
+  gaps_cmd->add_option("--config", gaps_config, kConfigHelp);
+  gaps_cmd->add_option("--job", gaps.job, "Only this job");
+  gaps_cmd->add_option("--from", gaps.from,
+                       "First business date, YYYY-MM-DD (default: backfill.horizon ago)");
+  gaps_cmd->add_option("--to", gaps.to, "Last business date, YYYY-MM-DD (default: tomorrow)");
+  gaps_cmd->add_flag("--include-waived", gaps.include_waived,
+                     "Also list keys not done on purpose (coalesced, catchup_none, overlap, "
+                     "paused, cancelled)");
+  gaps_cmd->add_flag("--json", gaps.json, "Print DESIGN.md's gaps JSON");
+
   // --- effect run, checkpoint (inside a step) ---------------------------------
   EffectRunArgs effect_run;
   CLI::App* effect_cmd =
@@ -265,6 +283,10 @@ int Main(int argc, char** argv) {
   if (*retry_cmd) {
     retry.config_path = ResolveConfigPath(retry_config);
     return RunRetry(retry, RealClock(), std::cout, std::cerr);
+  }
+  if (*gaps_cmd) {
+    gaps.config_path = ResolveConfigPath(gaps_config);
+    return RunGaps(gaps, RealClock(), std::cout, std::cerr);
   }
   if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
   if (*checkpoint_get_cmd) return RunCheckpointGet(checkpoint, std::cout, std::cerr);

@@ -19,19 +19,6 @@ using nlohmann::ordered_json;
 constexpr const char* kAllStates =
     "pending, running, succeeded, failed, unknown, skipped, awaiting_approval, cancelled";
 
-// A real calendar date written YYYY-MM-DD.
-bool IsDate(const std::string& text) {
-  if (text.size() != 10 || text[4] != '-' || text[7] != '-') return false;
-  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
-    if (text[i] < '0' || text[i] > '9') return false;
-  }
-  const std::chrono::year_month_day d{
-      std::chrono::year{std::stoi(text.substr(0, 4))},
-      std::chrono::month{static_cast<unsigned>(std::stoi(text.substr(5, 2)))},
-      std::chrono::day{static_cast<unsigned>(std::stoi(text.substr(8, 2)))}};
-  return d.ok();
-}
-
 int Usage(std::ostream& err, const std::string& message) {
   err << "cronledger runs: " << message << "\n";
   return kExitUsage;
@@ -168,7 +155,7 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
       q.state = *state;
     }
     if (args.date) {
-      if (!IsDate(*args.date)) {
+      if (!ParseBusinessDate(*args.date)) {
         return Usage(err, fmt::format("--date \"{}\" is not a date; use YYYY-MM-DD, e.g. "
                                       "2026-11-28",
                                       *args.date));

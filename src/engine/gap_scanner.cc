@@ -1,0 +1,120 @@
+#include "engine/gap_scanner.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+
+#include "ledger/names.h"
+
+namespace cronledger::engine {
+namespace {
+
+using std::chrono::days;
+using std::chrono::seconds;
+using std::chrono::sys_days;
+using std::chrono::sys_seconds;
+
+// The ledger's runs of one job and business date, by (partition, period).
+using DayIndex = std::map<std::pair<std::string, std::string>, store::RunRecord>;
+
+// Why a due key whose run is `run` is a gap or waived; empty when it is
+// neither (succeeded, or in flight and not stuck).
+std::pair<std::string, bool> Classify(const store::RunRecord& run, sys_seconds now,
+                                      seconds max_lag) {
+  using ledger::RunState;
+  switch (run.state) {
+    case RunState::kSucceeded: return {"", false};
+    case RunState::kPending:
+    case RunState::kRunning:
+      // In flight is not a gap until it has taken longer than the job's
+      // max_lag since it was due.
+      if (now - run.scheduled_at > max_lag) return {"stuck", false};
+      return {"", false};
+    case RunState::kSkipped:
+      if (!run.reason || *run.reason == ledger::SkipReason::kMisfired) return {"misfired", false};
+      return {std::string(ledger::Name(*run.reason)), true};
+    case RunState::kCancelled: return {"cancelled", true};
+    case RunState::kFailed:
+    case RunState::kUnknown:
+    case RunState::kAwaitingApproval: return {std::string(ledger::Name(run.state)), false};
+  }
+  return {"", false};
+}
+
+}  // namespace
+
+Status GapScanner::Scan(const config::JobConfig& job, const GapScanParams& p,
+                        const std::function<Status(const Gap&)>& report) {
+  auto versions = store_.JobVersionList(job.name);
+  if (!versions.ok()) {
+    // A job the ledger has never seen expects nothing yet.
+    if (versions.status().code() == StatusCode::kNotFound) return Status::Ok();
+    return versions.status();
+  }
+  if (versions->empty()) return Status::Ok();
+  auto history = store_.PartitionHistory(job.name);
+  if (!history.ok()) return history.status();
+
+  // Business dates are local dates shifted by date_offset_days: look at
+  // instants wide enough to hold every occurrence of the window's dates.
+  int max_offset = 0;
+  for (const auto& v : *versions) {
+    auto vs = schedules_.Get(v);
+    if (!vs.ok()) return vs.status();
+    max_offset = std::max(max_offset, std::abs((*vs)->schedule.options().date_offset_days));
+  }
+  const days margin{max_offset + 2};
+  const sys_seconds now = std::chrono::floor<seconds>(p.now);
+  const sys_seconds after = sys_days(p.from) - margin - seconds{1};
+  const sys_seconds until = std::min(now, sys_seconds(sys_days(p.to) + margin));
+  if (after >= until) return Status::Ok();
+  const std::string from = FormatDate(p.from);
+  const std::string to = FormatDate(p.to);
+
+  // Business dates only ever step back by a day (a DST change at midnight),
+  // so a few loaded days are enough.
+  std::map<std::string, DayIndex> loaded;
+  const auto day = [&](const std::string& date) -> Result<const DayIndex*> {
+    auto it = loaded.find(date);
+    if (it != loaded.end()) return &it->second;
+    store::RunQuery q;
+    q.job = job.name;
+    q.business_date = date;
+    q.limit = INT_MAX;
+    auto runs = store_.RunList(q);
+    if (!runs.ok()) return runs.status();
+    DayIndex index;
+    for (auto& r : *runs) index.emplace(std::make_pair(r.partition, r.period), std::move(r));
+    while (loaded.size() >= 4) loaded.erase(loaded.begin());
+    return &loaded.emplace(date, std::move(index)).first->second;
+  };
+
+  return ForEachExpected(
+      *versions, *history, after, until, schedules_,
+      [&](const ExpectedOccurrence& e) -> Status {
+        if (e.business_date < from || e.business_date > to) return Status::Ok();
+        auto runs = day(e.business_date);
+        if (!runs.ok()) return runs.status();
+        for (const auto& partition : e.partitions) {
+          Gap gap;
+          const auto it = (*runs)->find({partition, e.period});
+          if (it == (*runs)->end()) {
+            gap.cause = "never_planned";
+          } else {
+            std::tie(gap.cause, gap.waived) = Classify(it->second, now, job.alert.max_lag);
+            gap.run_id = it->second.id;
+          }
+          if (gap.cause.empty() || (gap.waived && !p.include_waived)) continue;
+          gap.job = job.name;
+          gap.partition = partition;
+          gap.period = e.period;
+          gap.business_date = e.business_date;
+          gap.scheduled_at = e.occurrence.utc;
+          if (Status s = report(gap); !s.ok()) return s;
+        }
+        return Status::Ok();
+      });
+}
+
+}  // namespace cronledger::engine

@@ -1,0 +1,143 @@
+// `cronledger gaps` on a ledger planned by the real planner: its exit codes
+// (0 none, 1 gaps, 2 usage, 3 no store) and DESIGN.md's JSON shape.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cli/subprocess.h"
+#include "common/temp_dir.h"
+#include "config/config.h"
+#include "cronledger/clock.h"
+#include "cronledger/schedule.h"
+#include "engine/planner.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cronledger {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::Cronledger;
+using testing::TempDir;
+
+Clock::TimePoint At(const std::string& rfc3339) {
+  return Clock::TimePoint{ParseRfc3339(rfc3339)->time_since_epoch()};
+}
+
+class GapsCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_path_ = dir_.Write("cronledger.toml", R"([server]
+listen = "127.0.0.1:0"
+store = "sqlite:ledger.db"
+
+[[job]]
+name = "report"
+schedule = "0 9 * * *"
+timezone = "UTC"
+partitions = ["eu", "us"]
+
+  [[job.step]]
+  name = "send"
+  command = ["/bin/true"]
+)");
+  }
+
+  // Plans 2026-11-01 .. 2026-11-03 as serve would have.
+  void PlanThreeDays() {
+    auto loaded = config::LoadConfig(config_path_);
+    ASSERT_TRUE(std::holds_alternative<config::Config>(loaded));
+    const config::Config config = std::get<config::Config>(loaded);
+    store::SqliteOptions o;
+    o.path = dir_.File("ledger.db");
+    o.synchronous_full = false;
+    auto store = store::SqliteStore::Open(o);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    FakeClock clock(At("2026-11-01T00:00:00Z"));
+    engine::Planner planner(config, **store, clock);
+    for (auto t = At("2026-11-01T00:00:00Z"); t <= At("2026-11-03T12:00:00Z");
+         t += std::chrono::hours{6}) {
+      ASSERT_TRUE(planner.PlanOnce(t).ok());
+    }
+  }
+
+  void Sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir_.File("ledger.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    sqlite3_close(db);
+  }
+
+  testing::ProcessResult Gaps(std::vector<std::string> args) {
+    args.insert(args.begin(), {"gaps", "--config", config_path_});
+    return Cronledger(std::move(args));
+  }
+
+  TempDir dir_{"cronledger-gaps-cli"};
+  std::string config_path_;
+};
+
+TEST_F(GapsCli, ExitsOneListingEachGapAndZeroWhenAllIsDone) {
+  PlanThreeDays();
+  Sql("UPDATE runs SET state = 'succeeded'");
+  Sql("UPDATE runs SET state = 'failed' WHERE partition = 'us' AND business_date = '2026-11-02'");
+  Sql("UPDATE runs SET state = 'skipped', reason = 'coalesced' WHERE partition = 'eu' AND "
+      "business_date = '2026-11-02'");
+  Sql("DELETE FROM runs WHERE partition = 'eu' AND business_date = '2026-11-03'");
+
+  auto r = Gaps({"--from", "2026-11-01", "--to", "2026-11-03", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const Json gaps = Json::parse(r.out)["gaps"];
+  ASSERT_EQ(gaps.size(), 2u) << r.out;
+  std::vector<std::string> keys;
+  for (const auto& g : gaps) {
+    for (const auto& [field, _] : g.items()) keys.push_back(field);
+    break;
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"run_key", "job", "partition", "business_date",
+                                            "scheduled_at", "cause", "waived", "run_id"}));
+  EXPECT_EQ(gaps[0]["run_key"], "report/us/2026-11-02");
+  EXPECT_EQ(gaps[0]["cause"], "failed");
+  EXPECT_EQ(gaps[0]["scheduled_at"], "2026-11-02T09:00:00Z");
+  EXPECT_EQ(gaps[1]["run_key"], "report/eu/2026-11-03");
+  EXPECT_EQ(gaps[1]["cause"], "never_planned");
+  EXPECT_TRUE(gaps[1]["run_id"].is_null());
+
+  r = Gaps({"--from", "2026-11-01", "--to", "2026-11-03", "--include-waived"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("report/eu/2026-11-02  2026-11-02     2026-11-02T09:00:00Z  coalesced "
+                       "(waived)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2 gap(s), 1 waived: 1 coalesced, 1 failed, 1 never_planned\n"),
+            std::string::npos)
+      << r.out;
+
+  // A waived key alone is not a gap.
+  r = Gaps({"--job", "report", "--from", "2026-11-02", "--to", "2026-11-02", "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = Gaps({"--from", "2026-11-01", "--to", "2026-11-01"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "no gaps\n");
+}
+
+TEST_F(GapsCli, BadArgumentsExitTwoAndAMissingLedgerThree) {
+  auto r = Gaps({"--from", "2026-02-30"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "cronledger gaps: --from \"2026-02-30\" is not a date (YYYY-MM-DD)\n");
+  r = Gaps({"--from", "2026-11-05", "--to", "2026-11-01"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "cronledger gaps: --from 2026-11-05 is after --to 2026-11-01\n");
+  r = Gaps({"--job", "nope"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no job named \"nope\""), std::string::npos) << r.err;
+  r = Gaps({});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("ledger.db")));
+}
+
+}  // namespace
+}  // namespace cronledger
