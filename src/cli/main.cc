@@ -21,6 +21,7 @@
 #include "cli/runs_command.h"
 #include "cli/serve_command.h"
 #include "cli/status_command.h"
+#include "cli/verify_command.h"
 #include "cli/step_client.h"
 #include "cronledger/clock.h"
 
@@ -203,6 +204,18 @@ int Main(int argc, char** argv) {
                      "paused, cancelled)");
   gaps_cmd->add_flag("--json", gaps.json, "Print DESIGN.md's gaps JSON");
 
+  // --- verify -----------------------------------------------------------------
+  std::optional<std::string> verify_config;
+  VerifyArgs verify;
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify",
+      "Prove a business date complete: exit 0 only when every expected run key succeeded "
+      "through its last step or is waived");
+  verify_cmd->add_option("--config", verify_config, kConfigHelp);
+  verify_cmd->add_option("--job", verify.job, "The job")->required();
+  verify_cmd->add_option("--date", verify.date, "The business date, YYYY-MM-DD")->required();
+  verify_cmd->add_flag("--json", verify.json, "Print DESIGN.md's completion report");
+
   // --- effect run, checkpoint (inside a step) ---------------------------------
   EffectRunArgs effect_run;
   CLI::App* effect_cmd =
@@ -287,6 +300,10 @@ int Main(int argc, char** argv) {
   if (*gaps_cmd) {
     gaps.config_path = ResolveConfigPath(gaps_config);
     return RunGaps(gaps, RealClock(), std::cout, std::cerr);
+  }
+  if (*verify_cmd) {
+    verify.config_path = ResolveConfigPath(verify_config);
+    return RunVerify(verify, RealClock(), std::cout, std::cerr);
   }
   if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
   if (*checkpoint_get_cmd) return RunCheckpointGet(checkpoint, std::cout, std::cerr);

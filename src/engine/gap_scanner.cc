@@ -46,6 +46,25 @@ std::pair<std::string, bool> Classify(const store::RunRecord& run, sys_seconds n
 
 Status GapScanner::Scan(const config::JobConfig& job, const GapScanParams& p,
                         const std::function<Status(const Gap&)>& report) {
+  GapScanParams due_only = p;
+  due_only.include_not_due = false;
+  return ForEachKey(job, due_only, [&](const ExpectedKey& k) -> Status {
+    if (k.cause.empty() || (k.waived && !p.include_waived)) return Status::Ok();
+    Gap gap;
+    gap.job = job.name;
+    gap.partition = k.partition;
+    gap.period = k.period;
+    gap.business_date = k.business_date;
+    gap.scheduled_at = k.scheduled_at;
+    gap.cause = k.cause;
+    gap.waived = k.waived;
+    if (k.run) gap.run_id = k.run->id;
+    return report(gap);
+  });
+}
+
+Status GapScanner::ForEachKey(const config::JobConfig& job, const GapScanParams& p,
+                              const std::function<Status(const ExpectedKey&)>& fn) {
   auto versions = store_.JobVersionList(job.name);
   if (!versions.ok()) {
     // A job the ledger has never seen expects nothing yet.
@@ -67,7 +86,8 @@ Status GapScanner::Scan(const config::JobConfig& job, const GapScanParams& p,
   const days margin{max_offset + 2};
   const sys_seconds now = std::chrono::floor<seconds>(p.now);
   const sys_seconds after = sys_days(p.from) - margin - seconds{1};
-  const sys_seconds until = std::min(now, sys_seconds(sys_days(p.to) + margin));
+  const sys_seconds window_end = sys_days(p.to) + margin;
+  const sys_seconds until = p.include_not_due ? window_end : std::min(now, window_end);
   if (after >= until) return Status::Ok();
   const std::string from = FormatDate(p.from);
   const std::string to = FormatDate(p.to);
@@ -97,21 +117,20 @@ Status GapScanner::Scan(const config::JobConfig& job, const GapScanParams& p,
         auto runs = day(e.business_date);
         if (!runs.ok()) return runs.status();
         for (const auto& partition : e.partitions) {
-          Gap gap;
+          ExpectedKey key;
+          key.partition = partition;
+          key.period = e.period;
+          key.business_date = e.business_date;
+          key.scheduled_at = e.occurrence.utc;
+          key.due = e.occurrence.utc <= now;
           const auto it = (*runs)->find({partition, e.period});
-          if (it == (*runs)->end()) {
-            gap.cause = "never_planned";
-          } else {
-            std::tie(gap.cause, gap.waived) = Classify(it->second, now, job.alert.max_lag);
-            gap.run_id = it->second.id;
+          if (it != (*runs)->end()) key.run = &it->second;
+          if (key.due && !key.run) {
+            key.cause = "never_planned";
+          } else if (key.due) {
+            std::tie(key.cause, key.waived) = Classify(*key.run, now, job.alert.max_lag);
           }
-          if (gap.cause.empty() || (gap.waived && !p.include_waived)) continue;
-          gap.job = job.name;
-          gap.partition = partition;
-          gap.period = e.period;
-          gap.business_date = e.business_date;
-          gap.scheduled_at = e.occurrence.utc;
-          if (Status s = report(gap); !s.ok()) return s;
+          if (Status s = fn(key); !s.ok()) return s;
         }
         return Status::Ok();
       });

@@ -34,12 +34,28 @@ struct Gap {
   std::string RunKey() const { return job + "/" + partition + "/" + period; }
 };
 
+// One expected run key and what the ledger holds for it.
+struct ExpectedKey {
+  std::string partition;
+  std::string period;
+  std::string business_date;
+  std::chrono::sys_seconds scheduled_at;
+  bool due = true;                          // scheduled at or before now
+  const store::RunRecord* run = nullptr;    // valid during the call; null: never planned
+  // As Gap::cause (never_planned, ..., or a waiver); empty when the key
+  // succeeded, is in flight and not stuck, or is not due yet.
+  std::string cause;
+  bool waived = false;
+};
+
 struct GapScanParams {
   // Business dates, inclusive.
   std::chrono::year_month_day from;
   std::chrono::year_month_day to;
   store::Instant now;  // only keys due by now are expected
   bool include_waived = false;
+  // ForEachKey: also the keys of the window scheduled after now (due false).
+  bool include_not_due = false;
 };
 
 class GapScanner {
@@ -51,6 +67,11 @@ class GapScanner {
   // expects nothing.
   Status Scan(const config::JobConfig& job, const GapScanParams& p,
               const std::function<Status(const Gap&)>& report);
+
+  // Calls `fn` for every expected key of the window (due ones, and the
+  // others with include_not_due), gap or not, in scheduled order.
+  Status ForEachKey(const config::JobConfig& job, const GapScanParams& p,
+                    const std::function<Status(const ExpectedKey&)>& fn);
 
  private:
   store::Store& store_;

@@ -124,6 +124,58 @@ TEST_F(GapsCli, ExitsOneListingEachGapAndZeroWhenAllIsDone) {
   EXPECT_EQ(r.out, "no gaps\n");
 }
 
+TEST_F(GapsCli, VerifyProvesADateCompleteOnlyWhenEveryKeySucceededOrIsWaived) {
+  PlanThreeDays();
+  Sql("UPDATE runs SET state = 'succeeded', attempts = 1");
+  Sql("UPDATE runs SET attempts = 2 WHERE partition = 'eu' AND business_date = '2026-11-01'");
+  Sql("UPDATE runs SET state = 'skipped', reason = 'coalesced', attempts = 0 WHERE partition = "
+      "'eu' AND business_date = '2026-11-02'");
+  Sql("UPDATE runs SET state = 'failed' WHERE partition = 'us' AND business_date = '2026-11-03'");
+  Sql("DELETE FROM runs WHERE partition = 'eu' AND business_date = '2026-11-03'");
+  const auto verify = [&](const std::string& date, bool json = true) {
+    std::vector<std::string> args = {"verify", "--config", config_path_, "--job", "report",
+                                     "--date", date};
+    if (json) args.push_back("--json");
+    return Cronledger(args);
+  };
+
+  auto r = verify("2026-11-01");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  Json j = Json::parse(r.out);
+  std::vector<std::string> keys;
+  for (const auto& [field, _] : j.items()) keys.push_back(field);
+  EXPECT_EQ(keys, (std::vector<std::string>{"job", "business_date", "complete", "expected",
+                                            "succeeded", "waived", "steps",
+                                            "first_scheduled_at", "last_completed_at",
+                                            "attempts", "reruns", "missing"}));
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_EQ(j["expected"], 2);
+  EXPECT_EQ(j["succeeded"], 2);
+  EXPECT_EQ(j["attempts"], 3);
+  EXPECT_EQ(j["first_scheduled_at"], "2026-11-01T09:00:00Z");
+  EXPECT_TRUE(j["missing"].empty());
+
+  r = verify("2026-11-02");  // one succeeded, one waived: complete
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  j = Json::parse(r.out);
+  EXPECT_EQ(j["waived"], 1);
+  EXPECT_EQ(j["succeeded"], 1);
+
+  r = verify("2026-11-03", /*json=*/false);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out.rfind("report 2026-11-03: INCOMPLETE\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("  missing report/eu/2026-11-03 (never_planned)\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  missing report/us/2026-11-03 (failed)\n"), std::string::npos) << r.out;
+
+  r = verify("2026-10-01");  // before the job existed: nothing proves it
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(Json::parse(r.out)["expected"], 0);
+  EXPECT_EQ(Cronledger({"verify", "--config", config_path_, "--job", "report", "--date", "11/03"})
+                .exit_code,
+            2);
+}
+
 TEST_F(GapsCli, BadArgumentsExitTwoAndAMissingLedgerThree) {
   auto r = Gaps({"--from", "2026-02-30"});
   EXPECT_EQ(r.exit_code, 2);

@@ -227,6 +227,27 @@ TEST_F(GapScannerTest, FindsEachKindOfGapWithItsCause) {
   EXPECT_TRUE(Scan("2026-11-07", "2026-11-07", At("2026-11-07T09:30:00Z")).empty());
 }
 
+TEST_F(GapScannerTest, KeysNotYetDueAreExpectedButNeverGaps) {
+  config_.jobs = {Job("0 9,18 * * *")};
+  Plan(At("2026-11-05T08:59:30Z"));
+  Plan(At("2026-11-05T09:30:00Z"));
+  const auto now = At("2026-11-05T09:30:00Z");  // 09:00 is in flight, within max_lag
+  EXPECT_TRUE(Scan("2026-11-05", "2026-11-05", now).empty());
+  GapScanner scanner(*store_);
+  GapScanParams p{Date("2026-11-05"), Date("2026-11-05"), store::ToInstant(now), false, true};
+  std::vector<std::string> seen;
+  ASSERT_TRUE(scanner
+                  .ForEachKey(config_.jobs[0], p,
+                              [&](const ExpectedKey& k) {
+                                seen.push_back(k.period + (k.due ? " due" : " not due") +
+                                               (k.run ? " planned" : "") + " [" + k.cause + "]");
+                                return Status::Ok();
+                              })
+                  .ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"2026-11-05T09:00+00:00 due planned []",
+                                            "2026-11-05T18:00+00:00 not due []"}));
+}
+
 TEST_F(GapScannerTest, PartitionsAreExpectedOnlyWhileMembersAndSchedulesByTheVersionInForce) {
   config_.jobs = {Job("0 9 * * *")};
   config_.jobs[0].partitions = {"a"};
