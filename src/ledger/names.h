@@ -72,6 +72,9 @@ inline constexpr std::string_view kEffectFailed = "effect_failed";
 inline constexpr std::string_view kEffectInDoubt = "effect_in_doubt";
 inline constexpr std::string_view kEffectReconciled = "effect_reconciled";
 inline constexpr std::string_view kResolve = "resolve";
+inline constexpr std::string_view kGapFound = "gap_found";
+inline constexpr std::string_view kBackfill = "backfill";
+inline constexpr std::string_view kApprove = "approve";
 }  // namespace event
 
 }  // namespace cronledger::ledger

@@ -470,6 +470,48 @@ struct CheckpointSetParams {
   std::string node;
 };
 
+// ---- recovery: the gap scanner's backfill, operators' backfill and approve -
+
+// An expected key to queue, with the run (and occurrence) it would have had:
+// a backfilled run keeps its run key, business date and scheduled time.
+struct QueueKey {
+  std::string partition;
+  std::string period;
+  std::string business_date;
+  std::chrono::sys_seconds scheduled_at;
+  int job_version = 0;
+  std::string local_time;  // of the occurrence, recorded if it was never planned
+  std::string tzdata;
+};
+
+struct QueueKeysParams {
+  std::string job;
+  std::vector<QueueKey> keys;
+  // kPending (released, misfire-exempt) or kAwaitingApproval.
+  ledger::RunState as = ledger::RunState::kPending;
+  // Also requeue keys skipped on purpose (coalesced, catchup_none, overlap,
+  // paused), not only never-planned and misfired ones.
+  bool include_waived = false;
+  std::string event_type = "backfill";  // one event per queued key
+  std::string actor;
+  std::string reason;
+  Instant now;
+};
+
+struct QueueKeysResult {
+  std::vector<int64_t> queued;            // run ids, in key order
+  std::vector<std::string> left_alone;    // run keys in a state this does not move
+};
+
+struct ApproveParams {
+  std::string job;
+  std::optional<int64_t> run_id;          // one run, or
+  std::optional<std::string> from, to;    // business dates, inclusive
+  std::string actor;
+  std::string reason;
+  Instant now;
+};
+
 // ---- the interface --------------------------------------------------------
 
 class Store {
@@ -634,6 +676,19 @@ class Store {
   // Writes a watermark, fenced by the token. No event (watermarks move
   // often; effect_committed records one written with an effect).
   virtual Status CheckpointSet(const CheckpointSetParams& p) = 0;
+
+  // Queues expected keys that were never planned (a new run) or were
+  // skipped as misfired (or, with include_waived, skipped on purpose) as
+  // `as`, in one transaction, appending `event_type` per queued key with
+  // actor and reason. Keys in any other state are left alone and listed.
+  // kNotFound for a job the ledger does not know.
+  virtual Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) = 0;
+
+  // awaiting_approval → pending (released, misfire-exempt) for one run or
+  // the job's runs of a date range; one `approve` event per run. Returns
+  // the approved run ids. kNotFound / kConflict for a run id that does not
+  // exist / is not awaiting approval.
+  virtual Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) = 0;
 };
 
 }  // namespace cronledger::store

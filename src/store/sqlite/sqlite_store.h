@@ -85,6 +85,10 @@ class SqliteStore final : public Store {
   Result<Checkpoints> CheckpointGet(int64_t run_id) override;
   Status CheckpointSet(const CheckpointSetParams& p) override;
 
+  // sqlite_store_recovery.cc
+  Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) override;
+  Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) override;
+
   // Replaces the statement hook (tests).
   void SetStatementHook(sqlite::StatementHook hook);
 

@@ -1,0 +1,158 @@
+// SqliteStore, recovery half: queuing expected keys (the gap scanner's
+// automatic backfill, an operator's backfill) and approving runs that wait
+// for an operator. store.h has the contract; docs/gaps.md the semantics.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cronledger/schedule.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_util.h"
+
+namespace cronledger::store {
+namespace {
+
+using namespace sqlite_util;  // NOLINT: the store's own helpers
+using sqlite::Transaction;
+
+bool Requeueable(const RunRecord& run, bool include_waived) {
+  if (run.state != ledger::RunState::kSkipped) return false;
+  return !run.reason || *run.reason == ledger::SkipReason::kMisfired || include_waived;
+}
+
+}  // namespace
+
+Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
+  if (p.as != ledger::RunState::kPending && p.as != ledger::RunState::kAwaitingApproval) {
+    return Status(StatusCode::kInvalidArgument, "keys are queued as pending or awaiting_approval");
+  }
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare("SELECT 1 FROM jobs WHERE name = ?"));
+    s.Bind(1, p.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return NotFound(fmt::format("no job named {} in the ledger", p.job));
+  }
+  const int64_t released = p.as == ledger::RunState::kPending ? 1 : 0;
+  const std::string state(ledger::Name(p.as));
+  QueueKeysResult out;
+  for (const QueueKey& k : p.keys) {
+    const std::string run_key = p.job + "/" + k.partition + "/" + k.period;
+    std::optional<RunRecord> run;
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+          "SELECT {} FROM runs WHERE job = ? AND partition = ? AND period = ?", kRunColumns)));
+      s.Bind(1, p.job).Bind(2, k.partition).Bind(3, k.period);
+      ASSIGN_OR_RETURN(row, s.Step());
+      if (row) run = RunFromRow(s);
+    }
+    int64_t id = 0;
+    std::string from;
+    if (!run) {
+      {
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "INSERT INTO occurrences (job, scheduled_at, local_time, dst, job_version, tzdata, "
+            "planned_at) VALUES (?, ?, ?, NULL, ?, ?, ?) ON CONFLICT (job, scheduled_at) DO "
+            "NOTHING"));
+        s.Bind(1, p.job).Bind(2, Ms(k.scheduled_at)).Bind(3, k.local_time)
+            .Bind(4, int64_t{k.job_version}).Bind(5, k.tzdata).Bind(6, Ms(p.now));
+        RETURN_IF_ERROR(s.Run());
+      }
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO runs (job, partition, period, business_date, scheduled_at, job_version, "
+          "state, released, misfire_exempt, created_at, updated_at) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"));
+      s.Bind(1, p.job).Bind(2, k.partition).Bind(3, k.period).Bind(4, k.business_date)
+          .Bind(5, Ms(k.scheduled_at)).Bind(6, int64_t{k.job_version}).Bind(7, state)
+          .Bind(8, released).Bind(9, Ms(p.now)).Bind(10, Ms(p.now));
+      RETURN_IF_ERROR(s.Run());
+      id = db_->LastInsertRowId();
+      from = "never_planned";
+    } else if (Requeueable(*run, p.include_waived)) {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE runs SET state = ?, reason = NULL, released = ?, misfire_exempt = 1, "
+          "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
+          "finished_at = NULL, updated_at = ? WHERE id = ?"));
+      s.Bind(1, state).Bind(2, released).Bind(3, Ms(p.now)).Bind(4, run->id);
+      RETURN_IF_ERROR(s.Run());
+      id = run->id;
+      from = run->reason ? std::string(ledger::Name(*run->reason)) : "skipped";
+    } else {
+      out.left_alone.push_back(run_key);
+      continue;
+    }
+    EventRecord e;
+    e.at = p.now;
+    e.type = p.event_type;
+    e.job = p.job;
+    e.run_id = id;
+    e.run_key = run_key;
+    e.actor = p.actor;
+    e.reason = p.reason;
+    e.details = nlohmann::json{{"from", from},
+                               {"to", state},
+                               {"business_date", k.business_date},
+                               {"scheduled_at", FormatUtc(k.scheduled_at)}}
+                    .dump();
+    RETURN_IF_ERROR(AppendEventLocked(e));
+    out.queued.push_back(id);
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+Result<std::vector<int64_t>> SqliteStore::RunApprove(const ApproveParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  std::vector<RunRecord> runs;
+  if (p.run_id) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
+    s.Bind(1, *p.run_id);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return NotFound(fmt::format("no run with id {}", *p.run_id));
+    RunRecord r = RunFromRow(s);
+    if (r.state != ledger::RunState::kAwaitingApproval) {
+      return Status(StatusCode::kConflict,
+                    fmt::format("run {} is {}; only runs awaiting approval can be approved",
+                                r.id, ledger::Name(r.state)));
+    }
+    runs.push_back(std::move(r));
+  } else {
+    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+        "SELECT {} FROM runs WHERE job = ?1 AND state = 'awaiting_approval' AND "
+        "(?2 IS NULL OR business_date >= ?2) AND (?3 IS NULL OR business_date <= ?3) "
+        "ORDER BY scheduled_at, id",
+        kRunColumns)));
+    s.Bind(1, p.job);
+    if (p.from) s.Bind(2, *p.from); else s.Bind(2, std::nullopt);
+    if (p.to) s.Bind(3, *p.to); else s.Bind(3, std::nullopt);
+    RETURN_IF_ERROR(ForEachRow(s, [&] { runs.push_back(RunFromRow(s)); }));
+  }
+  std::vector<int64_t> approved;
+  for (const RunRecord& r : runs) {
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE runs SET state = 'pending', released = 1, misfire_exempt = 1, updated_at = ? "
+          "WHERE id = ?"));
+      s.Bind(1, Ms(p.now)).Bind(2, r.id);
+      RETURN_IF_ERROR(s.Run());
+    }
+    EventRecord e;
+    e.at = p.now;
+    e.type = ledger::event::kApprove;
+    e.job = r.job;
+    e.run_id = r.id;
+    e.run_key = r.RunKey();
+    e.actor = p.actor;
+    e.reason = p.reason;
+    e.details = nlohmann::json{{"business_date", r.business_date}}.dump();
+    RETURN_IF_ERROR(AppendEventLocked(e));
+    approved.push_back(r.id);
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return approved;
+}
+
+}  // namespace cronledger::store
