@@ -135,7 +135,10 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   engine::Dispatcher dispatcher(config, *store, clock, runner, dispatch);
   dispatcher.Start();
 
-  engine::ServeLoop loop(config, planner, reaper, dispatcher, clock);
+  engine::GapWatch gap_watch(config, *store);
+  engine::ServeLoopOptions loop_options;
+  loop_options.gap_watch = &gap_watch;
+  engine::ServeLoop loop(config, planner, reaper, dispatcher, clock, loop_options);
   loop.Run(stop.get_token());
 
   // Drain: no new claims; running steps get drain_timeout to finish, then

@@ -26,11 +26,19 @@ std::pair<std::string, bool> Classify(const store::RunRecord& run, sys_seconds n
   switch (run.state) {
     case RunState::kSucceeded: return {"", false};
     case RunState::kPending:
-    case RunState::kRunning:
+    case RunState::kRunning: {
       // In flight is not a gap until it has taken longer than the job's
-      // max_lag since it was due.
-      if (now - run.scheduled_at > max_lag) return {"stuck", false};
-      return {"", false};
+      // max_lag since it was due. A run queued late on purpose (backfill,
+      // retry, approve, held by a pause) is due from when it was queued:
+      // while pending, that is its last update; once running, its lease
+      // and the reaper watch it.
+      if (!run.misfire_exempt) {
+        return {now - run.scheduled_at > max_lag ? "stuck" : "", false};
+      }
+      if (run.state == RunState::kRunning) return {"", false};
+      const auto queued = std::max(run.scheduled_at, std::chrono::floor<seconds>(run.updated_at));
+      return {now - queued > max_lag ? "stuck" : "", false};
+    }
     case RunState::kSkipped:
       if (!run.reason || *run.reason == ledger::SkipReason::kMisfired) return {"misfired", false};
       return {std::string(ledger::Name(*run.reason)), true};
@@ -56,6 +64,8 @@ Status GapScanner::Scan(const config::JobConfig& job, const GapScanParams& p,
     gap.period = k.period;
     gap.business_date = k.business_date;
     gap.scheduled_at = k.scheduled_at;
+    gap.job_version = k.job_version;
+    gap.local_time = k.local_time;
     gap.cause = k.cause;
     gap.waived = k.waived;
     if (k.run) gap.run_id = k.run->id;
@@ -122,6 +132,8 @@ Status GapScanner::ForEachKey(const config::JobConfig& job, const GapScanParams&
           key.period = e.period;
           key.business_date = e.business_date;
           key.scheduled_at = e.occurrence.utc;
+          key.job_version = e.version->version;
+          key.local_time = FormatLocal(e.occurrence);
           key.due = e.occurrence.utc <= now;
           const auto it = (*runs)->find({partition, e.period});
           if (it != (*runs)->end()) key.run = &it->second;

@@ -25,6 +25,8 @@ struct Gap {
   std::string period;
   std::string business_date;  // YYYY-MM-DD
   std::chrono::sys_seconds scheduled_at;
+  int job_version = 0;     // the version in force at scheduled_at
+  std::string local_time;  // RFC 3339 with the zone's offset
   // never_planned, misfired, failed, unknown, awaiting_approval, stuck; or,
   // waived: coalesced, catchup_none, overlap, paused, cancelled.
   std::string cause;
@@ -40,6 +42,8 @@ struct ExpectedKey {
   std::string period;
   std::string business_date;
   std::chrono::sys_seconds scheduled_at;
+  int job_version = 0;
+  std::string local_time;
   bool due = true;                          // scheduled at or before now
   const store::RunRecord* run = nullptr;    // valid during the call; null: never planned
   // As Gap::cause (never_planned, ..., or a waiver); empty when the key

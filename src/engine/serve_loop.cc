@@ -54,6 +54,10 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
     spdlog::error("serve: reaper pass failed, retrying next pass: {}",
                   reaped.status().ToString());
   }
+  if (options_.gap_watch != nullptr && now >= options_.gap_watch->NextAt()) {
+    // Its errors are logged per job; the next pass tries again.
+    (void)options_.gap_watch->ScanOnce(now);
+  }
   if (now >= next_prune_) {
     const int pruned =
         exec::PruneAttemptFolders(config_.server.log_dir, config_.server.log_retention, now);

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "engine/dispatcher.h"
+#include "engine/gap_watch.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
 
@@ -24,6 +25,8 @@ struct ServeLoopOptions {
   // After releasing runs, planning waits this long so that it does not hold
   // the store while the dispatcher claims them.
   std::chrono::milliseconds plan_deferral{250};
+  // The gap scanner, run when it is due (GapWatch::NextAt); none: no scans.
+  GapWatch* gap_watch = nullptr;
 };
 
 class ServeLoop {

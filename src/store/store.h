@@ -492,7 +492,7 @@ struct QueueKeysParams {
   // Also requeue keys skipped on purpose (coalesced, catchup_none, overlap,
   // paused), not only never-planned and misfired ones.
   bool include_waived = false;
-  std::string event_type = "backfill";  // one event per queued key
+  std::string event_type = "backfill";  // one event per queued key; "" for none
   std::string actor;
   std::string reason;
   Instant now;
@@ -679,8 +679,8 @@ class Store {
 
   // Queues expected keys that were never planned (a new run) or were
   // skipped as misfired (or, with include_waived, skipped on purpose) as
-  // `as`, in one transaction, appending `event_type` per queued key with
-  // actor and reason. Keys in any other state are left alone and listed.
+  // `as`, in one transaction, appending `event_type` (unless empty) per
+  // queued key with actor and reason. Keys in any other state are left alone and listed.
   // kNotFound for a job the ledger does not know.
   virtual Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) = 0;
 

@@ -82,6 +82,8 @@ Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
       out.left_alone.push_back(run_key);
       continue;
     }
+    out.queued.push_back(id);
+    if (p.event_type.empty()) continue;
     EventRecord e;
     e.at = p.now;
     e.type = p.event_type;
@@ -96,7 +98,6 @@ Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
                                {"scheduled_at", FormatUtc(k.scheduled_at)}}
                     .dump();
     RETURN_IF_ERROR(AppendEventLocked(e));
-    out.queued.push_back(id);
   }
   RETURN_IF_ERROR(tx.Commit());
   return out;

@@ -1,0 +1,168 @@
+// The gap scanner inside serve: each new gap is recorded once, never-planned
+// and misfired keys are backfilled within backfill.auto_within and wait for
+// approval beyond it, waived keys are left alone. Real SQLite, fake clock.
+#include "engine/gap_watch.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/planner.h"
+#include "ledger/names.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cronledger::engine {
+namespace {
+
+using std::chrono::days;
+using std::chrono::hours;
+using std::chrono::seconds;
+
+Clock::TimePoint At(const std::string& rfc3339) {
+  return Clock::TimePoint{ParseRfc3339(rfc3339)->time_since_epoch()};
+}
+
+class GapWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cronledger-gapwatch-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    config_.dir = dir_;
+    config::JobConfig job;
+    job.name = "j";
+    job.schedule = "0 9 * * *";
+    job.timezone = "UTC";
+    job.partitions = {"a"};
+    config::StepConfig step;
+    step.name = "work";
+    step.command = {"/bin/true"};
+    job.steps.push_back(step);
+    config_.jobs = {job};
+    store::SqliteOptions o;
+    o.path = dir_ + "/ledger.db";
+    o.synchronous_full = false;
+    auto s = store::SqliteStore::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+    // Planned from 11-01; every run succeeded through 11-05.
+    Planner planner(config_, *store_, clock_);
+    for (auto t = At("2026-11-01T00:00:00Z"); t <= At("2026-11-05T12:00:00Z"); t += hours{6}) {
+      ASSERT_TRUE(planner.PlanOnce(t).ok());
+    }
+    Sql("UPDATE runs SET state = 'succeeded'");
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/ledger.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    sqlite3_close(db);
+  }
+
+  std::string StateOf(const std::string& date) {
+    store::RunQuery q;
+    q.job = "j";
+    q.business_date = date;
+    auto runs = store_->RunList(q);
+    if (!runs.ok() || runs->empty()) return "none";
+    std::string s(ledger::Name(runs->at(0).state));
+    if (runs->at(0).reason) s += ":" + std::string(ledger::Name(*runs->at(0).reason));
+    return s;
+  }
+
+  std::vector<std::string> GapEvents() {
+    store::EventQuery q;
+    q.job = "j";
+    q.type = "gap_found";
+    q.limit = 1000;
+    std::vector<std::string> out;
+    const auto events = store_->EventList(q);
+    EXPECT_TRUE(events.ok());
+    if (!events.ok()) return out;
+    for (const auto& e : *events) {
+      const auto d = nlohmann::json::parse(e.details);
+      out.push_back(e.run_key + " " + d["cause"].get<std::string>() + " " +
+                    d.value("action", "-"));
+    }
+    return out;
+  }
+
+  std::string dir_;
+  config::Config config_;
+  FakeClock clock_{At("2026-11-01T00:00:00Z")};
+  std::unique_ptr<store::SqliteStore> store_;
+};
+
+TEST_F(GapWatchTest, BackfillsWithinTheWindowAndAsksForApprovalBeyondIt) {
+  config_.jobs[0].backfill.auto_within = days{2};
+  Sql("DELETE FROM runs WHERE business_date IN ('2026-11-02', '2026-11-04')");
+  Sql("UPDATE runs SET state = 'skipped', reason = 'misfired' WHERE business_date = '2026-11-05'");
+  Sql("UPDATE runs SET state = 'skipped', reason = 'coalesced' WHERE business_date = '2026-11-03'");
+  Sql("UPDATE runs SET state = 'failed' WHERE business_date = '2026-11-01'");
+
+  GapWatch watch(config_, *store_);
+  GapWatchStats stats;
+  const auto now = At("2026-11-06T08:00:00Z");
+  ASSERT_TRUE(watch.ScanOnce(now, &stats).ok());
+  EXPECT_EQ(stats.new_gaps, 4);
+  EXPECT_EQ(stats.backfilled, 2);  // 11-04 and 11-05: younger than 2 days
+  EXPECT_EQ(stats.awaiting_approval, 1);  // 11-02
+  EXPECT_EQ(StateOf("2026-11-02"), "awaiting_approval");
+  EXPECT_EQ(StateOf("2026-11-04"), "pending");
+  EXPECT_EQ(StateOf("2026-11-05"), "pending");
+  EXPECT_EQ(StateOf("2026-11-03"), "skipped:coalesced");  // waived: never touched
+  EXPECT_EQ(StateOf("2026-11-01"), "failed");              // needs an operator
+  EXPECT_EQ(GapEvents(), (std::vector<std::string>{
+                             "j/a/2026-11-01 failed -",
+                             "j/a/2026-11-02 never_planned awaiting_approval",
+                             "j/a/2026-11-04 never_planned backfilled",
+                             "j/a/2026-11-05 misfired backfilled"}));
+  store::EventQuery q;
+  q.job = "j";
+  q.type = "backfill";
+  const auto backfills = *store_->EventList(q);
+  ASSERT_EQ(backfills.size(), 2u);
+  EXPECT_EQ(backfills[0].actor, "scanner");
+
+  // Known gaps are not new: not on the next pass, nor after a restart.
+  stats = {};
+  ASSERT_TRUE(watch.ScanOnce(now + seconds{60}, &stats).ok());
+  GapWatch restarted(config_, *store_);
+  ASSERT_TRUE(restarted.ScanOnce(now + seconds{120}, &stats).ok());
+  EXPECT_EQ(stats.new_gaps, 0);
+  EXPECT_EQ(GapEvents().size(), 4u);
+}
+
+TEST_F(GapWatchTest, IncrementalPassesSeeRecentChangesAndFullScansTheRest) {
+  GapWatchOptions options;
+  options.every = seconds{60};
+  options.full_scan_every = hours{1};
+  GapWatch watch(config_, *store_, options);
+  auto now = At("2026-11-05T12:00:00Z");
+  GapWatchStats stats;
+  ASSERT_TRUE(watch.ScanOnce(now, &stats).ok());
+  EXPECT_EQ(stats.new_gaps, 0);
+
+  // A recent run fails: the next pass sees it. An old one: the next full scan.
+  Sql("UPDATE runs SET state = 'failed' WHERE business_date IN ('2026-11-05', '2026-11-01')");
+  now += seconds{60};
+  ASSERT_TRUE(watch.ScanOnce(now, &stats).ok());
+  EXPECT_EQ(GapEvents(), std::vector<std::string>{"j/a/2026-11-05 failed -"});
+  now += hours{1};
+  ASSERT_TRUE(watch.ScanOnce(now, &stats).ok());
+  EXPECT_EQ(GapEvents(), (std::vector<std::string>{"j/a/2026-11-05 failed -",
+                                                   "j/a/2026-11-01 failed -"}));
+  // Not due yet: nothing happens before NextAt.
+  EXPECT_GT(watch.NextAt(), now);
+}
+
+}  // namespace
+}  // namespace cronledger::engine
