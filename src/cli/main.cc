@@ -16,6 +16,7 @@
 #include "cli/gaps_command.h"
 #include "cli/next_command.h"
 #include "cli/pause_command.h"
+#include "cli/recovery_commands.h"
 #include "cli/resolve_command.h"
 #include "cli/retry_command.h"
 #include "cli/runs_command.h"
@@ -216,6 +217,40 @@ int Main(int argc, char** argv) {
   verify_cmd->add_option("--date", verify.date, "The business date, YYYY-MM-DD")->required();
   verify_cmd->add_flag("--json", verify.json, "Print DESIGN.md's completion report");
 
+  // --- backfill, approve --------------------------------------------------------
+  std::optional<std::string> backfill_config;
+  BackfillArgs backfill;
+  CLI::App* backfill_cmd = app.add_subcommand(
+      "backfill",
+      "Queue the never-planned and misfired run keys of a date range; prints the impact and "
+      "stops unless given --yes");
+  backfill_cmd->add_option("--config", backfill_config, kConfigHelp);
+  backfill_cmd->add_option("--job", backfill.job, "The job")->required();
+  backfill_cmd->add_option("--from", backfill.from, "First business date, YYYY-MM-DD")
+      ->required();
+  backfill_cmd->add_option("--to", backfill.to, "Last business date, YYYY-MM-DD")->required();
+  backfill_cmd->add_option("--partition", backfill.partitions, "Only these partitions (repeat)");
+  backfill_cmd->add_flag("--include-waived", backfill.include_waived,
+                         "Also queue keys skipped on purpose (coalesced, catchup_none, ...)");
+  backfill_cmd->add_option("--reason", backfill.reason, "Why (required; recorded in the ledger)");
+  backfill_cmd->add_option("--by", backfill.by, "Who asks (default: the OS user)");
+  backfill_cmd->add_flag("--yes", backfill.yes, "Act, after the preview");
+  backfill_cmd->add_option("--preview-digest", backfill.preview_digest,
+                           "Act only if the ledger still matches this preview");
+  backfill_cmd->add_flag("--json", backfill.json, "Print the preview (or the result) as JSON");
+
+  std::optional<std::string> approve_config;
+  ApproveArgs approve;
+  CLI::App* approve_cmd = app.add_subcommand(
+      "approve", "Let runs awaiting approval (gaps beyond backfill.auto_within) run");
+  approve_cmd->add_option("--config", approve_config, kConfigHelp);
+  approve_cmd->add_option("--job", approve.job, "The job")->required();
+  approve_cmd->add_option("--from", approve.from, "First business date, YYYY-MM-DD");
+  approve_cmd->add_option("--to", approve.to, "Last business date, YYYY-MM-DD");
+  approve_cmd->add_option("--run", approve.run, "One run by id");
+  approve_cmd->add_option("--reason", approve.reason, "Why (required; recorded in the ledger)");
+  approve_cmd->add_option("--by", approve.by, "Who approves (default: the OS user)");
+
   // --- effect run, checkpoint (inside a step) ---------------------------------
   EffectRunArgs effect_run;
   CLI::App* effect_cmd =
@@ -304,6 +339,14 @@ int Main(int argc, char** argv) {
   if (*verify_cmd) {
     verify.config_path = ResolveConfigPath(verify_config);
     return RunVerify(verify, RealClock(), std::cout, std::cerr);
+  }
+  if (*backfill_cmd) {
+    backfill.config_path = ResolveConfigPath(backfill_config);
+    return RunBackfill(backfill, RealClock(), std::cout, std::cerr);
+  }
+  if (*approve_cmd) {
+    approve.config_path = ResolveConfigPath(approve_config);
+    return RunApprove(approve, RealClock(), std::cout, std::cerr);
   }
   if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
   if (*checkpoint_get_cmd) return RunCheckpointGet(checkpoint, std::cout, std::cerr);

@@ -176,6 +176,93 @@ TEST_F(GapsCli, VerifyProvesADateCompleteOnlyWhenEveryKeySucceededOrIsWaived) {
             2);
 }
 
+TEST_F(GapsCli, BackfillShowsItsImpactFirstAndRefusesAStalePreview) {
+  PlanThreeDays();
+  Sql("UPDATE runs SET state = 'succeeded'");
+  Sql("DELETE FROM runs WHERE business_date = '2026-11-02'");
+  Sql("UPDATE runs SET state = 'skipped', reason = 'misfired' WHERE partition = 'us' AND "
+      "business_date = '2026-11-03'");
+  const std::vector<std::string> base = {"backfill", "--config", config_path_, "--job", "report",
+                                         "--from", "2026-11-01", "--to", "2026-11-03",
+                                         "--reason", "outage on the 2nd", "--by", "alice"};
+  auto args = base;
+  args.push_back("--json");
+  auto r = Cronledger(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json preview = Json::parse(r.out);
+  std::vector<std::string> keys;
+  for (const auto& [field, _] : preview.items()) keys.push_back(field);
+  EXPECT_EQ(keys, (std::vector<std::string>{"preview_digest", "expected", "succeeded", "failed",
+                                            "unknown", "missing", "waived", "in_progress",
+                                            "effects_committed", "would_queue"}));
+  EXPECT_EQ(preview["expected"], 6);
+  EXPECT_EQ(preview["succeeded"], 3);
+  EXPECT_EQ(preview["missing"], 3);
+  EXPECT_EQ(preview["would_queue"],
+            Json::parse(R"(["report/eu/2026-11-02", "report/us/2026-11-02",
+                            "report/us/2026-11-03"])"));
+  // The preview changed nothing.
+  EXPECT_EQ(Gaps({"--from", "2026-11-01", "--to", "2026-11-03"}).exit_code, 1);
+
+  // The ledger moves on: acting on the old preview is refused with the new one.
+  Sql("UPDATE runs SET state = 'failed' WHERE partition = 'eu' AND business_date = '2026-11-01'");
+  args = base;
+  for (const char* a : {"--yes", "--preview-digest"}) args.push_back(a);
+  args.push_back(preview["preview_digest"].get<std::string>());
+  r = Cronledger(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("the ledger changed since the preview"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("1 failed"), std::string::npos) << r.out;
+
+  args = base;
+  args.push_back("--yes");
+  r = Cronledger(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "queued 3 run(s) of report\n");
+  r = Gaps({"--from", "2026-11-01", "--to", "2026-11-03", "--json"});
+  // What is left: the failed run (a backfill does not retry failures); the
+  // queued ones are pending, in flight.
+  const Json gaps = Json::parse(r.out)["gaps"];
+  ASSERT_EQ(gaps.size(), 1u) << r.out;
+  EXPECT_EQ(gaps[0]["cause"], "failed");
+  r = Cronledger({"events", "--config", config_path_, "--json"});
+  int backfills = 0;
+  const Json events = Json::parse(r.out)["events"];
+  for (const auto& e : events) {
+    if (e["type"] != "backfill") continue;
+    ++backfills;
+    EXPECT_EQ(e["actor"], "alice");
+    EXPECT_EQ(e["reason"], "outage on the 2nd");
+  }
+  EXPECT_EQ(backfills, 3);
+  // Nothing left to queue.
+  args = base;
+  args.push_back("--yes");
+  EXPECT_EQ(Cronledger(args).exit_code, 1);
+}
+
+TEST_F(GapsCli, ApproveLetsRunsAwaitingApprovalRun) {
+  PlanThreeDays();
+  Sql("UPDATE runs SET state = 'awaiting_approval', released = 0 WHERE business_date = "
+      "'2026-11-02'");
+  const std::vector<std::string> base = {"approve", "--config", config_path_, "--job", "report"};
+  auto args = base;
+  args.insert(args.end(), {"--from", "2026-11-02", "--to", "2026-11-02"});
+  EXPECT_EQ(Cronledger(args).exit_code, 2);  // no reason
+  args.insert(args.end(), {"--reason", "upstream fixed"});
+  auto r = Cronledger(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "approved 2 run(s) of report\n");
+  r = Cronledger(args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no run of report is awaiting approval in that range"), std::string::npos)
+      << r.err;
+  r = Cronledger({"runs", "--config", config_path_, "--date", "2026-11-02", "--json"});
+  const Json runs = Json::parse(r.out)["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) EXPECT_EQ(run["state"], "pending");
+}
+
 TEST_F(GapsCli, BadArgumentsExitTwoAndAMissingLedgerThree) {
   auto r = Gaps({"--from", "2026-02-30"});
   EXPECT_EQ(r.exit_code, 2);

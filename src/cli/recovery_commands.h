@@ -1,0 +1,53 @@
+// Operator recovery of gaps (docs/gaps.md): `cronledger backfill`, which
+// shows its impact before it acts, and `cronledger approve`.
+#ifndef CRONLEDGER_CLI_RECOVERY_COMMANDS_H_
+#define CRONLEDGER_CLI_RECOVERY_COMMANDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cronledger/clock.h"
+
+namespace cronledger::cli {
+
+struct BackfillArgs {
+  std::string config_path;  // already resolved
+  std::string job;
+  std::string from;  // business dates, inclusive
+  std::string to;
+  std::vector<std::string> partitions;  // empty: all
+  bool include_waived = false;
+  std::optional<std::string> reason;  // required
+  std::optional<std::string> by;
+  bool yes = false;
+  std::optional<std::string> preview_digest;
+  bool json = false;
+};
+
+// Prints the impact (DESIGN.md's preview: counts, committed effects, the
+// run keys it would queue, a digest); with --yes queues them (never-planned
+// and misfired keys; waived ones with --include-waived), refusing with exit 1
+// and the new preview when --preview-digest no longer matches the ledger.
+int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
+
+struct ApproveArgs {
+  std::string config_path;
+  std::string job;
+  std::optional<std::string> from;
+  std::optional<std::string> to;
+  std::optional<int64_t> run;
+  std::optional<std::string> reason;
+  std::optional<std::string> by;
+};
+
+// awaiting_approval → pending for one run or the job's runs of a date range.
+// Exit 0; 1 when nothing was awaiting approval or the run is in another
+// state; 2 usage; 3 store unavailable.
+int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
+
+}  // namespace cronledger::cli
+
+#endif  // CRONLEDGER_CLI_RECOVERY_COMMANDS_H_
