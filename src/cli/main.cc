@@ -251,6 +251,26 @@ int Main(int argc, char** argv) {
   approve_cmd->add_option("--reason", approve.reason, "Why (required; recorded in the ledger)");
   approve_cmd->add_option("--by", approve.by, "Who approves (default: the OS user)");
 
+  std::optional<std::string> cancel_config;
+  CancelArgs cancel;
+  CLI::App* cancel_cmd = app.add_subcommand(
+      "cancel", "Cancel a pending, awaiting_approval, failed or unknown run (it is then waived)");
+  cancel_cmd->add_option("RUN_ID", cancel.run_id, "The run's id")->required();
+  cancel_cmd->add_option("--config", cancel_config, kConfigHelp);
+  cancel_cmd->add_option("--reason", cancel.reason, "Why (required; recorded in the ledger)");
+  cancel_cmd->add_option("--by", cancel.by, "Who decides (default: the OS user)");
+
+  std::optional<std::string> trigger_config;
+  TriggerArgs trigger;
+  CLI::App* trigger_cmd = app.add_subcommand(
+      "trigger",
+      "Run now: queue the job's latest due period; exit 1, changing nothing, when it exists");
+  trigger_cmd->add_option("--config", trigger_config, kConfigHelp);
+  trigger_cmd->add_option("--job", trigger.job, "The job")->required();
+  trigger_cmd->add_option("--partition", trigger.partitions, "Only these partitions (repeat)");
+  trigger_cmd->add_option("--reason", trigger.reason, "Why (required; recorded in the ledger)");
+  trigger_cmd->add_option("--by", trigger.by, "Who asks (default: the OS user)");
+
   // --- effect run, checkpoint (inside a step) ---------------------------------
   EffectRunArgs effect_run;
   CLI::App* effect_cmd =
@@ -347,6 +367,14 @@ int Main(int argc, char** argv) {
   if (*approve_cmd) {
     approve.config_path = ResolveConfigPath(approve_config);
     return RunApprove(approve, RealClock(), std::cout, std::cerr);
+  }
+  if (*cancel_cmd) {
+    cancel.config_path = ResolveConfigPath(cancel_config);
+    return RunCancel(cancel, RealClock(), std::cout, std::cerr);
+  }
+  if (*trigger_cmd) {
+    trigger.config_path = ResolveConfigPath(trigger_config);
+    return RunTrigger(trigger, RealClock(), std::cout, std::cerr);
   }
   if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
   if (*checkpoint_get_cmd) return RunCheckpointGet(checkpoint, std::cout, std::cerr);

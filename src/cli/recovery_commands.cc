@@ -252,4 +252,132 @@ int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::os
   return kExitOk;
 }
 
+int RunCancel(const CancelArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
+  const auto usage = [&](const std::string& message) {
+    err << "cronledger cancel: " << message << "\n";
+    return kExitUsage;
+  };
+  if (args.run_id <= 0) return usage(fmt::format("RUN_ID {}: run ids are positive", args.run_id));
+  if (Blank(args.reason)) {
+    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
+  }
+  config::Config config;
+  if (int rc = LoadConfigOrReport("cancel", args.config_path, &config, err); rc != kExitOk) {
+    return rc;
+  }
+  std::unique_ptr<store::Store> store;
+  if (int rc = OpenStoreOrReport("cancel", config, &store, err, StoreAccess::kExisting);
+      rc != kExitOk) {
+    return rc;
+  }
+  const Status s = store->RunCancel(
+      {args.run_id, args.by.value_or(DefaultActor()), *args.reason, store::ToInstant(clock.Now())});
+  if (!s.ok()) {
+    err << "cronledger cancel: " << s.message() << "\n";
+    return ExitCodeFor(s);
+  }
+  out << fmt::format("run {} cancelled\n", args.run_id);
+  return kExitOk;
+}
+
+int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
+  const auto usage = [&](const std::string& message) {
+    err << "cronledger trigger: " << message << "\n";
+    return kExitUsage;
+  };
+  if (Blank(args.reason)) {
+    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
+  }
+  config::Config config;
+  if (int rc = LoadConfigOrReport("trigger", args.config_path, &config, err); rc != kExitOk) {
+    return rc;
+  }
+  const auto job = std::find_if(config.jobs.begin(), config.jobs.end(),
+                                [&](const auto& j) { return j.name == args.job; });
+  if (job == config.jobs.end()) {
+    return usage("no job named \"" + args.job + "\" in " + args.config_path);
+  }
+  std::unique_ptr<store::Store> store;
+  if (int rc = OpenStoreOrReport("trigger", config, &store, err, StoreAccess::kExisting);
+      rc != kExitOk) {
+    return rc;
+  }
+  // The latest due occurrence within the backfill horizon, by its keys.
+  const Clock::TimePoint now = clock.Now();
+  engine::GapScanner scanner(*store);
+  engine::GapScanParams params;
+  params.from = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(
+      now - job->backfill.horizon));
+  params.to = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(now) +
+                                          std::chrono::days{1});
+  params.now = store::ToInstant(now);
+  params.include_waived = true;
+  std::vector<engine::ExpectedKey> latest;
+  std::vector<store::RunRecord> runs;  // the keys' runs, copied while valid
+  Status s = scanner.ForEachKey(*job, params, [&](const engine::ExpectedKey& k) -> Status {
+    if (!args.partitions.empty() &&
+        std::find(args.partitions.begin(), args.partitions.end(), k.partition) ==
+            args.partitions.end()) {
+      return Status::Ok();
+    }
+    if (!latest.empty() && k.scheduled_at > latest.front().scheduled_at) {
+      latest.clear();
+      runs.clear();
+    }
+    engine::ExpectedKey copy = k;
+    copy.run = nullptr;
+    latest.push_back(copy);
+    runs.push_back(k.run ? *k.run : store::RunRecord{});
+    return Status::Ok();
+  });
+  if (!s.ok()) {
+    err << "cronledger trigger: " << s.message() << "\n";
+    return ExitCodeFor(s);
+  }
+  if (latest.empty()) {
+    err << "cronledger trigger: nothing due yet for " << job->name
+        << (args.partitions.empty() ? "" : " in those partitions") << "\n";
+    return kExitFound;
+  }
+  std::vector<std::string> existing;
+  for (std::size_t i = 0; i < latest.size(); ++i) {
+    if (runs[i].id != 0) {
+      existing.push_back(fmt::format("{}/{}/{} ({}, run {})", job->name, latest[i].partition,
+                                     latest[i].period, ledger::Name(runs[i].state), runs[i].id));
+    }
+  }
+  if (!existing.empty()) {
+    err << "cronledger trigger: the latest due period exists already, nothing done (use "
+           "`cronledger retry` or a rerun to repeat work):\n";
+    for (const auto& e : existing) err << "  " << e << "\n";
+    return kExitFound;
+  }
+  store::QueueKeysParams q;
+  q.job = job->name;
+  const std::string tzdata = TzdataVersion();
+  for (const auto& k : latest) {
+    store::QueueKey key;
+    key.partition = k.partition;
+    key.period = k.period;
+    key.business_date = k.business_date;
+    key.scheduled_at = k.scheduled_at;
+    key.job_version = k.job_version;
+    key.local_time = k.local_time;
+    key.tzdata = tzdata;
+    q.keys.push_back(key);
+  }
+  q.event_type = std::string(ledger::event::kTrigger);
+  q.actor = args.by.value_or(DefaultActor());
+  q.reason = *args.reason;
+  q.now = store::ToInstant(now);
+  auto queued = store->RunQueueKeys(q);
+  if (!queued.ok()) {
+    err << "cronledger trigger: " << queued.status().message() << "\n";
+    return ExitCodeFor(queued.status());
+  }
+  out << fmt::format("queued {} run(s) of {} for {}\n", queued->queued.size(), job->name,
+                     latest.front().period);
+  return kExitOk;
+}
+
 }  // namespace cronledger::cli

@@ -48,6 +48,30 @@ struct ApproveArgs {
 // state; 2 usage; 3 store unavailable.
 int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
+struct CancelArgs {
+  std::string config_path;
+  int64_t run_id = 0;
+  std::optional<std::string> reason;
+  std::optional<std::string> by;
+};
+
+// A pending, awaiting_approval, failed or unknown run becomes cancelled
+// (waived). Exit 0; 1 another state or no such run; 2 usage; 3 unavailable.
+int RunCancel(const CancelArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
+
+struct TriggerArgs {
+  std::string config_path;
+  std::string job;
+  std::vector<std::string> partitions;  // empty: all active
+  std::optional<std::string> reason;
+  std::optional<std::string> by;
+};
+
+// Run now: queues the run keys of the job's latest due occurrence. When one
+// of them exists already it says so, exits 1 and changes nothing (a rerun
+// repeats work, not a trigger); exit 1 "nothing due yet" before the first.
+int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
+
 }  // namespace cronledger::cli
 
 #endif  // CRONLEDGER_CLI_RECOVERY_COMMANDS_H_

@@ -75,6 +75,8 @@ inline constexpr std::string_view kResolve = "resolve";
 inline constexpr std::string_view kGapFound = "gap_found";
 inline constexpr std::string_view kBackfill = "backfill";
 inline constexpr std::string_view kApprove = "approve";
+inline constexpr std::string_view kCancel = "cancel";
+inline constexpr std::string_view kTrigger = "trigger";
 }  // namespace event
 
 }  // namespace cronledger::ledger

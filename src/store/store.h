@@ -689,6 +689,11 @@ class Store {
   // the approved run ids. kNotFound / kConflict for a run id that does not
   // exist / is not awaiting approval.
   virtual Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) = 0;
+
+  // Operator: a pending, awaiting_approval, failed or unknown run becomes
+  // cancelled (waived); a `cancel` event. kConflict for a run in another
+  // state (a running one finishes or is fenced first), kNotFound for none.
+  virtual Status RunCancel(const OperatorParams& p) = 0;
 };
 
 }  // namespace cronledger::store

@@ -263,6 +263,47 @@ TEST_F(GapsCli, ApproveLetsRunsAwaitingApprovalRun) {
   for (const auto& run : runs) EXPECT_EQ(run["state"], "pending");
 }
 
+TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
+  PlanThreeDays();
+  Sql("UPDATE runs SET state = 'failed' WHERE business_date = '2026-11-01'");
+  Sql("UPDATE runs SET state = 'running' WHERE business_date = '2026-11-02'");
+  const auto id_of = [&](const std::string& partition, const std::string& date) {
+    auto r = Cronledger({"runs", "--config", config_path_, "--date", date, "--partition",
+                         partition, "--json"});
+    const Json runs = Json::parse(r.out)["runs"];
+    return runs.empty() ? int64_t{0} : runs[0]["id"].get<int64_t>();
+  };
+  const std::string failed = std::to_string(id_of("eu", "2026-11-01"));
+  auto r = Cronledger({"cancel", failed, "--config", config_path_, "--reason", "customer left"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "run " + failed + " cancelled\n");
+  r = Cronledger({"cancel", std::to_string(id_of("eu", "2026-11-02")), "--config", config_path_,
+                  "--reason", "x"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is running; only pending, awaiting_approval, failed or unknown"),
+            std::string::npos)
+      << r.err;
+  r = Gaps({"--from", "2026-11-01", "--to", "2026-11-01", "--include-waived", "--json"});
+  const Json gaps = Json::parse(r.out)["gaps"];
+  ASSERT_EQ(gaps.size(), 2u) << r.out;
+  EXPECT_EQ(gaps[0]["cause"], "cancelled");
+  EXPECT_EQ(gaps[0]["waived"], true);
+
+  // The latest due period (today, long after the planned days) was never
+  // planned: trigger queues it; a second trigger finds it and does nothing.
+  const std::vector<std::string> trigger = {"trigger", "--config", config_path_, "--job",
+                                            "report",  "--partition", "eu", "--reason", "rerun "
+                                            "the export now"};
+  r = Cronledger(trigger);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("queued 1 run(s) of report for ", 0), 0u) << r.out;
+  r = Cronledger(trigger);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the latest due period exists already, nothing done"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(pending, run "), std::string::npos) << r.err;
+}
+
 TEST_F(GapsCli, BadArgumentsExitTwoAndAMissingLedgerThree) {
   auto r = Gaps({"--from", "2026-02-30"});
   EXPECT_EQ(r.exit_code, 2);

@@ -88,6 +88,7 @@ class SqliteStore final : public Store {
   // sqlite_store_recovery.cc
   Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) override;
   Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) override;
+  Status RunCancel(const OperatorParams& p) override;
 
   // Replaces the statement hook (tests).
   void SetStatementHook(sqlite::StatementHook hook);

@@ -156,4 +156,44 @@ Result<std::vector<int64_t>> SqliteStore::RunApprove(const ApproveParams& p) {
   return approved;
 }
 
+Status SqliteStore::RunCancel(const OperatorParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  RunRecord run;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
+    s.Bind(1, p.run_id);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return NotFound(fmt::format("no run with id {}", p.run_id));
+    run = RunFromRow(s);
+  }
+  using ledger::RunState;
+  if (run.state != RunState::kPending && run.state != RunState::kAwaitingApproval &&
+      run.state != RunState::kFailed && run.state != RunState::kUnknown) {
+    return Status(StatusCode::kConflict,
+                  fmt::format("run {} is {}; only pending, awaiting_approval, failed or unknown "
+                              "runs can be cancelled",
+                              run.id, ledger::Name(run.state)));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE runs SET state = 'cancelled', reason = NULL, next_attempt_at = NULL, "
+        "finished_at = ?1, updated_at = ?1 WHERE id = ?2"));
+    s.Bind(1, Ms(p.now)).Bind(2, run.id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  EventRecord e;
+  e.at = p.now;
+  e.type = ledger::event::kCancel;
+  e.job = run.job;
+  e.run_id = run.id;
+  e.run_key = run.RunKey();
+  e.actor = p.actor;
+  e.reason = p.reason;
+  e.details = nlohmann::json{{"from", ledger::Name(run.state)}}.dump();
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  return tx.Commit();
+}
+
 }  // namespace cronledger::store
