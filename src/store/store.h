@@ -14,8 +14,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "cronledger/status.h"
@@ -470,6 +472,16 @@ struct CheckpointSetParams {
   std::string node;
 };
 
+// One worker write of the effect ledger for RunEffectBatch: the request,
+// and its answer, filled in by the store. The answers are those of the call
+// of the same params (EffectBegin, EffectCommit, EffectFail, CheckpointSet).
+struct EffectOp {
+  std::variant<EffectBeginParams, EffectCommitParams, EffectFailParams, CheckpointSetParams>
+      request;
+  Status status;             // the op's own answer: ok, kStaleLease, kConflict, ...
+  EffectBeginResult begun;   // a begin's answer, when `status` is ok
+};
+
 // ---- the interface --------------------------------------------------------
 
 class Store {
@@ -634,6 +646,19 @@ class Store {
   // Writes a watermark, fenced by the token. No event (watermarks move
   // often; effect_committed records one written with an effect).
   virtual Status CheckpointSet(const CheckpointSetParams& p) = 0;
+
+  // Group commit of many workers' effect writes (engine::EffectWriter): each
+  // op applied, in order, as the call of its params would apply it alone,
+  // fenced by its own token, with its own answer in `status` (and `begun`).
+  // A refused op does not stop the others and leaves nothing of its own
+  // behind but what the call alone would keep (a stale op's
+  // stale_write_rejected event); a later op sees what earlier ones wrote.
+  // One transaction: nothing is acknowledged before it commits. A database
+  // failure (at any statement or at the commit) rolls the whole batch back,
+  // answers every op that reached the database with it and is returned;
+  // otherwise ok. (A malformed op, e.g. an empty key, keeps its
+  // kInvalidArgument.)
+  virtual Status RunEffectBatch(std::span<EffectOp> ops) = 0;
 };
 
 }  // namespace cronledger::store

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "store/sqlite/sqlite_db.h"
@@ -84,6 +85,9 @@ class SqliteStore final : public Store {
   Result<EffectRecord> EffectGet(std::string_view job, std::string_view key) override;
   Result<Checkpoints> CheckpointGet(int64_t run_id) override;
   Status CheckpointSet(const CheckpointSetParams& p) override;
+  // EffectBegin, EffectCommit, EffectFail and CheckpointSet are this call
+  // with one op: one code path, a SAVEPOINT per op inside one transaction.
+  Status RunEffectBatch(std::span<EffectOp> ops) override;
 
   // Replaces the statement hook (tests).
   void SetStatementHook(sqlite::StatementHook hook);
@@ -120,6 +124,14 @@ class SqliteStore final : public Store {
   // (sqlite_store_effects.cc).
   struct SettleParams;
   Result<Answer> EffectSettleLocked(const SettleParams& p);
+  struct BeginAnswer {
+    Status status;
+    EffectBeginResult begun;  // when status is ok
+  };
+  Result<BeginAnswer> EffectBeginLocked(const EffectBeginParams& p);
+  Result<Answer> CheckpointSetLocked(const CheckpointSetParams& p);
+  // RunEffectBatch's transaction; a non-ok Status is a database failure.
+  Status EffectBatchLocked(std::span<EffectOp> ops);
 
   std::mutex mu_;
   std::unique_ptr<sqlite::Db> db_;
