@@ -855,9 +855,29 @@ TEST_P(StoreEffects, ABatchRefusesOnlyItsStaleAndMismatchedOps) {
   EXPECT_EQ(ops[7].status.code(), StatusCode::kStaleLease);
   EXPECT_EQ(ops[8].status.code(), StatusCode::kInvalidArgument);
 
-  // Durable, and only what was accepted.
+  // Durable, and only what was accepted; a begin answers the record as
+  // stored.
   Reopen();
-  EXPECT_EQ(Effect("mail:a").state, EffectState::kStarted);
+  const auto mail_a = Effect("mail:a");
+  const auto& answered = ops[0].begun.effect;
+  EXPECT_EQ(answered.id, mail_a.id);
+  EXPECT_EQ(answered.job, mail_a.job);
+  EXPECT_EQ(answered.fingerprint, mail_a.fingerprint);
+  EXPECT_EQ(answered.state, mail_a.state);
+  EXPECT_EQ(answered.exit_status, mail_a.exit_status);
+  EXPECT_EQ(answered.result, mail_a.result);
+  EXPECT_EQ(answered.run_id, mail_a.run_id);
+  EXPECT_EQ(answered.run_key, mail_a.run_key);
+  EXPECT_EQ(answered.started_attempt, mail_a.started_attempt);
+  EXPECT_EQ(answered.started_request, mail_a.started_request);
+  EXPECT_EQ(answered.settled_attempt, mail_a.settled_attempt);
+  EXPECT_EQ(answered.settled_token, mail_a.settled_token);
+  EXPECT_EQ(answered.settled_by, mail_a.settled_by);
+  EXPECT_EQ(answered.doubt_run_id, mail_a.doubt_run_id);
+  EXPECT_EQ(answered.doubt_token, mail_a.doubt_token);
+  EXPECT_EQ(answered.started_at, mail_a.started_at);
+  EXPECT_EQ(answered.updated_at, mail_a.updated_at);
+  EXPECT_EQ(mail_a.state, EffectState::kStarted);
   EXPECT_EQ(Effect("mail:b").state, EffectState::kStarted);
   EXPECT_EQ(S().EffectGet("j", "mail:c").status().code(), StatusCode::kNotFound);
   const auto pay = Effect("pay:42");

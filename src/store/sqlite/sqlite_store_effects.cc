@@ -10,8 +10,9 @@
 // stays over).
 //
 // The worker writes (begin, commit, fail, checkpoint set) all go through
-// RunEffectBatch: one transaction, a SAVEPOINT per op so that a refusal
-// takes back only that op. The single calls are a batch of one.
+// RunEffectBatch: one transaction, a SAVEPOINT per op (when there are
+// several) so that a refusal takes back only that op. The single calls are
+// a batch of one.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -288,28 +289,41 @@ Result<SqliteStore::BeginAnswer> SqliteStore::EffectBeginLocked(const EffectBegi
 
   ASSIGN_OR_RETURN(found, LoadEffect(*db_, holder->job, p.key));
   if (!found) {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "INSERT INTO effects (job, key, fingerprint, state, run_id, run_key, started_attempt, "
-        "started_token, started_request, started_at, updated_at) VALUES (?1, ?2, ?3, "
-        "'started', ?4, ?5, ?6, ?7, ?9, ?8, ?8) RETURNING id"));
-    s.Bind(1, holder->job).Bind(2, p.key).Bind(3, p.fingerprint).Bind(4, p.run_id)
-        .Bind(5, holder->run_key).Bind(6, int64_t{holder->attempt}).Bind(7, p.token)
-        .Bind(8, Ms(p.now)).Bind(9, p.request);
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) return Internal("inserting an effect returned no id");
-    const int64_t id = s.Int(0);
-    RETURN_IF_ERROR(s.Run());  // finish the statement before the next one
+    // The record as inserted, built here rather than read back: no
+    // RETURNING (SQLite builds an ephemeral table for it) and no second
+    // lookup, the hot path of every effect.
+    EffectRecord stored;
+    stored.job = holder->job;
+    stored.key = p.key;
+    stored.fingerprint = p.fingerprint;
+    stored.state = ledger::EffectState::kStarted;
+    stored.run_id = p.run_id;
+    stored.run_key = holder->run_key;
+    stored.started_attempt = holder->attempt;
+    stored.started_token = p.token;
+    stored.started_request = p.request;
+    stored.started_at = stored.updated_at = p.now;
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO effects (job, key, fingerprint, state, run_id, run_key, started_attempt, "
+          "started_token, started_request, started_at, updated_at) VALUES (?1, ?2, ?3, "
+          "'started', ?4, ?5, ?6, ?7, ?9, ?8, ?8)"));
+      s.Bind(1, holder->job).Bind(2, p.key).Bind(3, p.fingerprint).Bind(4, p.run_id)
+          .Bind(5, holder->run_key).Bind(6, int64_t{holder->attempt}).Bind(7, p.token)
+          .Bind(8, Ms(stored.started_at)).Bind(9, p.request);
+      RETURN_IF_ERROR(s.Run());
+      stored.id = db_->LastInsertRowId();
+    }
     ev.type = ledger::event::kEffectStarted;
     details["fingerprint"] = p.fingerprint;
     ev.details = Dump(details);
     RETURN_IF_ERROR(AppendEventLocked(ev));
-    ASSIGN_OR_RETURN(stored, LoadEffectById(*db_, id));
     return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kProceed, std::move(stored)}};
   }
 
   EffectRecord e = std::move(*found);
   if (e.fingerprint != p.fingerprint) {
-    // Nothing written (and the op's savepoint rolls back).
+    // Nothing written (and the op's savepoint or transaction rolls back).
     return BeginAnswer{
         Status(StatusCode::kFailedPrecondition,
                fmt::format("effect \"{}\" of job {} was begun with fingerprint {}; this begin has "
@@ -677,20 +691,23 @@ Status RunStatement(Db& db, std::string_view sql) {
 }  // namespace
 
 Status SqliteStore::EffectBatchLocked(std::span<EffectOp> ops) {
-  bool any = false;
+  std::size_t to_apply = 0;
   for (EffectOp& op : ops) {
     op.status = CheckRequest(op);
     op.begun = {};
-    any = any || op.status.ok();
+    if (op.status.ok()) ++to_apply;
   }
-  if (!any) return Status::Ok();
+  if (to_apply == 0) return Status::Ok();
+  // Each op in its own savepoint: a refusal takes back only its own writes,
+  // as the op's own transaction would have. An op alone needs none (two
+  // statements fewer, the single calls' path): its refusal rolls the
+  // transaction back.
+  const bool alone = to_apply == 1;
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   for (EffectOp& op : ops) {
     if (!op.status.ok()) continue;
-    // Each op in its own savepoint: a refusal takes back only its own
-    // writes, as the op's own transaction would have.
-    RETURN_IF_ERROR(RunStatement(*db_, "SAVEPOINT effect_op"));
+    if (!alone) RETURN_IF_ERROR(RunStatement(*db_, "SAVEPOINT effect_op"));
     if (const auto* begin = std::get_if<EffectBeginParams>(&op.request)) {
       ASSIGN_OR_RETURN(answer, EffectBeginLocked(*begin));
       op.status = std::move(answer.status);
@@ -724,9 +741,10 @@ Status SqliteStore::EffectBatchLocked(std::span<EffectOp> ops) {
     // Applied, or refused as stale (its stale_write_rejected event stays):
     // kept. Any other refusal changes nothing.
     if (!op.status.ok() && op.status.code() != StatusCode::kStaleLease) {
+      if (alone) return Status::Ok();  // `tx` rolls back
       RETURN_IF_ERROR(RunStatement(*db_, "ROLLBACK TO effect_op"));
     }
-    RETURN_IF_ERROR(RunStatement(*db_, "RELEASE effect_op"));
+    if (!alone) RETURN_IF_ERROR(RunStatement(*db_, "RELEASE effect_op"));
   }
   return tx.Commit();
 }
