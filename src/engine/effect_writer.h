@@ -15,10 +15,15 @@
 // in it with that error: nothing is claimed done that is not durable.
 //
 // Leader/follower, no thread of its own: a caller that finds no batch being
-// committed commits one at once, with every op queued (its own among them),
+// committed starts one at once with every op queued (its own among them),
 // so a caller alone waits for nothing but its own transaction (no timer
-// fills batches). Ops that arrive meanwhile queue; when the batch is done,
-// the first of them leads the next one. Thread-safe.
+// fills batches). While the store applies those ops, others queue; the
+// leader hands them to the store in the same transaction as long as it has
+// not reached its COMMIT (Store::RunEffectBatch pulls them from an
+// EffectOpSource) — so callers answered by one batch, who come back at once
+// with their next op, join the one in progress instead of waiting for
+// another fsync. Ops that queue during the COMMIT wait; when the batch is
+// done, the first of them leads the next one. Thread-safe.
 #ifndef CRONLEDGER_ENGINE_EFFECT_WRITER_H_
 #define CRONLEDGER_ENGINE_EFFECT_WRITER_H_
 
@@ -45,7 +50,7 @@ class EffectWriter {
  public:
   // `store` must outlive the writer. `max_batch`: the most ops in one
   // transaction (more wait for the next one).
-  explicit EffectWriter(store::Store& store, std::size_t max_batch = 512);
+  explicit EffectWriter(store::Store& store, std::size_t max_batch = 256);
   EffectWriter(const EffectWriter&) = delete;
   EffectWriter& operator=(const EffectWriter&) = delete;
 
@@ -62,18 +67,22 @@ class EffectWriter {
 
  private:
   struct Waiter;
+  class Source;
   // Queues `op` and returns once it is answered.
   void Submit(store::EffectOp& op);
-  // Applies `batch` in one store transaction and answers each op (no lock
-  // held; only the leader calls it).
-  void CommitBatch(const std::vector<Waiter*>& batch);
+  // Runs one store transaction with ops taken from the queue, answers them
+  // and appends their waiters to `batch` (no lock held; only the leader
+  // calls it).
+  void CommitBatch(std::vector<Waiter*>& batch);
 
   store::Store& store_;
   const std::size_t max_batch_;
   mutable std::mutex mu_;
   std::deque<Waiter*> queue_;  // guarded by mu_
   bool committing_ = false;    // a leader is committing a batch; guarded by mu_
-  std::vector<store::EffectOp> ops_;  // the leader's batch; only the leader uses it
+  // The ops of the batch in progress, one vector per lot handed to the
+  // store (they must not move meanwhile); only the leader uses it.
+  std::deque<std::vector<store::EffectOp>> lots_;
   EffectWriterCounters counters_;
 };
 

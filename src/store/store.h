@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -482,6 +483,21 @@ struct EffectOp {
   EffectBeginResult begun;   // a begin's answer, when `status` is ok
 };
 
+// Where RunEffectBatch takes its ops from: the store asks for more until it
+// gets none, applying each lot as it comes, then commits. A group committer
+// hands over what was queued when it started and then, lot by lot, what
+// queued while the store was applying the earlier ones, so that callers
+// arriving during a batch's work join it instead of waiting for the next
+// commit. The ops stay the source's: each span must stay valid, and its
+// ops in place, until RunEffectBatch returns; their answers are written
+// there.
+class EffectOpSource {
+ public:
+  virtual ~EffectOpSource() = default;
+  // The next ops to apply in the same transaction; empty: no more.
+  virtual std::span<EffectOp> Next() = 0;
+};
+
 // ---- the interface --------------------------------------------------------
 
 class Store {
@@ -647,19 +663,30 @@ class Store {
   // often; effect_committed records one written with an effect).
   virtual Status CheckpointSet(const CheckpointSetParams& p) = 0;
 
-  // Group commit of many workers' effect writes (engine::EffectWriter): each
-  // op applied, in order, as the call of its params would apply it alone,
-  // fenced by its own token, with its own answer in `status` (and `begun`).
-  // A refused op does not stop the others and leaves nothing of its own
-  // behind but what the call alone would keep (a stale op's
-  // stale_write_rejected event); a later op sees what earlier ones wrote.
-  // One transaction: nothing is acknowledged before it commits. A database
-  // failure (at any statement or at the commit) rolls the whole batch back,
-  // answers every op that reached the database with it and is returned;
-  // otherwise ok. (A malformed op, e.g. an empty key, keeps its
-  // kInvalidArgument.)
-  virtual Status RunEffectBatch(std::span<EffectOp> ops) = 0;
+  // Group commit of many workers' effect writes (engine::EffectWriter): the
+  // ops `source` hands over, each applied in order as the call of its params
+  // would apply it alone, fenced by its own token, with its own answer in
+  // `status` (and `begun`). A refused op does not stop the others and
+  // leaves nothing of its own behind but what the call alone would keep (a
+  // stale op's stale_write_rejected event); a later op sees what earlier
+  // ones wrote. One transaction: nothing is acknowledged before it commits.
+  // A database failure (at any statement or at the commit) rolls the whole
+  // batch back, answers every op taken from `source` with it (a malformed
+  // op, e.g. an empty key, keeps its kInvalidArgument) and is returned;
+  // otherwise ok.
+  virtual Status RunEffectBatch(EffectOpSource& source) = 0;
+  // The same for ops all known at the call.
+  Status RunEffectBatch(std::span<EffectOp> ops);
 };
+
+inline Status Store::RunEffectBatch(std::span<EffectOp> ops) {
+  struct Once final : EffectOpSource {
+    std::span<EffectOp> ops;
+    std::span<EffectOp> Next() override { return std::exchange(ops, {}); }
+  } once;
+  once.ops = ops;
+  return RunEffectBatch(once);
+}
 
 }  // namespace cronledger::store
 

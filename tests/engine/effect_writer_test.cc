@@ -231,22 +231,23 @@ TEST_F(EffectWriterTest, AStaleCallerIsRefusedWhileTheOthersCommit) {
   EXPECT_EQ(EventCount("effect_committed"), static_cast<size_t>((kThreads - 1) * kEffects));
 }
 
-// Holds the first COMMIT until released, so that the other callers queue
-// behind it; optionally fails the second COMMIT.
-class CommitGate {
+// Holds the first statement starting with `at` until released, so that the
+// other callers queue behind it; optionally fails the second COMMIT.
+class Gate {
  public:
-  explicit CommitGate(bool fail_second) : fail_second_(fail_second) {}
+  explicit Gate(std::string_view at, bool fail_second_commit = false)
+      : at_(at), fail_second_(fail_second_commit) {}
 
   store::sqlite::StatementHook Hook() {
     return [this](std::string_view sql) -> Status {
-      if (sql != "COMMIT") return Status::Ok();
       std::unique_lock lock(mu_);
-      const int n = ++commits_;
-      if (n == 1) {
+      if (sql.substr(0, at_.size()) == at_ && !held_) {
         held_ = true;
         cv_.notify_all();
         cv_.wait(lock, [&] { return released_; });
       }
+      if (sql != "COMMIT") return Status::Ok();
+      const int n = ++commits_;
       if (n == 2 && fail_second_) return Status(StatusCode::kIOError, "injected: disk I/O error");
       return Status::Ok();
     };
@@ -261,7 +262,13 @@ class CommitGate {
     cv_.notify_all();
   }
 
+  int commits() {
+    std::lock_guard lock(mu_);
+    return commits_;
+  }
+
  private:
+  const std::string at_;
   const bool fail_second_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -275,7 +282,7 @@ TEST_F(EffectWriterTest, CallersQueuedBehindABatchCommitTogetherEachAnsweredOnIt
   const store::ClaimedRun& first = runs[0];
   EndAttempt(runs[1]);  // runs[1]'s caller is stale
   ASSERT_TRUE(store_->EffectBegin(BeginParams(runs[2], "taken", "v1")).ok());
-  CommitGate gate(false);
+  Gate gate("COMMIT");
   store_->SetStatementHook(gate.Hook());
   EffectWriter writer(*store_);
 
@@ -316,9 +323,40 @@ TEST_F(EffectWriterTest, CallersQueuedBehindABatchCommitTogetherEachAnsweredOnIt
   EXPECT_EQ(EventCount("stale_write_rejected"), 1u);
 }
 
+// Callers that queue while the store applies a batch's ops (before its
+// COMMIT) join that batch: one transaction, one fsync for all of them.
+TEST_F(EffectWriterTest, CallersArrivingWhileABatchIsAppliedJoinIt) {
+  const auto runs = ClaimRuns(kThreads);
+  Gate gate("INSERT INTO effects");  // the leader's own begin, mid-transaction
+  store_->SetStatementHook(gate.Hook());
+  EffectWriter writer(*store_);
+  std::thread leader([&] { EXPECT_TRUE(writer.Begin(BeginParams(runs[0], "first")).ok()); });
+  gate.WaitHeld();
+  std::vector<Status> answers(kThreads - 1);
+  std::vector<std::thread> threads;
+  for (int t = 1; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      answers[t - 1] = writer.Begin(BeginParams(runs[t], fmt::format("k/{}", t))).status();
+    });
+  }
+  while (writer.Queued() < kThreads - 1) std::this_thread::yield();
+  gate.Release();
+  leader.join();
+  for (auto& t : threads) t.join();
+  store_->SetStatementHook(nullptr);
+
+  EXPECT_EQ(writer.counters().batches.load(), 1);
+  EXPECT_EQ(writer.counters().largest_batch.load(), kThreads);
+  EXPECT_EQ(gate.commits(), 1);
+  for (int t = 1; t < kThreads; ++t) {
+    EXPECT_TRUE(answers[t - 1].ok()) << t << ": " << answers[t - 1].ToString();
+    EXPECT_EQ(store_->EffectGet("j", fmt::format("k/{}", t))->started_token, runs[t].token);
+  }
+}
+
 TEST_F(EffectWriterTest, ABatchThatFailsToCommitFailsEveryCallerInIt) {
   const auto runs = ClaimRuns(kThreads + 1);
-  CommitGate gate(true);
+  Gate gate("COMMIT", /*fail_second_commit=*/true);
   store_->SetStatementHook(gate.Hook());
   EffectWriter writer(*store_);
   std::thread leader([&] { EXPECT_TRUE(writer.Begin(BeginParams(runs[0], "first")).ok()); });

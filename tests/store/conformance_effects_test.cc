@@ -1,6 +1,7 @@
 // Store conformance: effects (idempotency keys scoped to a job), in-doubt
 // detection, operator resolution, and checkpoints (docs/effects.md).
 #include <atomic>
+#include <span>
 #include <thread>
 
 #include "store/conformance.h"
@@ -927,11 +928,65 @@ TEST_P(StoreEffects, LaterOpsOfABatchSeeWhatEarlierOnesWrote) {
   EXPECT_EQ(Effect("once").result, "r");
   EXPECT_EQ(Effect("once").settled_token, a.token);
   // An empty batch, and one with nothing for the database, are fine.
-  EXPECT_TRUE(S().RunEffectBatch({}).ok());
+  EXPECT_TRUE(S().RunEffectBatch(std::span<store::EffectOp>()).ok());
   std::vector<store::EffectOp> bad;
   bad.push_back(BeginOp(a, std::string(store::kMaxEffectKeyBytes + 1, 'k')));
   EXPECT_TRUE(S().RunEffectBatch(bad).ok());
   EXPECT_EQ(bad[0].status.code(), StatusCode::kInvalidArgument);
+}
+
+// Hands over its lots one by one, as a group committer hands over what
+// queued while the store worked on the earlier ones.
+class Lots final : public store::EffectOpSource {
+ public:
+  explicit Lots(std::vector<std::vector<store::EffectOp>>& lots) : lots_(lots) {}
+  std::span<store::EffectOp> Next() override {
+    if (next_ == lots_.size()) return {};
+    return lots_[next_++];
+  }
+  std::size_t taken() const { return next_; }
+
+ private:
+  std::vector<std::vector<store::EffectOp>>& lots_;
+  std::size_t next_ = 0;
+};
+
+TEST_P(StoreEffects, OpsHandedOverLotByLotShareOneTransaction) {
+  Setup({"a", "b", "c"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 3);
+  ASSERT_EQ(claimed.size(), 3u);
+  const auto& a = claimed[0];
+  const auto& b = claimed[1];
+  auto stale = claimed[2];
+  End(stale, "2026-11-05T12:00:30Z", RunState::kPending);
+  ASSERT_EQ(Begin(a, "pay:42", "100 EUR")->outcome, EffectBeginOutcome::kProceed);
+
+  std::vector<std::vector<store::EffectOp>> lots(3);
+  lots[0].push_back(BeginOp(b, "pay:42", "200 EUR"));  // refused, first of the transaction
+  lots[1].push_back(BeginOp(b, "mail:b"));
+  lots[1].push_back(BeginOp(stale, "mail:c"));
+  lots[2].push_back(BeginOp(b, "pay:42", "300 EUR"));  // refused, after others
+  lots[2].push_back(CommitOp(b, "mail:b", "sent"));    // sees mail:b begun in lot 1
+  lots[2].push_back(CommitOp(a, "pay:42", "txn-1"));
+  Lots source(lots);
+  ASSERT_TRUE(S().RunEffectBatch(source).ok());
+  EXPECT_EQ(source.taken(), 3u) << "the store asks until there is no more";
+
+  EXPECT_EQ(lots[0][0].status.code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(lots[1][0].status.ok()) << lots[1][0].status.ToString();
+  EXPECT_EQ(lots[1][0].begun.outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(lots[1][1].status.code(), StatusCode::kStaleLease);
+  EXPECT_EQ(lots[2][0].status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(lots[2][1].status.ok()) << lots[2][1].status.ToString();
+  EXPECT_TRUE(lots[2][2].status.ok()) << lots[2][2].status.ToString();
+  Reopen();
+  EXPECT_EQ(Effect("mail:b").state, EffectState::kCommitted);
+  EXPECT_EQ(Effect("mail:b").result, "sent");
+  EXPECT_EQ(Effect("pay:42").state, EffectState::kCommitted);
+  EXPECT_EQ(Effect("pay:42").fingerprint, "100 EUR");
+  EXPECT_EQ(S().EffectGet("j", "mail:c").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Events("j", "stale_write_rejected").size(), 1u);
+  EXPECT_EQ(Events("j", "effect_committed").size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreEffects, ::testing::ValuesIn(AllStoreFactories()),

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <span>
 
 #include <gtest/gtest.h>
 
@@ -175,8 +176,20 @@ TEST_F(SqliteEffects, ABatchThatFailsToCommitAnswersEveryOpWithTheFailure) {
     return sql == "COMMIT" ? Status(StatusCode::kUnavailable, "injected: database is locked")
                            : Status::Ok();
   });
+  // Handed over in two lots: the failure answers the ops of both.
   auto ops = make();
-  const Status failed = store_->RunEffectBatch(ops);
+  struct TwoLots final : EffectOpSource {
+    std::vector<EffectOp>& ops;
+    int lot = 0;
+    explicit TwoLots(std::vector<EffectOp>& o) : ops(o) {}
+    std::span<EffectOp> Next() override {
+      ++lot;
+      if (lot == 1) return std::span(ops).first(2);
+      if (lot == 2) return std::span(ops).subspan(2);
+      return {};
+    }
+  } two_lots(ops);
+  const Status failed = store_->RunEffectBatch(two_lots);
   store_->SetStatementHook(nullptr);
   EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
   for (std::size_t i = 0; i + 1 < ops.size(); ++i) {

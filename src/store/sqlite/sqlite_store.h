@@ -8,6 +8,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
@@ -87,7 +88,8 @@ class SqliteStore final : public Store {
   Status CheckpointSet(const CheckpointSetParams& p) override;
   // EffectBegin, EffectCommit, EffectFail and CheckpointSet are this call
   // with one op: one code path, a SAVEPOINT per op inside one transaction.
-  Status RunEffectBatch(std::span<EffectOp> ops) override;
+  Status RunEffectBatch(EffectOpSource& source) override;
+  using Store::RunEffectBatch;
 
   // Replaces the statement hook (tests).
   void SetStatementHook(sqlite::StatementHook hook);
@@ -130,8 +132,12 @@ class SqliteStore final : public Store {
   };
   Result<BeginAnswer> EffectBeginLocked(const EffectBeginParams& p);
   Result<Answer> CheckpointSetLocked(const CheckpointSetParams& p);
-  // RunEffectBatch's transaction; a non-ok Status is a database failure.
-  Status EffectBatchLocked(std::span<EffectOp> ops);
+  // Applies one op inside the caller's transaction, answering it in place;
+  // a non-ok Status is a database failure.
+  Status EffectOpLocked(EffectOp& op);
+  // RunEffectBatch's transaction, noting each lot taken from `source` in
+  // `taken`; a non-ok Status is a database failure.
+  Status EffectBatchLocked(EffectOpSource& source, std::vector<std::span<EffectOp>>& taken);
 
   std::mutex mu_;
   std::unique_ptr<sqlite::Db> db_;

@@ -10,9 +10,13 @@
 // stays over).
 //
 // The worker writes (begin, commit, fail, checkpoint set) all go through
-// RunEffectBatch: one transaction, a SAVEPOINT per op (when there are
-// several) so that a refusal takes back only that op. The single calls are
-// a batch of one.
+// RunEffectBatch: one transaction, a SAVEPOINT per op (after the first) so
+// that a refusal takes back only that op. The single calls are a batch of
+// one.
+#include <optional>
+#include <span>
+#include <vector>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -690,74 +694,94 @@ Status RunStatement(Db& db, std::string_view sql) {
 
 }  // namespace
 
-Status SqliteStore::EffectBatchLocked(std::span<EffectOp> ops) {
-  std::size_t to_apply = 0;
-  for (EffectOp& op : ops) {
-    op.status = CheckRequest(op);
-    op.begun = {};
-    if (op.status.ok()) ++to_apply;
+Status SqliteStore::EffectOpLocked(EffectOp& op) {
+  if (const auto* begin = std::get_if<EffectBeginParams>(&op.request)) {
+    ASSIGN_OR_RETURN(answer, EffectBeginLocked(*begin));
+    op.status = std::move(answer.status);
+    op.begun = std::move(answer.begun);
+    return Status::Ok();
   }
-  if (to_apply == 0) return Status::Ok();
-  // Each op in its own savepoint: a refusal takes back only its own writes,
-  // as the op's own transaction would have. An op alone needs none (two
-  // statements fewer, the single calls' path): its refusal rolls the
-  // transaction back.
-  const bool alone = to_apply == 1;
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  for (EffectOp& op : ops) {
-    if (!op.status.ok()) continue;
-    if (!alone) RETURN_IF_ERROR(RunStatement(*db_, "SAVEPOINT effect_op"));
-    if (const auto* begin = std::get_if<EffectBeginParams>(&op.request)) {
-      ASSIGN_OR_RETURN(answer, EffectBeginLocked(*begin));
-      op.status = std::move(answer.status);
-      op.begun = std::move(answer.begun);
-    } else if (const auto* set = std::get_if<CheckpointSetParams>(&op.request)) {
-      ASSIGN_OR_RETURN(answer, CheckpointSetLocked(*set));
-      op.status = std::move(answer.status);
-    } else {
-      // Commit or fail: one settle, told which.
-      SettleParams settle;
-      const auto common = [&](const auto& p) {
-        settle.run_id = p.run_id;
-        settle.token = p.token;
-        settle.key = p.key;
-        settle.exit_status = p.exit_status;
-        settle.result = p.result;
-        settle.now = p.now;
-        settle.node = p.node;
-      };
-      if (const auto* commit = std::get_if<EffectCommitParams>(&op.request)) {
-        common(*commit);
-        settle.as = ledger::EffectState::kCommitted;
-        settle.checkpoint = &commit->checkpoint;
-      } else {
-        common(std::get<EffectFailParams>(op.request));
-        settle.as = ledger::EffectState::kFailed;
-      }
-      ASSIGN_OR_RETURN(answer, EffectSettleLocked(settle));
-      op.status = std::move(answer.status);
-    }
-    // Applied, or refused as stale (its stale_write_rejected event stays):
-    // kept. Any other refusal changes nothing.
-    if (!op.status.ok() && op.status.code() != StatusCode::kStaleLease) {
-      if (alone) return Status::Ok();  // `tx` rolls back
-      RETURN_IF_ERROR(RunStatement(*db_, "ROLLBACK TO effect_op"));
-    }
-    if (!alone) RETURN_IF_ERROR(RunStatement(*db_, "RELEASE effect_op"));
+  if (const auto* set = std::get_if<CheckpointSetParams>(&op.request)) {
+    ASSIGN_OR_RETURN(answer, CheckpointSetLocked(*set));
+    op.status = std::move(answer.status);
+    return Status::Ok();
   }
-  return tx.Commit();
+  // Commit or fail: one settle, told which.
+  SettleParams settle;
+  const auto common = [&](const auto& p) {
+    settle.run_id = p.run_id;
+    settle.token = p.token;
+    settle.key = p.key;
+    settle.exit_status = p.exit_status;
+    settle.result = p.result;
+    settle.now = p.now;
+    settle.node = p.node;
+  };
+  if (const auto* commit = std::get_if<EffectCommitParams>(&op.request)) {
+    common(*commit);
+    settle.as = ledger::EffectState::kCommitted;
+    settle.checkpoint = &commit->checkpoint;
+  } else {
+    common(std::get<EffectFailParams>(op.request));
+    settle.as = ledger::EffectState::kFailed;
+  }
+  ASSIGN_OR_RETURN(answer, EffectSettleLocked(settle));
+  op.status = std::move(answer.status);
+  return Status::Ok();
 }
 
-Status SqliteStore::RunEffectBatch(std::span<EffectOp> ops) {
+Status SqliteStore::EffectBatchLocked(EffectOpSource& source,
+                                      std::vector<std::span<EffectOp>>& taken) {
+  // Begun with the first op for the database, so a batch of malformed ops
+  // opens none.
+  std::optional<Transaction> tx;
+  // Whether the transaction holds any op's writes yet. Each op after the
+  // first kept one runs in its own savepoint, so that a refusal takes back
+  // only its own writes, as its own transaction would have. An op in a
+  // transaction that holds nothing needs none (two statements fewer, and
+  // the single calls' path): its refusal rolls the transaction back.
+  bool holds = false;
+  for (std::span<EffectOp> ops = source.Next(); !ops.empty(); ops = source.Next()) {
+    taken.push_back(ops);
+    for (EffectOp& op : ops) {
+      op.status = CheckRequest(op);
+      op.begun = {};
+      if (!op.status.ok()) continue;
+      if (!tx) {
+        tx.emplace(*db_);
+        RETURN_IF_ERROR(tx->Begin());
+      }
+      const bool savepoint = holds;
+      if (savepoint) RETURN_IF_ERROR(RunStatement(*db_, "SAVEPOINT effect_op"));
+      RETURN_IF_ERROR(EffectOpLocked(op));
+      // Applied, or refused as stale (its stale_write_rejected event stays):
+      // kept. Any other refusal changes nothing.
+      const bool keep = op.status.ok() || op.status.code() == StatusCode::kStaleLease;
+      if (savepoint) {
+        if (!keep) RETURN_IF_ERROR(RunStatement(*db_, "ROLLBACK TO effect_op"));
+        RETURN_IF_ERROR(RunStatement(*db_, "RELEASE effect_op"));
+      } else if (keep) {
+        holds = true;
+      } else {
+        tx.reset();  // rolls back
+      }
+    }
+  }
+  return tx ? tx->Commit() : Status::Ok();
+}
+
+Status SqliteStore::RunEffectBatch(EffectOpSource& source) {
   std::lock_guard lock(mu_);
-  Status failed = EffectBatchLocked(ops);
+  std::vector<std::span<EffectOp>> taken;
+  Status failed = EffectBatchLocked(source, taken);
   if (!failed.ok()) {
     // Rolled back: nothing of the batch is durable, whatever each op found.
-    for (EffectOp& op : ops) {
-      if (!CheckRequest(op).ok()) continue;  // refused before the database
-      op.status = failed;
-      op.begun = {};
+    for (std::span<EffectOp> ops : taken) {
+      for (EffectOp& op : ops) {
+        if (!CheckRequest(op).ok()) continue;  // refused before the database
+        op.status = failed;
+        op.begun = {};
+      }
     }
   }
   return failed;
