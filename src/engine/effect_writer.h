@@ -10,9 +10,9 @@
 // token, a fingerprint mismatch or a conflict refuses that op only), and it
 // returns only after the batch holding it committed — a kProceed begin is
 // `started`, an ok commit `committed`, as durably as the store makes any
-// commit (`durability = "full"`: fsynced). A database failure
-// of the batch (SQLITE_BUSY or an I/O error at COMMIT, say) answers every op
-// in it with that error: nothing is claimed done that is not durable.
+// commit (`durability = "full"`: fsynced). A database failure of the batch
+// (SQLITE_BUSY or an I/O error at COMMIT, say) answers every op in it with
+// that error: nothing is claimed done that is not durable.
 //
 // Leader/follower, no thread of its own: a caller that finds no batch being
 // committed starts one at once with every op queued (its own among them),

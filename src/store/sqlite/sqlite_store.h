@@ -87,7 +87,8 @@ class SqliteStore final : public Store {
   Result<Checkpoints> CheckpointGet(int64_t run_id) override;
   Status CheckpointSet(const CheckpointSetParams& p) override;
   // EffectBegin, EffectCommit, EffectFail and CheckpointSet are this call
-  // with one op: one code path, a SAVEPOINT per op inside one transaction.
+  // with one op: one code path; one transaction, a SAVEPOINT per op after
+  // the first.
   Status RunEffectBatch(EffectOpSource& source) override;
   using Store::RunEffectBatch;
 
