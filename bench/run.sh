@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve|subprocess|fire|idle] [extra flags]
+# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle] [extra flags]
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
@@ -9,6 +9,8 @@
 #   serve               the raw SQL claim/complete ceiling and the dispatcher
 #   subprocess          the raw fork+exec rate of /bin/true and the dispatcher
 #                       running `true` steps (8 workers) on SQLite
+#   effect              committed in-process ctx.Effect calls per second through
+#                       the dispatcher, 1 and 16 handlers, durability full and normal
 #   fire                fire latency: 1,000 runs due at one instant through the
 #                       serve loop (bench/fire_latency_bench.cc; its own flags)
 #   idle                an idle `serve` with 1,000 daily jobs for 10 minutes
@@ -25,8 +27,9 @@ case $name in
   ledger) flags=(--benchmark_repetitions=5) ;;
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
+  effect) flags=(--benchmark_repetitions=5) ;;
   fire | idle) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, fire or idle)" >&2; exit 2 ;;
+  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire or idle)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
 if [[ $name == idle ]]; then

@@ -49,7 +49,7 @@ nlohmann::ordered_json CheckpointJson(const std::optional<store::CheckpointRecor
 
 }  // namespace
 
-AttemptApi::AttemptApi(store::Store& store, EffectWrites& writes, Clock& clock,
+AttemptApi::AttemptApi(store::Store& store, engine::EffectWriter& writes, Clock& clock,
                        const AttemptCredentials& credentials, Options options)
     : store_(store),
       writes_(writes),

@@ -17,36 +17,10 @@
 #include "api/request.h"
 #include "cronledger/clock.h"
 #include "cronledger/handler.h"
+#include "engine/effect_writer.h"
 #include "store/store.h"
 
 namespace cronledger::api {
-
-// The fenced writes the endpoints make; the store's own calls by default.
-// (The engine batches them across callers; see engine/effect_writer.h.)
-class EffectWrites {
- public:
-  virtual ~EffectWrites() = default;
-  virtual Result<store::EffectBeginResult> Begin(const store::EffectBeginParams& p) = 0;
-  virtual Status Commit(const store::EffectCommitParams& p) = 0;
-  virtual Status Fail(const store::EffectFailParams& p) = 0;
-  virtual Status SetCheckpoint(const store::CheckpointSetParams& p) = 0;
-};
-
-class StoreEffectWrites final : public EffectWrites {
- public:
-  explicit StoreEffectWrites(store::Store& store) : store_(store) {}
-  Result<store::EffectBeginResult> Begin(const store::EffectBeginParams& p) override {
-    return store_.EffectBegin(p);
-  }
-  Status Commit(const store::EffectCommitParams& p) override { return store_.EffectCommit(p); }
-  Status Fail(const store::EffectFailParams& p) override { return store_.EffectFail(p); }
-  Status SetCheckpoint(const store::CheckpointSetParams& p) override {
-    return store_.CheckpointSet(p);
-  }
-
- private:
-  store::Store& store_;
-};
 
 // Largest fields a request may carry (bodies are capped by the server too).
 inline constexpr std::size_t kMaxFingerprintBytes = 4096;
@@ -60,7 +34,9 @@ class AttemptApi {
     uint64_t output_cap = 1 << 20;  // bytes of an effect's result that are kept
   };
   // Everything must outlive it.
-  AttemptApi(store::Store& store, EffectWrites& writes, Clock& clock,
+  // `writes`: the group committer the node's in-process handlers share, so
+  // that a step's calls join their batches.
+  AttemptApi(store::Store& store, engine::EffectWriter& writes, Clock& clock,
              const AttemptCredentials& credentials, Options options);
 
   // The answer, or nullopt when the path is none of these endpoints.
@@ -80,7 +56,7 @@ class AttemptApi {
   ApiResponse PutCheckpoint(const AttemptIdentity& who, const ApiRequest& request) const;
 
   store::Store& store_;
-  EffectWrites& writes_;
+  engine::EffectWriter& writes_;
   Clock& clock_;
   const AttemptCredentials& credentials_;
   Options options_;

@@ -115,12 +115,6 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
 
   // What steps call: effects and checkpoints, with per-attempt credentials.
   const api::AttemptCredentials credentials;
-  api::StoreEffectWrites effect_writes(*store);
-  api::AttemptApi attempt_api(*store, effect_writes, clock, credentials,
-                              {.node = node_id, .output_cap = config.server.output_cap});
-  http.Serve(attempt_api);
-  spdlog::info("serve: API listening on {}", http.url());
-
   engine::Planner planner(config, *store, clock);
   engine::Reaper reaper(config, *store);
   HandlerRegistry no_handlers;  // the command has none; embedding apps register theirs
@@ -133,6 +127,11 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   dispatch.max_workers = config.server.max_workers;
   dispatch.handlers = &no_handlers;
   engine::Dispatcher dispatcher(config, *store, clock, runner, dispatch);
+  // Steps' effect writes join the in-process handlers' group commits.
+  api::AttemptApi attempt_api(*store, dispatcher.effect_writer(), clock, credentials,
+                              {.node = node_id, .output_cap = config.server.output_cap});
+  http.Serve(attempt_api);
+  spdlog::info("serve: API listening on {}", http.url());
   dispatcher.Start();
 
   engine::GapWatch gap_watch(config, *store);

@@ -36,7 +36,8 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
       clock_(clock),
       runner_(runner),
       options_(std::move(options)),
-      effects_(store, clock, options_.node, config.server.output_cap),
+      effect_writer_(store),
+      effects_(effect_writer_, clock, options_.node, config.server.output_cap),
       rng_(options_.jitter_seed ? options_.jitter_seed : std::random_device{}()) {
   for (const auto& job : config_.jobs) {
     // External jobs are claimed only by HTTP workers, in-process ones only

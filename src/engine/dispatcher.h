@@ -38,6 +38,7 @@
 #include "cronledger/clock.h"
 #include "cronledger/handler.h"
 #include "engine/effect_ledger.h"
+#include "engine/effect_writer.h"
 #include "engine/step_runner.h"
 #include "store/store.h"
 
@@ -105,6 +106,10 @@ class Dispatcher {
   // Blocks until no run is active (tests).
   void WaitIdle();
   const DispatcherCounters& counters() const { return counters_; }
+  // The group commit of effect writes that in-process handlers use; other
+  // writers of this node's effects (the HTTP API) should share it, so their
+  // writes share transactions too.
+  EffectWriter& effect_writer() { return effect_writer_; }
 
  private:
   struct ActiveRun {
@@ -149,7 +154,10 @@ class Dispatcher {
   DispatcherOptions options_;
   std::vector<store::ClaimRule> rules_;
   DispatcherCounters counters_;
-  StoreEffectLedger effects_;  // RunContext::Effect of in-process handlers
+  // Group commit of effect writes; RunContext::Effect of in-process
+  // handlers goes through it.
+  EffectWriter effect_writer_;
+  StoreEffectLedger effects_;
 
   mutable std::mutex mu_;
   std::condition_variable_any work_cv_;

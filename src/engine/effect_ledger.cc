@@ -5,9 +5,9 @@
 
 namespace cronledger::engine {
 
-StoreEffectLedger::StoreEffectLedger(store::Store& store, Clock& clock, std::string node,
+StoreEffectLedger::StoreEffectLedger(EffectWriter& writer, Clock& clock, std::string node,
                                      uint64_t output_cap)
-    : store_(store), clock_(clock), node_(std::move(node)), output_cap_(output_cap) {}
+    : writer_(writer), clock_(clock), node_(std::move(node)), output_cap_(output_cap) {}
 
 int StoreEffectLedger::Refused(const RunContext& ctx, std::string_view key,
                                const Status& s) const {
@@ -35,7 +35,7 @@ int StoreEffectLedger::Settle(const RunContext& ctx, std::string_view key,
     p.result = result;
     p.now = store::ToInstant(clock_.Now());
     p.node = node_;
-    s = store_.EffectCommit(p);
+    s = writer_.Commit(p);
   } else {
     store::EffectFailParams p;
     p.run_id = ctx.run_id;
@@ -45,7 +45,7 @@ int StoreEffectLedger::Settle(const RunContext& ctx, std::string_view key,
     p.result = result;
     p.now = store::ToInstant(clock_.Now());
     p.node = node_;
-    s = store_.EffectFail(p);
+    s = writer_.Fail(p);
   }
   if (!s.ok()) {
     // It happened (or not), but the record did not change: the key stays
@@ -73,7 +73,7 @@ int StoreEffectLedger::Run(const RunContext& ctx, std::string_view key,
     p.now = store::ToInstant(clock_.Now());
     p.node = node_;
     p.request = request;
-    return store_.EffectBegin(p);
+    return writer_.Begin(p);
   };
   auto begun = begin();
   if (!begun.ok()) return Refused(ctx, key, begun.status());

@@ -1,6 +1,8 @@
 // The effect ledger behind RunContext::Effect for in-process handlers: the
-// store's effect records (Store::EffectBegin/Commit/Fail), fenced by the
-// attempt's token, with the answers of `cronledger effect run`.
+// store's effect records (begin, commit, fail), fenced by the attempt's
+// token, with the answers of `cronledger effect run`. The writes go through
+// an EffectWriter, so concurrent handlers share store transactions (group
+// commit).
 #ifndef CRONLEDGER_ENGINE_EFFECT_LEDGER_H_
 #define CRONLEDGER_ENGINE_EFFECT_LEDGER_H_
 
@@ -10,15 +12,15 @@
 
 #include "cronledger/clock.h"
 #include "cronledger/handler.h"
-#include "store/store.h"
+#include "engine/effect_writer.h"
 
 namespace cronledger::engine {
 
 class StoreEffectLedger final : public EffectLedger {
  public:
-  // `store` and `clock` must outlive it. `output_cap`: the most bytes of an
+  // `writer` and `clock` must outlive it. `output_cap`: the most bytes of an
   // effect's output that are stored.
-  StoreEffectLedger(store::Store& store, Clock& clock, std::string node, uint64_t output_cap);
+  StoreEffectLedger(EffectWriter& writer, Clock& clock, std::string node, uint64_t output_cap);
 
   int Run(const RunContext& ctx, std::string_view key, std::string_view fingerprint,
           const EffectFn& effect, const EffectFn& reconcile, std::string* output) const override;
@@ -30,7 +32,7 @@ class StoreEffectLedger final : public EffectLedger {
   // The answer for a store error.
   int Refused(const RunContext& ctx, std::string_view key, const Status& s) const;
 
-  store::Store& store_;
+  EffectWriter& writer_;
   Clock& clock_;
   std::string node_;
   uint64_t output_cap_;

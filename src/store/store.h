@@ -14,8 +14,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "cronledger/status.h"
@@ -512,6 +515,31 @@ struct ApproveParams {
   Instant now;
 };
 
+// One worker write of the effect ledger for RunEffectBatch: the request,
+// and its answer, filled in by the store. The answers are those of the call
+// of the same params (EffectBegin, EffectCommit, EffectFail, CheckpointSet).
+struct EffectOp {
+  std::variant<EffectBeginParams, EffectCommitParams, EffectFailParams, CheckpointSetParams>
+      request;
+  Status status;             // the op's own answer: ok, kStaleLease, kConflict, ...
+  EffectBeginResult begun;   // a begin's answer, when `status` is ok
+};
+
+// Where RunEffectBatch takes its ops from: the store asks for more until it
+// gets none, applying each lot as it comes, then commits. A group committer
+// hands over what was queued when it started and then, lot by lot, what
+// queued while the store was applying the earlier ones, so that callers
+// arriving during a batch's work join it instead of waiting for the next
+// commit. The ops stay the source's: each span must stay valid, and its
+// ops in place, until RunEffectBatch returns; their answers are written
+// there.
+class EffectOpSource {
+ public:
+  virtual ~EffectOpSource() = default;
+  // The next ops to apply in the same transaction; empty: no more.
+  virtual std::span<EffectOp> Next() = 0;
+};
+
 // ---- the interface --------------------------------------------------------
 
 class Store {
@@ -694,7 +722,31 @@ class Store {
   // cancelled (waived); a `cancel` event. kConflict for a run in another
   // state (a running one finishes or is fenced first), kNotFound for none.
   virtual Status RunCancel(const OperatorParams& p) = 0;
+
+  // Group commit of many workers' effect writes (engine::EffectWriter): the
+  // ops `source` hands over, each applied in order as the call of its params
+  // would apply it alone, fenced by its own token, with its own answer in
+  // `status` (and `begun`). A refused op does not stop the others and
+  // leaves nothing of its own behind but what the call alone would keep (a
+  // stale op's stale_write_rejected event); a later op sees what earlier
+  // ones wrote. One transaction: nothing is acknowledged before it commits.
+  // A database failure (at any statement or at the commit) rolls the whole
+  // batch back, answers every op taken from `source` with it (a malformed
+  // op, e.g. an empty key, keeps its kInvalidArgument) and is returned;
+  // otherwise ok.
+  virtual Status RunEffectBatch(EffectOpSource& source) = 0;
+  // The same for ops all known at the call.
+  Status RunEffectBatch(std::span<EffectOp> ops);
 };
+
+inline Status Store::RunEffectBatch(std::span<EffectOp> ops) {
+  struct Once final : EffectOpSource {
+    std::span<EffectOp> ops;
+    std::span<EffectOp> Next() override { return std::exchange(ops, {}); }
+  } once;
+  once.ops = ops;
+  return RunEffectBatch(once);
+}
 
 }  // namespace cronledger::store
 

@@ -22,7 +22,7 @@ class AttemptApiTest : public StoreConformance {
  protected:
   void SetUp() override {
     StoreConformance::SetUp();
-    writes_ = std::make_unique<api::StoreEffectWrites>(S());
+    writes_ = std::make_unique<engine::EffectWriter>(S());
     attempt_api_ = std::make_unique<api::AttemptApi>(
         S(), *writes_, clock_, credentials_,
         api::AttemptApi::Options{.node = "n1", .output_cap = 16});
@@ -63,7 +63,7 @@ class AttemptApiTest : public StoreConformance {
 
   FakeClock clock_{std::chrono::sys_seconds{SecondsAt("2026-11-05T12:01:00Z")}};
   const api::AttemptCredentials credentials_{"test-key"};
-  std::unique_ptr<api::StoreEffectWrites> writes_;
+  std::unique_ptr<engine::EffectWriter> writes_;
   std::unique_ptr<api::AttemptApi> attempt_api_;
 };
 

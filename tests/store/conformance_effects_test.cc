@@ -1,6 +1,7 @@
 // Store conformance: effects (idempotency keys scoped to a job), in-doubt
 // detection, operator resolution, and checkpoints (docs/effects.md).
 #include <atomic>
+#include <span>
 #include <thread>
 
 #include "store/conformance.h"
@@ -747,6 +748,207 @@ TEST_P(StoreEffects, SettledEffectsDoNotBlockResolvingTheRun) {
                               InstantAt("2026-11-05T13:00:00Z")})
                   .ok());
   EXPECT_EQ(StateOf(c.run.id), RunState::kSucceeded);
+}
+
+// ---- RunEffectBatch: many workers' effect writes in one transaction ----------
+
+store::EffectOp BeginOp(const store::ClaimedRun& c, const std::string& key,
+                        const std::string& fingerprint = "",
+                        const std::string& now = "2026-11-05T12:01:00Z") {
+  return {store::EffectBeginParams{c.run.id, c.token, key, fingerprint, InstantAt(now), "n1", ""},
+          {}, {}};
+}
+
+store::EffectOp CommitOp(const store::ClaimedRun& c, const std::string& key,
+                         const std::string& result,
+                         std::optional<store::CheckpointWrite> checkpoint = std::nullopt) {
+  store::EffectCommitParams p;
+  p.run_id = c.run.id;
+  p.token = c.token;
+  p.key = key;
+  p.exit_status = 0;
+  p.result = result;
+  p.checkpoint = std::move(checkpoint);
+  p.now = InstantAt("2026-11-05T12:02:00Z");
+  p.node = "n1";
+  return {std::move(p), {}, {}};
+}
+
+TEST_P(StoreEffects, ABatchRefusesOnlyItsStaleAndMismatchedOps) {
+  Setup({"a", "b", "c"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 3);
+  ASSERT_EQ(claimed.size(), 3u);
+  const auto& a = claimed[0];
+  const auto& b = claimed[1];
+  auto stale = claimed[2];
+  End(stale, "2026-11-05T12:00:30Z", RunState::kPending);  // its token is over
+  ASSERT_EQ(Begin(a, "pay:42", "100 EUR")->outcome, EffectBeginOutcome::kProceed);
+  const auto before = Events("j").size();
+
+  std::vector<store::EffectOp> ops;
+  ops.push_back(BeginOp(a, "mail:a"));                        // 0: proceeds
+  ops.push_back(BeginOp(stale, "mail:c"));                    // 1: stale
+  ops.push_back(BeginOp(b, "pay:42", "200 EUR"));             // 2: another fingerprint
+  ops.push_back(BeginOp(b, "mail:b"));                        // 3: proceeds
+  ops.push_back(CommitOp(stale, "pay:42", "stolen"));         // 4: stale
+  ops.push_back(CommitOp(a, "pay:42", "txn-1",                // 5: with its watermark
+                         store::CheckpointWrite{CheckpointScope::kPartition, "42"}));
+  ops.push_back({store::CheckpointSetParams{b.run.id, b.token, CheckpointScope::kRun, "b-7",
+                                            InstantAt("2026-11-05T12:02:00Z"), "n1"},
+                 {}, {}});                                    // 6: a watermark alone
+  ops.push_back({store::CheckpointSetParams{stale.run.id, stale.token, CheckpointScope::kRun,
+                                            "c-1", InstantAt("2026-11-05T12:02:00Z"), "n1"},
+                 {}, {}});                                    // 7: stale
+  ops.push_back(BeginOp(a, ""));                              // 8: malformed
+  ASSERT_TRUE(S().RunEffectBatch(ops).ok());
+
+  EXPECT_TRUE(ops[0].status.ok()) << ops[0].status.ToString();
+  EXPECT_EQ(ops[0].begun.outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(ops[0].begun.effect.key, "mail:a");
+  EXPECT_EQ(ops[0].begun.effect.started_token, a.token);
+  EXPECT_EQ(ops[1].status.code(), StatusCode::kStaleLease);
+  EXPECT_EQ(ops[2].status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Has(ops[2].status.message(), "\"200 EUR\"")) << ops[2].status.message();
+  EXPECT_TRUE(ops[3].status.ok()) << ops[3].status.ToString();
+  EXPECT_EQ(ops[3].begun.outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(ops[3].begun.effect.started_token, b.token);
+  EXPECT_EQ(ops[4].status.code(), StatusCode::kStaleLease);
+  EXPECT_TRUE(ops[5].status.ok()) << ops[5].status.ToString();
+  EXPECT_TRUE(ops[6].status.ok()) << ops[6].status.ToString();
+  EXPECT_EQ(ops[7].status.code(), StatusCode::kStaleLease);
+  EXPECT_EQ(ops[8].status.code(), StatusCode::kInvalidArgument);
+
+  // Durable, and only what was accepted; a begin answers the record as
+  // stored.
+  Reopen();
+  const auto mail_a = Effect("mail:a");
+  const auto& answered = ops[0].begun.effect;
+  EXPECT_EQ(answered.id, mail_a.id);
+  EXPECT_EQ(answered.job, mail_a.job);
+  EXPECT_EQ(answered.fingerprint, mail_a.fingerprint);
+  EXPECT_EQ(answered.state, mail_a.state);
+  EXPECT_EQ(answered.exit_status, mail_a.exit_status);
+  EXPECT_EQ(answered.result, mail_a.result);
+  EXPECT_EQ(answered.run_id, mail_a.run_id);
+  EXPECT_EQ(answered.run_key, mail_a.run_key);
+  EXPECT_EQ(answered.started_attempt, mail_a.started_attempt);
+  EXPECT_EQ(answered.started_request, mail_a.started_request);
+  EXPECT_EQ(answered.settled_attempt, mail_a.settled_attempt);
+  EXPECT_EQ(answered.settled_token, mail_a.settled_token);
+  EXPECT_EQ(answered.settled_by, mail_a.settled_by);
+  EXPECT_EQ(answered.doubt_run_id, mail_a.doubt_run_id);
+  EXPECT_EQ(answered.doubt_token, mail_a.doubt_token);
+  EXPECT_EQ(answered.started_at, mail_a.started_at);
+  EXPECT_EQ(answered.updated_at, mail_a.updated_at);
+  EXPECT_EQ(mail_a.state, EffectState::kStarted);
+  EXPECT_EQ(Effect("mail:b").state, EffectState::kStarted);
+  EXPECT_EQ(S().EffectGet("j", "mail:c").status().code(), StatusCode::kNotFound);
+  const auto pay = Effect("pay:42");
+  EXPECT_EQ(pay.state, EffectState::kCommitted);
+  EXPECT_EQ(pay.fingerprint, "100 EUR");
+  EXPECT_EQ(pay.result, "txn-1");
+  EXPECT_EQ(pay.settled_token, a.token);
+  const auto a_marks = S().CheckpointGet(a.run.id);
+  ASSERT_TRUE(a_marks.ok());
+  ASSERT_TRUE(a_marks->partition.has_value());
+  EXPECT_EQ(a_marks->partition->value, "42");
+  EXPECT_EQ(a_marks->partition->writer_token, a.token);
+  const auto b_marks = S().CheckpointGet(b.run.id);
+  ASSERT_TRUE(b_marks->run.has_value());
+  EXPECT_EQ(b_marks->run->value, "b-7");
+  EXPECT_FALSE(S().CheckpointGet(stale.run.id)->run.has_value());
+  // Each refusal as the call alone answers it: the stale ones recorded,
+  // the mismatch nothing.
+  EXPECT_EQ(Events("j", "stale_write_rejected").size(), 3u);
+  EXPECT_EQ(Events("j", "effect_started").size(), 3u);  // pay:42 before, mail:a, mail:b
+  const auto committed = Events("j", "effect_committed");
+  ASSERT_EQ(committed.size(), 1u);
+  EXPECT_TRUE(Has(committed[0].details, "\"checkpoint\"")) << committed[0].details;
+  EXPECT_EQ(Events("j").size(), before + 6);
+}
+
+TEST_P(StoreEffects, LaterOpsOfABatchSeeWhatEarlierOnesWrote) {
+  Setup({"a", "b"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 2);
+  ASSERT_EQ(claimed.size(), 2u);
+  const auto& a = claimed[0];
+  const auto& b = claimed[1];
+  std::vector<store::EffectOp> ops;
+  ops.push_back(BeginOp(a, "once"));       // proceeds
+  ops.push_back(BeginOp(b, "once"));       // a's attempt holds it: in progress
+  ops.push_back(CommitOp(a, "once", "r"));
+  ops.push_back(BeginOp(b, "once"));       // now committed: a replay
+  ops.push_back(CommitOp(b, "once", "x")); // committed at most once
+  ASSERT_TRUE(S().RunEffectBatch(ops).ok());
+  EXPECT_EQ(ops[0].begun.outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(ops[1].status.code(), StatusCode::kConflict) << ops[1].status.ToString();
+  EXPECT_TRUE(ops[2].status.ok()) << ops[2].status.ToString();
+  ASSERT_TRUE(ops[3].status.ok()) << ops[3].status.ToString();
+  EXPECT_EQ(ops[3].begun.outcome, EffectBeginOutcome::kReplay);
+  EXPECT_EQ(ops[3].begun.effect.result, "r");
+  EXPECT_EQ(ops[4].status.code(), StatusCode::kConflict);
+  EXPECT_EQ(Effect("once").result, "r");
+  EXPECT_EQ(Effect("once").settled_token, a.token);
+  // An empty batch, and one with nothing for the database, are fine.
+  EXPECT_TRUE(S().RunEffectBatch(std::span<store::EffectOp>()).ok());
+  std::vector<store::EffectOp> bad;
+  bad.push_back(BeginOp(a, std::string(store::kMaxEffectKeyBytes + 1, 'k')));
+  EXPECT_TRUE(S().RunEffectBatch(bad).ok());
+  EXPECT_EQ(bad[0].status.code(), StatusCode::kInvalidArgument);
+}
+
+// Hands over its lots one by one, as a group committer hands over what
+// queued while the store worked on the earlier ones.
+class Lots final : public store::EffectOpSource {
+ public:
+  explicit Lots(std::vector<std::vector<store::EffectOp>>& lots) : lots_(lots) {}
+  std::span<store::EffectOp> Next() override {
+    if (next_ == lots_.size()) return {};
+    return lots_[next_++];
+  }
+  std::size_t taken() const { return next_; }
+
+ private:
+  std::vector<std::vector<store::EffectOp>>& lots_;
+  std::size_t next_ = 0;
+};
+
+TEST_P(StoreEffects, OpsHandedOverLotByLotShareOneTransaction) {
+  Setup({"a", "b", "c"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 3);
+  ASSERT_EQ(claimed.size(), 3u);
+  const auto& a = claimed[0];
+  const auto& b = claimed[1];
+  auto stale = claimed[2];
+  End(stale, "2026-11-05T12:00:30Z", RunState::kPending);
+  ASSERT_EQ(Begin(a, "pay:42", "100 EUR")->outcome, EffectBeginOutcome::kProceed);
+
+  std::vector<std::vector<store::EffectOp>> lots(3);
+  lots[0].push_back(BeginOp(b, "pay:42", "200 EUR"));  // refused, first of the transaction
+  lots[1].push_back(BeginOp(b, "mail:b"));
+  lots[1].push_back(BeginOp(stale, "mail:c"));
+  lots[2].push_back(BeginOp(b, "pay:42", "300 EUR"));  // refused, after others
+  lots[2].push_back(CommitOp(b, "mail:b", "sent"));    // sees mail:b begun in lot 1
+  lots[2].push_back(CommitOp(a, "pay:42", "txn-1"));
+  Lots source(lots);
+  ASSERT_TRUE(S().RunEffectBatch(source).ok());
+  EXPECT_EQ(source.taken(), 3u) << "the store asks until there is no more";
+
+  EXPECT_EQ(lots[0][0].status.code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(lots[1][0].status.ok()) << lots[1][0].status.ToString();
+  EXPECT_EQ(lots[1][0].begun.outcome, EffectBeginOutcome::kProceed);
+  EXPECT_EQ(lots[1][1].status.code(), StatusCode::kStaleLease);
+  EXPECT_EQ(lots[2][0].status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(lots[2][1].status.ok()) << lots[2][1].status.ToString();
+  EXPECT_TRUE(lots[2][2].status.ok()) << lots[2][2].status.ToString();
+  Reopen();
+  EXPECT_EQ(Effect("mail:b").state, EffectState::kCommitted);
+  EXPECT_EQ(Effect("mail:b").result, "sent");
+  EXPECT_EQ(Effect("pay:42").state, EffectState::kCommitted);
+  EXPECT_EQ(Effect("pay:42").fingerprint, "100 EUR");
+  EXPECT_EQ(S().EffectGet("j", "mail:c").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Events("j", "stale_write_rejected").size(), 1u);
+  EXPECT_EQ(Events("j", "effect_committed").size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreEffects, ::testing::ValuesIn(AllStoreFactories()),

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <span>
 
 #include <gtest/gtest.h>
 
@@ -146,6 +147,69 @@ TEST_F(SqliteEffects, AFailureBetweenTheEffectAndItsCheckpointLeavesNeither) {
   EXPECT_EQ(e->state, ledger::EffectState::kCommitted);
   EXPECT_EQ(store_->CheckpointGet(c.run.id)->partition->value, "1");
   EXPECT_EQ(EventCount("effect_committed"), 1u);
+}
+
+// A batch the database fails to commit answers every op with the failure,
+// whatever each op found, and leaves nothing of any of them (not even a stale
+// op's stale_write_rejected event).
+TEST_F(SqliteEffects, ABatchThatFailsToCommitAnswersEveryOpWithTheFailure) {
+  const ClaimedRun c = ClaimedRunOfJ();
+  const auto make = [&] {
+    std::vector<EffectOp> ops;
+    for (const char* key : {"k1", "k2"}) {
+      ops.push_back({EffectBeginParams{c.run.id, c.token, key, "", At("2026-11-05T12:01:00Z"),
+                                       "n1", ""},
+                     {}, {}});
+    }
+    ops.push_back({EffectBeginParams{c.run.id, c.token + 1, "k3", "", At("2026-11-05T12:01:00Z"),
+                                     "n1", ""},
+                   {}, {}});
+    ops.push_back({CheckpointSetParams{c.run.id, c.token, ledger::CheckpointScope::kRun, "9",
+                                       At("2026-11-05T12:01:00Z"), "n1"},
+                   {}, {}});
+    ops.push_back({EffectBeginParams{c.run.id, c.token, "", "", At("2026-11-05T12:01:00Z"), "n1",
+                                     ""},
+                   {}, {}});
+    return ops;
+  };
+  store_->SetStatementHook([](std::string_view sql) -> Status {
+    return sql == "COMMIT" ? Status(StatusCode::kUnavailable, "injected: database is locked")
+                           : Status::Ok();
+  });
+  // Handed over in two lots: the failure answers the ops of both.
+  auto ops = make();
+  struct TwoLots final : EffectOpSource {
+    std::vector<EffectOp>& ops;
+    int lot = 0;
+    explicit TwoLots(std::vector<EffectOp>& o) : ops(o) {}
+    std::span<EffectOp> Next() override {
+      ++lot;
+      if (lot == 1) return std::span(ops).first(2);
+      if (lot == 2) return std::span(ops).subspan(2);
+      return {};
+    }
+  } two_lots(ops);
+  const Status failed = store_->RunEffectBatch(two_lots);
+  store_->SetStatementHook(nullptr);
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].status.code(), StatusCode::kUnavailable) << i << ": " << ops[i].status.ToString();
+  }
+  EXPECT_EQ(ops.back().status.code(), StatusCode::kInvalidArgument) << "refused before the database";
+  for (const char* key : {"k1", "k2", "k3"}) {
+    EXPECT_EQ(store_->EffectGet("j", key).status().code(), StatusCode::kNotFound) << key;
+  }
+  EXPECT_FALSE(store_->CheckpointGet(c.run.id)->run.has_value());
+  EXPECT_EQ(EventCount("effect_started"), 0u);
+  EXPECT_EQ(EventCount("stale_write_rejected"), 0u);
+
+  // The same batch again, with the database well.
+  ops = make();
+  ASSERT_TRUE(store_->RunEffectBatch(ops).ok());
+  EXPECT_TRUE(ops[0].status.ok() && ops[1].status.ok() && ops[3].status.ok());
+  EXPECT_EQ(ops[2].status.code(), StatusCode::kStaleLease);
+  EXPECT_EQ(EventCount("effect_started"), 2u);
+  EXPECT_EQ(EventCount("stale_write_rejected"), 1u);
 }
 
 TEST_F(SqliteEffects, AVersion3LedgerGainsTheEffectTablesInPlace) {

@@ -6,7 +6,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
@@ -84,6 +86,11 @@ class SqliteStore final : public Store {
   Result<EffectRecord> EffectGet(std::string_view job, std::string_view key) override;
   Result<Checkpoints> CheckpointGet(int64_t run_id) override;
   Status CheckpointSet(const CheckpointSetParams& p) override;
+  // EffectBegin, EffectCommit, EffectFail and CheckpointSet are this call
+  // with one op: one code path; one transaction, a SAVEPOINT per op after
+  // the first.
+  Status RunEffectBatch(EffectOpSource& source) override;
+  using Store::RunEffectBatch;
 
   // sqlite_store_recovery.cc
   Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) override;
@@ -125,6 +132,18 @@ class SqliteStore final : public Store {
   // (sqlite_store_effects.cc).
   struct SettleParams;
   Result<Answer> EffectSettleLocked(const SettleParams& p);
+  struct BeginAnswer {
+    Status status;
+    EffectBeginResult begun;  // when status is ok
+  };
+  Result<BeginAnswer> EffectBeginLocked(const EffectBeginParams& p);
+  Result<Answer> CheckpointSetLocked(const CheckpointSetParams& p);
+  // Applies one op inside the caller's transaction, answering it in place;
+  // a non-ok Status is a database failure.
+  Status EffectOpLocked(EffectOp& op);
+  // RunEffectBatch's transaction, noting each lot taken from `source` in
+  // `taken`; a non-ok Status is a database failure.
+  Status EffectBatchLocked(EffectOpSource& source, std::vector<std::span<EffectOp>>& taken);
 
   std::mutex mu_;
   std::unique_ptr<sqlite::Db> db_;

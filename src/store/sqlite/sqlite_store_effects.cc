@@ -8,6 +8,15 @@
 // effect is in doubt when it is `started` and the attempt that started it no
 // longer holds its run's lease (tokens are never reissued, so once over, it
 // stays over).
+//
+// The worker writes (begin, commit, fail, checkpoint set) all go through
+// RunEffectBatch: one transaction, a SAVEPOINT per op (after the first) so
+// that a refusal takes back only that op. The single calls are a batch of
+// one.
+#include <optional>
+#include <span>
+#include <vector>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -268,16 +277,10 @@ std::string InProgress(const EffectRecord& e) {
 
 // ---- begin ------------------------------------------------------------------
 
-Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
-  RETURN_IF_ERROR(CheckKey(p.key));
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
+Result<SqliteStore::BeginAnswer> SqliteStore::EffectBeginLocked(const EffectBeginParams& p) {
   ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
   if (!holder) {
-    Status stale = RejectStaleLocked(p.run_id, p.token, "effect begin", p.node, p.now);
-    if (stale.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
-    return stale;
+    return BeginAnswer{RejectStaleLocked(p.run_id, p.token, "effect begin", p.node, p.now), {}};
   }
   EventRecord ev;
   ev.at = p.now;
@@ -290,39 +293,53 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
 
   ASSIGN_OR_RETURN(found, LoadEffect(*db_, holder->job, p.key));
   if (!found) {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "INSERT INTO effects (job, key, fingerprint, state, run_id, run_key, started_attempt, "
-        "started_token, started_request, started_at, updated_at) VALUES (?1, ?2, ?3, "
-        "'started', ?4, ?5, ?6, ?7, ?9, ?8, ?8) RETURNING id"));
-    s.Bind(1, holder->job).Bind(2, p.key).Bind(3, p.fingerprint).Bind(4, p.run_id)
-        .Bind(5, holder->run_key).Bind(6, int64_t{holder->attempt}).Bind(7, p.token)
-        .Bind(8, Ms(p.now)).Bind(9, p.request);
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) return Internal("inserting an effect returned no id");
-    const int64_t id = s.Int(0);
-    RETURN_IF_ERROR(s.Run());  // finish the statement before the next one
+    // The record as inserted, built here rather than read back: no
+    // RETURNING (SQLite builds an ephemeral table for it) and no second
+    // lookup, the hot path of every effect.
+    EffectRecord stored;
+    stored.job = holder->job;
+    stored.key = p.key;
+    stored.fingerprint = p.fingerprint;
+    stored.state = ledger::EffectState::kStarted;
+    stored.run_id = p.run_id;
+    stored.run_key = holder->run_key;
+    stored.started_attempt = holder->attempt;
+    stored.started_token = p.token;
+    stored.started_request = p.request;
+    stored.started_at = stored.updated_at = p.now;
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO effects (job, key, fingerprint, state, run_id, run_key, started_attempt, "
+          "started_token, started_request, started_at, updated_at) VALUES (?1, ?2, ?3, "
+          "'started', ?4, ?5, ?6, ?7, ?9, ?8, ?8)"));
+      s.Bind(1, holder->job).Bind(2, p.key).Bind(3, p.fingerprint).Bind(4, p.run_id)
+          .Bind(5, holder->run_key).Bind(6, int64_t{holder->attempt}).Bind(7, p.token)
+          .Bind(8, Ms(stored.started_at)).Bind(9, p.request);
+      RETURN_IF_ERROR(s.Run());
+      stored.id = db_->LastInsertRowId();
+    }
     ev.type = ledger::event::kEffectStarted;
     details["fingerprint"] = p.fingerprint;
     ev.details = Dump(details);
     RETURN_IF_ERROR(AppendEventLocked(ev));
-    ASSIGN_OR_RETURN(stored, LoadEffectById(*db_, id));
-    RETURN_IF_ERROR(tx.Commit());
-    return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(stored)};
+    return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kProceed, std::move(stored)}};
   }
 
   EffectRecord e = std::move(*found);
   if (e.fingerprint != p.fingerprint) {
-    // Nothing written: the transaction rolls back.
-    return Status(StatusCode::kFailedPrecondition,
-                  fmt::format("effect \"{}\" of job {} was begun with fingerprint {}; this begin "
-                              "has fingerprint {}: an idempotency key cannot be reused for a "
-                              "different effect",
-                              e.key, e.job, Quoted(e.fingerprint), Quoted(p.fingerprint)));
+    // Nothing written (and the op's savepoint or transaction rolls back).
+    return BeginAnswer{
+        Status(StatusCode::kFailedPrecondition,
+               fmt::format("effect \"{}\" of job {} was begun with fingerprint {}; this begin has "
+                           "fingerprint {}: an idempotency key cannot be reused for a different "
+                           "effect",
+                           e.key, e.job, Quoted(e.fingerprint), Quoted(p.fingerprint))),
+        {}};
   }
   switch (e.state) {
     case ledger::EffectState::kCommitted:
       // A replay writes nothing.
-      return EffectBeginResult{EffectBeginOutcome::kReplay, std::move(e)};
+      return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kReplay, std::move(e)}};
     case ledger::EffectState::kFailed: {
       // It did not happen: this attempt does it again.
       ASSIGN_OR_RETURN(s, db_->Prepare(
@@ -343,8 +360,7 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
       ev.details = Dump(details);
       RETURN_IF_ERROR(AppendEventLocked(ev));
       ASSIGN_OR_RETURN(stored, LoadEffectById(*db_, e.id));
-      RETURN_IF_ERROR(tx.Commit());
-      return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(stored)};
+      return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kProceed, std::move(stored)}};
     }
     case ledger::EffectState::kStarted:
       break;
@@ -355,16 +371,16 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
     // another call of this attempt: that call's outcome is unknown here, so
     // it may have happened — in doubt, not done twice.
     if (p.request.empty() || p.request == e.started_request) {
-      return EffectBeginResult{EffectBeginOutcome::kProceed, std::move(e)};
+      return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kProceed, std::move(e)}};
     }
   } else {
     ASSIGN_OR_RETURN(live, HoldsLease(*db_, e.run_id, e.started_token));
-    if (live) return Status(StatusCode::kConflict, InProgress(e));
+    if (live) return BeginAnswer{Status(StatusCode::kConflict, InProgress(e)), {}};
   }
   // Started by an attempt that is over (or an earlier call of this one): it
   // may or may not have happened.
   ASSIGN_OR_RETURN(recorded, FoundInDoubt(*db_, e, p.token));
-  if (recorded) return EffectBeginResult{EffectBeginOutcome::kInDoubt, std::move(e)};
+  if (recorded) return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kInDoubt, std::move(e)}};
   RETURN_IF_ERROR(RecordDoubt(*db_, e, p.run_id, p.token, p.now));
   ev.type = ledger::event::kEffectInDoubt;
   ev.reason = own ? fmt::format("effect \"{}\" was started by an earlier call of this attempt "
@@ -379,8 +395,7 @@ Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
   ev.details = Dump(details);
   RETURN_IF_ERROR(AppendEventLocked(ev));
   ASSIGN_OR_RETURN(stored, LoadEffectById(*db_, e.id));
-  RETURN_IF_ERROR(tx.Commit());
-  return EffectBeginResult{EffectBeginOutcome::kInDoubt, std::move(stored)};
+  return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kInDoubt, std::move(stored)}};
 }
 
 // ---- commit and fail ----------------------------------------------------------
@@ -473,35 +488,6 @@ Result<SqliteStore::Answer> SqliteStore::EffectSettleLocked(const SettleParams& 
   ev.details = Dump(details);
   RETURN_IF_ERROR(AppendEventLocked(ev));
   return Answer{Status::Ok()};
-}
-
-Status SqliteStore::EffectCommit(const EffectCommitParams& p) {
-  RETURN_IF_ERROR(CheckKey(p.key));
-  SettleParams s;
-  s.run_id = p.run_id;
-  s.token = p.token;
-  s.key = p.key;
-  s.as = ledger::EffectState::kCommitted;
-  s.exit_status = p.exit_status;
-  s.result = p.result;
-  s.checkpoint = &p.checkpoint;
-  s.now = p.now;
-  s.node = p.node;
-  return FencedWrite([&] { return EffectSettleLocked(s); });
-}
-
-Status SqliteStore::EffectFail(const EffectFailParams& p) {
-  RETURN_IF_ERROR(CheckKey(p.key));
-  SettleParams s;
-  s.run_id = p.run_id;
-  s.token = p.token;
-  s.key = p.key;
-  s.as = ledger::EffectState::kFailed;
-  s.exit_status = p.exit_status;
-  s.result = p.result;
-  s.now = p.now;
-  s.node = p.node;
-  return FencedWrite([&] { return EffectSettleLocked(s); });
 }
 
 // ---- operator resolution ----------------------------------------------------------
@@ -677,20 +663,153 @@ Result<Checkpoints> SqliteStore::CheckpointGet(int64_t run_id) {
   return out;
 }
 
-Status SqliteStore::CheckpointSet(const CheckpointSetParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
+Result<SqliteStore::Answer> SqliteStore::CheckpointSetLocked(const CheckpointSetParams& p) {
   ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
   if (!holder) {
-    Status stale = RejectStaleLocked(p.run_id, p.token,
-                                     fmt::format("checkpoint set ({})", ledger::Name(p.scope)),
-                                     p.node, p.now);
-    if (stale.code() == StatusCode::kStaleLease) RETURN_IF_ERROR(tx.Commit());
-    return stale;
+    return Answer{RejectStaleLocked(p.run_id, p.token,
+                                    fmt::format("checkpoint set ({})", ledger::Name(p.scope)),
+                                    p.node, p.now)};
   }
   RETURN_IF_ERROR(WriteCheckpoint(*db_, p.scope, *holder, p.run_id, p.token, p.value, p.now));
-  return tx.Commit();
+  return Answer{Status::Ok()};
+}
+
+// ---- the batch: every worker write of the effect ledger goes through here -------
+
+namespace {
+
+// An op's answer without the database: a malformed request.
+Status CheckRequest(const EffectOp& op) {
+  if (const auto* b = std::get_if<EffectBeginParams>(&op.request)) return CheckKey(b->key);
+  if (const auto* c = std::get_if<EffectCommitParams>(&op.request)) return CheckKey(c->key);
+  if (const auto* f = std::get_if<EffectFailParams>(&op.request)) return CheckKey(f->key);
+  return Status::Ok();
+}
+
+// Runs one statement without results (the savepoints), through the cache.
+Status RunStatement(Db& db, std::string_view sql) {
+  ASSIGN_OR_RETURN(s, db.Prepare(sql));
+  return s.Run();
+}
+
+}  // namespace
+
+Status SqliteStore::EffectOpLocked(EffectOp& op) {
+  if (const auto* begin = std::get_if<EffectBeginParams>(&op.request)) {
+    ASSIGN_OR_RETURN(answer, EffectBeginLocked(*begin));
+    op.status = std::move(answer.status);
+    op.begun = std::move(answer.begun);
+    return Status::Ok();
+  }
+  if (const auto* set = std::get_if<CheckpointSetParams>(&op.request)) {
+    ASSIGN_OR_RETURN(answer, CheckpointSetLocked(*set));
+    op.status = std::move(answer.status);
+    return Status::Ok();
+  }
+  // Commit or fail: one settle, told which.
+  SettleParams settle;
+  const auto common = [&](const auto& p) {
+    settle.run_id = p.run_id;
+    settle.token = p.token;
+    settle.key = p.key;
+    settle.exit_status = p.exit_status;
+    settle.result = p.result;
+    settle.now = p.now;
+    settle.node = p.node;
+  };
+  if (const auto* commit = std::get_if<EffectCommitParams>(&op.request)) {
+    common(*commit);
+    settle.as = ledger::EffectState::kCommitted;
+    settle.checkpoint = &commit->checkpoint;
+  } else {
+    common(std::get<EffectFailParams>(op.request));
+    settle.as = ledger::EffectState::kFailed;
+  }
+  ASSIGN_OR_RETURN(answer, EffectSettleLocked(settle));
+  op.status = std::move(answer.status);
+  return Status::Ok();
+}
+
+Status SqliteStore::EffectBatchLocked(EffectOpSource& source,
+                                      std::vector<std::span<EffectOp>>& taken) {
+  // Begun with the first op for the database, so a batch of malformed ops
+  // opens none.
+  std::optional<Transaction> tx;
+  // Whether the transaction holds any op's writes yet. Each op after the
+  // first kept one runs in its own savepoint, so that a refusal takes back
+  // only its own writes, as its own transaction would have. An op in a
+  // transaction that holds nothing needs none (two statements fewer, and
+  // the single calls' path): its refusal rolls the transaction back.
+  bool holds = false;
+  for (std::span<EffectOp> ops = source.Next(); !ops.empty(); ops = source.Next()) {
+    taken.push_back(ops);
+    for (EffectOp& op : ops) {
+      op.status = CheckRequest(op);
+      op.begun = {};
+      if (!op.status.ok()) continue;
+      if (!tx) {
+        tx.emplace(*db_);
+        RETURN_IF_ERROR(tx->Begin());
+      }
+      const bool savepoint = holds;
+      if (savepoint) RETURN_IF_ERROR(RunStatement(*db_, "SAVEPOINT effect_op"));
+      RETURN_IF_ERROR(EffectOpLocked(op));
+      // Applied, or refused as stale (its stale_write_rejected event stays):
+      // kept. Any other refusal changes nothing.
+      const bool keep = op.status.ok() || op.status.code() == StatusCode::kStaleLease;
+      if (savepoint) {
+        if (!keep) RETURN_IF_ERROR(RunStatement(*db_, "ROLLBACK TO effect_op"));
+        RETURN_IF_ERROR(RunStatement(*db_, "RELEASE effect_op"));
+      } else if (keep) {
+        holds = true;
+      } else {
+        tx.reset();  // rolls back
+      }
+    }
+  }
+  return tx ? tx->Commit() : Status::Ok();
+}
+
+Status SqliteStore::RunEffectBatch(EffectOpSource& source) {
+  std::lock_guard lock(mu_);
+  std::vector<std::span<EffectOp>> taken;
+  Status failed = EffectBatchLocked(source, taken);
+  if (!failed.ok()) {
+    // Rolled back: nothing of the batch is durable, whatever each op found.
+    for (std::span<EffectOp> ops : taken) {
+      for (EffectOp& op : ops) {
+        if (!CheckRequest(op).ok()) continue;  // refused before the database
+        op.status = failed;
+        op.begun = {};
+      }
+    }
+  }
+  return failed;
+}
+
+Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
+  EffectOp op{p, {}, {}};
+  RunEffectBatch({&op, 1});
+  if (!op.status.ok()) return op.status;
+  return std::move(op.begun);
+}
+
+Status SqliteStore::EffectCommit(const EffectCommitParams& p) {
+  EffectOp op{p, {}, {}};
+  RunEffectBatch({&op, 1});
+  return op.status;
+}
+
+Status SqliteStore::EffectFail(const EffectFailParams& p) {
+  EffectOp op{p, {}, {}};
+  RunEffectBatch({&op, 1});
+  return op.status;
+}
+
+Status SqliteStore::CheckpointSet(const CheckpointSetParams& p) {
+  EffectOp op{p, {}, {}};
+  RunEffectBatch({&op, 1});
+  return op.status;
 }
 
 }  // namespace cronledger::store
