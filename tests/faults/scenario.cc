@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -46,6 +47,10 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  if (const char* keep = std::getenv("CRONLEDGER_FAULT_KEEP"); keep != nullptr && *keep != '\0') {
+    std::cerr << "[ kept     ] " << path_ << "\n";
+    return;
+  }
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
 }

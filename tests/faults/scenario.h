@@ -33,7 +33,8 @@ bool Exists(const std::string& path);
 pid_t ReadPid(const std::string& path);
 
 // A fresh folder under the temp directory with a `pids/` subfolder, removed
-// with everything in it on destruction.
+// with everything in it on destruction, unless CRONLEDGER_FAULT_KEEP is set
+// (to look at a failed scenario's logs and databases; the path is printed).
 class TempDir {
  public:
   TempDir();
