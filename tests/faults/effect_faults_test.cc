@@ -330,8 +330,8 @@ TEST(FaultEffectKill, ReconcileSaysItDidNotHappenExactlyOneDelivery) {
 
 // Without a reconcile program the retry cannot tell: `effect run` exits 69
 // without running CMD and the server makes the run `unknown` (end class
-// in_doubt). Returns the run as it then is.
-Json ExpectUnknownAfterTheRetry(EffectKillScenario& s) {
+// in_doubt).
+void ExpectUnknownAfterTheRetry(EffectKillScenario& s) {
   EXPECT_TRUE(s.WaitForState("unknown")) << s.sc().StateOf(s.run_id()) << "\n" << s.ServeLog();
   const Json run = s.sc().Run(s.run_id());
   EXPECT_EQ(run["state"], "unknown");
@@ -348,7 +348,6 @@ Json ExpectUnknownAfterTheRetry(EffectKillScenario& s) {
     EXPECT_EQ(run["effects"][0]["in_doubt"], true);
   }
   EXPECT_TRUE(s.ReconcileCalls().empty());
-  return run;
 }
 
 // ... and an operator who knows it did not happen resolves it `failed`: the
