@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle] [extra flags]
+# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run] [extra flags]
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
@@ -15,6 +15,9 @@
 #                       serve loop (bench/fire_latency_bench.cc; its own flags)
 #   idle                an idle `serve` with 1,000 daily jobs for 10 minutes
 #                       (bench/idle_serve.sh; its own flags)
+#   effect-run          what `cronledger effect run -- true` costs over `true`,
+#                       called from a step of a real serve on loopback
+#                       (bench/effect_run_bench.sh; its own flags)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=schedule
@@ -28,8 +31,8 @@ case $name in
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
   effect) flags=(--benchmark_repetitions=5) ;;
-  fire | idle) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire or idle)" >&2; exit 2 ;;
+  fire | idle | effect-run) ;;
+  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle or effect-run)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
 if [[ $name == idle ]]; then
@@ -39,6 +42,9 @@ fi
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)" >&2
 if [[ $name == fire ]]; then
   exec "$root/build/bench/bench/fire_latency_bench" "$@"
+fi
+if [[ $name == effect-run ]]; then
+  exec "$root/bench/effect_run_bench.sh" --binary "$root/build/bench/cronledger" "$@"
 fi
 "$root/build/bench/bench/${name}_bench" "${flags[@]}" \
   --benchmark_report_aggregates_only=true "$@"

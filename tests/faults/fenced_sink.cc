@@ -2,6 +2,7 @@
 //
 //   fenced_sink --db FILE --init
 //   fenced_sink --db FILE --key KEY --token N [--note TEXT]
+//   fenced_sink --db FILE --check --key KEY
 //
 // Records one write for KEY into an SQLite file. The write is ACCEPTED only
 // if N is >= every token already accepted for KEY (what an external system
@@ -17,6 +18,11 @@
 //   75 the database could not be used (EX_TEMPFAIL: retryable)
 // --init creates the file and its table in WAL mode (tests call it before
 // any step runs, so concurrent first writers never race on the schema).
+//
+// --check answers whether KEY was accepted, as an `effect run --reconcile`
+// program does (through a script: reconcile programs get no arguments, the
+// key is $CRONLEDGER_EFFECT_KEY): exit 0 and one line naming the accepted
+// write when it was, 1 when it was not, 75 when the database cannot tell.
 #include <sqlite3.h>
 
 #include <cerrno>
@@ -28,6 +34,7 @@
 namespace {
 
 constexpr int kAccepted = 0;
+constexpr int kNotAccepted = 1;  // --check: no accepted write for the key
 constexpr int kUsage = 64;
 constexpr int kRefused = 65;
 constexpr int kDbError = 75;
@@ -45,7 +52,8 @@ constexpr const char* kSchema =
 int Usage(const char* why) {
   std::fprintf(stderr,
                "fenced_sink: %s\nusage: fenced_sink --db FILE --init\n"
-               "       fenced_sink --db FILE --key KEY --token N [--note TEXT]\n",
+               "       fenced_sink --db FILE --key KEY --token N [--note TEXT]\n"
+               "       fenced_sink --db FILE --check --key KEY\n",
                why);
   return kUsage;
 }
@@ -68,6 +76,7 @@ int main(int argc, char** argv) {
   std::string note;
   std::string token_text;
   bool init = false;
+  bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](std::string* out) {
@@ -86,6 +95,8 @@ int main(int argc, char** argv) {
       ok = value(&note);
     } else if (arg == "--init") {
       init = true;
+    } else if (arg == "--check") {
+      check = true;
     } else {
       return Usage(("unknown argument " + arg).c_str());
     }
@@ -93,7 +104,10 @@ int main(int argc, char** argv) {
   }
   if (db_path.empty()) return Usage("--db is required");
   long long token = 0;
-  if (!init) {
+  if (init && check) return Usage("--init and --check exclude each other");
+  if (check) {
+    if (key.empty()) return Usage("--check needs --key (and not empty)");
+  } else if (!init) {
     if (key.empty()) return Usage("--key is required (and not empty)");
     if (token_text.empty()) return Usage("--token is required (is CRONLEDGER_FENCING_TOKEN set?)");
     char* end = nullptr;
@@ -117,6 +131,31 @@ int main(int argc, char** argv) {
   if (init) {
     sqlite3_close(db);
     return kAccepted;
+  }
+
+  if (check) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT token, note FROM writes WHERE key = ? AND accepted = 1 "
+                           "ORDER BY id LIMIT 1",
+                           -1, &s, nullptr) != SQLITE_OK) {
+      return DbError(db, "prepare check");
+    }
+    sqlite3_bind_text(s, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+      sqlite3_finalize(s);
+      return DbError(db, "check");
+    }
+    if (rc == SQLITE_ROW) {
+      const unsigned char* note = sqlite3_column_text(s, 1);
+      std::printf("fenced_sink: %s was accepted, token %lld (%s)\n", key.c_str(),
+                  static_cast<long long>(sqlite3_column_int64(s, 0)),
+                  note ? reinterpret_cast<const char*>(note) : "");
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return rc == SQLITE_ROW ? kAccepted : kNotAccepted;
   }
 
   if (!Exec(db, "BEGIN IMMEDIATE")) return DbError(db, "begin");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace cronledger::faults {
@@ -83,7 +84,8 @@ std::vector<Violation> CheckInvariants(const CheckInput& input) {
     }
   }
 
-  std::map<std::string, std::string> state_of;  // run key -> state
+  std::map<std::string, std::string> state_of;   // run key -> state
+  std::map<std::string, std::string> effect_of;  // effect key -> state
   try {
     ReadOnlyDb ledger(input.ledger_db);
     ledger.Query(std::string("SELECT ") + kRunKeySql + ", state FROM runs ORDER BY id",
@@ -109,6 +111,11 @@ std::vector<Violation> CheckInvariants(const CheckInput& input) {
                              " but its attempt " + std::to_string(sqlite3_column_int64(s, 3)) +
                              " (node " + Text(s, 4) + ") has no end"});
         });
+    if (!input.effects_job.empty()) {
+      // Job names are 1-64 of A-Z a-z 0-9 . _ -: nothing to escape.
+      ledger.Query("SELECT key, state FROM effects WHERE job = '" + input.effects_job + "'",
+                   [&](sqlite3_stmt* s) { effect_of[Text(s, 0)] = Text(s, 1); });
+    }
   } catch (const std::exception& e) {
     out.push_back({"unreadable", "", std::string("ledger: ") + e.what()});
     return out;
@@ -121,8 +128,33 @@ std::vector<Violation> CheckInvariants(const CheckInput& input) {
       out.push_back({"missing", key, "no run in the ledger"});
     } else if (it->second != "succeeded") {
       out.push_back({"not_succeeded", key, "the run is " + it->second});
-    } else if (!accepted.count(key)) {
+    } else if (input.runs_deliver_run_keys && !accepted.count(key)) {
       out.push_back({"not_delivered", key, "succeeded, but the sink accepted no write"});
+    }
+  }
+
+  if (!input.expected_deliveries.empty()) {
+    const std::set<std::string> expected(input.expected_deliveries.begin(),
+                                         input.expected_deliveries.end());
+    for (const std::string& key : expected) {
+      if (!accepted.count(key)) out.push_back({"undelivered", key, "the sink accepted no write"});
+    }
+    for (const auto& [key, tokens] : accepted) {
+      if (!expected.count(key)) {
+        out.push_back({"unexpected_delivery", key,
+                       std::to_string(tokens.size()) + " accepted writes for a key not expected"});
+      }
+    }
+    if (!input.effects_job.empty()) {
+      for (const std::string& key : expected) {
+        const auto it = effect_of.find(key);
+        if (it == effect_of.end()) {
+          out.push_back({"effect_not_committed", key,
+                         "no effect of job " + input.effects_job + " in the ledger"});
+        } else if (it->second != "committed") {
+          out.push_back({"effect_not_committed", key, "the effect is " + it->second});
+        }
+      }
     }
   }
   return out;

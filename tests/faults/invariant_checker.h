@@ -12,9 +12,13 @@ namespace cronledger::faults {
 
 struct Violation {
   // One of: delivered_twice, stale_write_applied, missing, not_succeeded,
-  // not_delivered, attempt_not_closed, duplicate_run, unreadable.
+  // not_delivered, attempt_not_closed, duplicate_run, undelivered,
+  // unexpected_delivery, effect_not_committed, unreadable.
   std::string kind;
-  std::string run_key;  // job/partition/period; empty for unreadable
+  // job/partition/period; the sink key for delivered_twice,
+  // stale_write_applied, undelivered, unexpected_delivery and
+  // effect_not_committed; empty for unreadable.
+  std::string run_key;
   std::string detail;
 };
 
@@ -27,6 +31,17 @@ struct CheckInput {
   // Expected keys allowed to be missing from the ledger, not succeeded, or
   // not delivered (a scenario that knows a key may legitimately not finish).
   std::set<std::string> allowed_unfinished;
+  // Whether a succeeded expected run must have delivered its own run key
+  // (steps that deliver {run_key}); false when steps deliver other keys,
+  // which expected_deliveries then names.
+  bool runs_deliver_run_keys = true;
+  // Sink keys that must each have been accepted (exactly once, as every
+  // key); when not empty, no other key may have been accepted.
+  std::vector<std::string> expected_deliveries;
+  // When not empty: the job whose effect records (`cronledger effect run`)
+  // must agree with the sink: the effect of each expected delivery's key is
+  // committed.
+  std::string effects_job;
 };
 
 // Checks, over the whole ledger and sink (not only the expected keys):
@@ -39,7 +54,13 @@ struct CheckInput {
 // and, for each expected key not in allowed_unfinished:
 //  - missing: no run in the ledger;
 //  - not_succeeded: the run is in another state;
-//  - not_delivered: the run succeeded but the sink accepted no write for it.
+//  - not_delivered: the run succeeded but the sink accepted no write for it
+//    (only with runs_deliver_run_keys);
+// and, with expected_deliveries:
+//  - undelivered: an expected delivery the sink never accepted;
+//  - unexpected_delivery: an accepted key that is not expected;
+//  - effect_not_committed (with effects_job): the ledger's effect of an
+//    expected delivery is absent or not committed.
 // A database that cannot be read is one `unreadable` violation.
 std::vector<Violation> CheckInvariants(const CheckInput& input);
 

@@ -68,6 +68,8 @@ class FaultInvariantChecker : public ::testing::Test {
         std::string(testing::kSourceDir) + "/src/store/sqlite/migrations/";
     ledger_->Exec(ReadFile(migrations + "001_ledger.sql"));
     ledger_->Exec(ReadFile(migrations + "002_attempts.sql"));
+    ledger_->Exec(ReadFile(migrations + "003_partial_indexes.sql"));
+    ledger_->Exec(ReadFile(migrations + "004_effects.sql"));
     ledger_->Exec("INSERT INTO jobs (name, created_at) VALUES ('tick', 0)");
     sink_ = std::make_unique<Db>(input_.sink_db);
     // The sink's schema, as fenced_sink --init creates it.
@@ -110,6 +112,12 @@ class FaultInvariantChecker : public ::testing::Test {
         "ended_at) VALUES (" +
         std::to_string(run) + ", " + std::to_string(number) + ", " + std::to_string(token) +
         ", 'n1', 0, " + (ended ? "1" : "NULL") + ")");
+  }
+  void AddEffect(const std::string& key, const std::string& state) {
+    ledger_->Exec(
+        "INSERT INTO effects (job, key, state, run_id, run_key, started_attempt, started_token, "
+        "started_at, updated_at) VALUES ('tick', '" +
+        key + "', '" + state + "', 1, 'tick/a/p', 1, 10, 0, 0)");
   }
   void AddWrite(const std::string& key, int token, bool accepted) {
     sink_->Exec("INSERT INTO writes (key, token, accepted) VALUES ('" + key + "', " +
@@ -156,6 +164,46 @@ TEST_F(FaultInvariantChecker, ReportsALostKey) {
   // A scenario may allow keys not to finish.
   input_.allowed_unfinished = {"tick/zz/p", "tick/e/p", "tick/f/p"};
   EXPECT_TRUE(CheckInvariants(input_).empty());
+}
+
+// Steps that deliver items under their own keys (effect run): the items
+// named are each accepted, no other key is, and the ledger's effects agree.
+TEST_F(FaultInvariantChecker, ReportsItemsNotDeliveredOnceOrNotCommitted) {
+  input_.runs_deliver_run_keys = false;
+  input_.expected_deliveries = {"item-1", "item-2", "item-3", "tick/a/p", "tick/b/p"};
+  input_.effects_job = "tick";
+  AddWrite("item-1", 12, true);
+  AddWrite("item-2", 12, true);
+  AddWrite("item-3", 12, true);
+  for (const char* key : {"item-1", "item-2", "item-3", "tick/a/p", "tick/b/p"}) {
+    AddEffect(key, "committed");
+  }
+  auto v = CheckInvariants(input_);
+  EXPECT_TRUE(v.empty()) << Describe(v);
+
+  input_.expected_deliveries.push_back("item-4");  // never accepted, no effect
+  AddWrite("item-5", 12, true);                    // accepted, not expected
+  AddWrite("item-6", 12, false);                   // refused: not a delivery
+  AddRun(8, "h", "succeeded");                     // delivered nothing under its run key
+  input_.expected_keys.push_back("tick/h/p");
+  v = CheckInvariants(input_);
+  EXPECT_EQ(Kinds(v), (std::vector<std::string>{"undelivered item-4", "unexpected_delivery item-5",
+                                                "effect_not_committed item-4"}))
+      << Describe(v);
+
+  // The sink and the ledger disagree: delivered, but the effect is in doubt.
+  input_.expected_deliveries.pop_back();
+  ledger_->Exec("UPDATE effects SET state = 'started' WHERE key = 'item-2'");
+  v = CheckInvariants(input_);
+  EXPECT_EQ(Kinds(v),
+            (std::vector<std::string>{"unexpected_delivery item-5", "effect_not_committed item-2"}))
+      << Describe(v);
+  EXPECT_NE(v.back().detail.find("the effect is started"), std::string::npos) << v.back().detail;
+
+  // With runs delivering their run keys (the default), tick/h/p is flagged.
+  input_.runs_deliver_run_keys = true;
+  v = CheckInvariants(input_);
+  EXPECT_EQ(Kinds(v).front(), "not_delivered tick/h/p") << Describe(v);
 }
 
 TEST_F(FaultInvariantChecker, ReportsAnAttemptNotClosed) {
@@ -231,6 +279,35 @@ TEST(FaultSink, AcceptsOnlyTokensAtLeastTheHighestAccepted) {
   const auto v = CheckInvariants(input);
   EXPECT_EQ(Kinds(v), std::vector<std::string>{"delivered_twice k"}) << Describe(v);
   EXPECT_NE(v.at(0).detail.find("3 accepted writes, tokens 5, 5, 7"), std::string::npos);
+  std::error_code ignored;
+  std::filesystem::remove_all(pattern, ignored);
+}
+
+// --check, what the reconcile programs of the effect scenarios run: 0 and
+// the accepted write when the key was accepted, 1 when it never was (a
+// refused write does not count), 64 without a key.
+TEST(FaultSink, CheckAnswersWhetherAKeyWasAccepted) {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "cronledger-sink-XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::string db = pattern + "/sink.db";
+  ASSERT_EQ(testing::RunProcess({FENCED_SINK_BIN, "--db", db, "--init"}).exit_code, 0);
+  auto check = [&](const std::string& key) {
+    return testing::RunProcess({FENCED_SINK_BIN, "--db", db, "--check", "--key", key});
+  };
+  EXPECT_EQ(check("k").exit_code, 1);
+  ASSERT_EQ(testing::RunProcess(
+                {FENCED_SINK_BIN, "--db", db, "--key", "k", "--token", "5", "--note", "first"})
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      testing::RunProcess({FENCED_SINK_BIN, "--db", db, "--key", "k", "--token", "3"}).exit_code,
+      65);
+  const auto found = check("k");
+  EXPECT_EQ(found.exit_code, 0);
+  EXPECT_EQ(found.out, "fenced_sink: k was accepted, token 5 (first)\n");
+  EXPECT_EQ(check("other").exit_code, 1);
+  EXPECT_EQ(testing::RunProcess({FENCED_SINK_BIN, "--db", db, "--check"}).exit_code, 64);
   std::error_code ignored;
   std::filesystem::remove_all(pattern, ignored);
 }

@@ -1,0 +1,305 @@
+#include "faults/scenario.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "cli/subprocess.h"
+
+namespace cronledger::faults {
+
+using Json = nlohmann::json;
+using testing::Cronledger;
+
+// ---------------------------------------------------------------------------
+// Files.
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+bool Exists(const std::string& path) { return std::filesystem::exists(path); }
+
+pid_t ReadPid(const std::string& path) {
+  const std::string text = ReadFile(path);
+  return text.empty() ? 0 : static_cast<pid_t>(std::strtol(text.c_str(), nullptr, 10));
+}
+
+TempDir::TempDir() {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "cronledger-faults-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+  std::filesystem::create_directory(path_ + "/pids");
+}
+
+TempDir::~TempDir() {
+  if (const char* keep = std::getenv("CRONLEDGER_FAULT_KEEP"); keep != nullptr && *keep != '\0') {
+    std::cerr << "[ kept     ] " << path_ << "\n";
+    return;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& text) const {
+  std::ofstream(File(name)) << text;
+  return File(name);
+}
+
+std::string TempDir::WriteScript(const std::string& name, const std::string& text) const {
+  Write(name, text);
+  std::filesystem::permissions(File(name), std::filesystem::perms::owner_all);
+  return File(name);
+}
+
+// ---------------------------------------------------------------------------
+// Processes.
+
+std::optional<ProcStat> StatOf(pid_t pid) {
+  const std::string text = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(text.substr(close + 1));
+  ProcStat st;
+  if (!(rest >> st.state >> st.ppid >> st.pgrp)) return std::nullopt;
+  return st;
+}
+
+bool Alive(pid_t pid) {
+  const auto st = StatOf(pid);
+  return st && st->state != 'Z' && st->state != 'X';
+}
+
+std::vector<pid_t> AllPids() {
+  std::vector<pid_t> pids;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return pids;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end != e->d_name && *end == '\0') pids.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  return pids;
+}
+
+std::vector<pid_t> LiveGroupMembers(pid_t pgid) {
+  std::vector<pid_t> live;
+  for (pid_t p : AllPids()) {
+    const auto st = StatOf(p);
+    if (st && st->pgrp == pgid && st->state != 'Z' && st->state != 'X') live.push_back(p);
+  }
+  return live;
+}
+
+std::string CommandLineOf(pid_t pid) {
+  std::string text = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : text) c = c == '\0' ? ' ' : c;
+  return text;
+}
+
+void ReapZombies() {
+  for (pid_t p : AllPids()) {
+    const auto st = StatOf(p);
+    if (st && st->ppid == getpid() && st->state == 'Z') {
+      waitpid(p, nullptr, WNOHANG);
+    }
+  }
+}
+
+std::string RecordStepGroupShell() {
+  // Field 5 of /proc/PID/stat is the process group; the command name in
+  // field 2 is the script's, without spaces.
+  return "read -r _ _ _ _ G _ < /proc/$$/stat\n"
+         "echo \"$G\" > \"$D/pids/$CRONLEDGER_RUN_ID.$CRONLEDGER_ATTEMPT.pid\"\n";
+}
+
+ProcessSweeper::ProcessSweeper(std::string pid_dir) : pid_dir_(std::move(pid_dir)) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+ProcessSweeper::~ProcessSweeper() {
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(pid_dir_, ec)) {
+    const pid_t pgid = ReadPid(f.path().string());
+    if (pgid > 1) {
+      kill(-pgid, SIGKILL);  // the step's group, led by serve's supervisor shim
+      kill(-pgid, SIGCONT);
+    }
+  }
+  // Serve processes are gone by now (their guards were built later), so
+  // every child left is an orphan of ours.
+  for (int round = 0; round < 3; ++round) {
+    for (pid_t p : AllPids()) {
+      const auto st = StatOf(p);
+      if (st && st->ppid == getpid()) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Sql.
+
+Sql::Sql(std::string path) : path_(std::move(path)) {}
+Sql::~Sql() { sqlite3_close(db_); }
+
+std::vector<std::vector<std::string>> Sql::Rows(const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3_stmt* s = nullptr;
+  if (!Open() || sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+    return rows;
+  }
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    std::vector<std::string> row;
+    for (int i = 0; i < sqlite3_column_count(s); ++i) {
+      const unsigned char* t = sqlite3_column_text(s, i);
+      row.push_back(t ? reinterpret_cast<const char*>(t) : "");
+    }
+    rows.push_back(std::move(row));
+  }
+  sqlite3_finalize(s);
+  return rows;
+}
+
+int64_t Sql::Int(const std::string& sql) {
+  const auto rows = Rows(sql);
+  return rows.empty() || rows[0].empty() || rows[0][0].empty() ? -1 : std::stoll(rows[0][0]);
+}
+
+std::string Sql::Text(const std::string& sql) {
+  const auto rows = Rows(sql);
+  return rows.empty() || rows[0].empty() ? "" : rows[0][0];
+}
+
+bool Sql::WriteLockFree(int busy_ms) {
+  if (!Open()) return false;
+  sqlite3_busy_timeout(db_, busy_ms);
+  const bool free = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  if (free) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_busy_timeout(db_, 5000);
+  return free;
+}
+
+bool Sql::Open() {
+  if (db_ != nullptr) return true;
+  if (!Exists(path_)) return false;  // never create it
+  if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    return false;
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Scenario.
+
+Scenario::Scenario() : sweeper_(dir_.File("pids")) {
+  const auto init = testing::RunProcess({FENCED_SINK_BIN, "--db", SinkDb(), "--init"});
+  if (init.exit_code != 0) throw std::runtime_error("fenced_sink --init: " + init.err);
+}
+
+void Scenario::WriteConfig(const JobSpec& job) const {
+  std::string text =
+      "[server]\nlisten = \"127.0.0.1:0\"\nstore = \"sqlite:ledger.db\"\n"
+      "max_workers = " +
+      std::to_string(job.max_workers) + "\ndrain_timeout = \"" + job.drain_timeout +
+      "\"\n\n[[job]]\nname = \"" + job.name +
+      "\"\nschedule = \"* * * * * *\"\ntimezone = \"UTC\"\ncatchup = \"all\"\n";
+  if (!job.key.empty()) text += "key = \"" + job.key + "\"\n";
+  if (!job.partitions.empty()) text += "partitions = " + job.partitions + "\n";
+  if (!job.lease_ttl.empty()) text += "lease_ttl = \"" + job.lease_ttl + "\"\n";
+  if (!job.env.empty()) text += "env = " + job.env + "\n";
+  text += "retry = { max_attempts = " + std::to_string(job.max_attempts) +
+          ", initial_backoff = \"0s\", max_backoff = \"0s\", jitter = 0 }\n\n"
+          "  [[job.step]]\n  name = \"deliver\"\n  command = " +
+          job.command + "\n  timeout = \"" + job.timeout + "\"\n  idempotent = true\n";
+  dir_.Write("cronledger.toml", text);
+}
+
+void Scenario::WriteStep(const std::string& first_attempt_body) const {
+  const std::string d = dir_.path();
+  std::string text = "#!/bin/sh\nD='" + d + "'\n" + RecordStepGroupShell();
+  if (!first_attempt_body.empty()) {
+    text +=
+        "if mkdir \"$D/slow.lock\" 2>/dev/null; then\n"
+        "  echo \"$CRONLEDGER_RUN_ID\" > \"$D/slow.run.tmp\" && mv \"$D/slow.run.tmp\" "
+        "\"$D/slow.run\"\n"
+        "  echo \"$G\" > \"$D/slow.pgid.tmp\" && mv \"$D/slow.pgid.tmp\" \"$D/slow.pgid\"\n"
+        "  echo $$ > \"$D/slow.pid.tmp\" && mv \"$D/slow.pid.tmp\" \"$D/slow.pid\"\n" +
+        first_attempt_body + "\nfi\n";
+  }
+  text += std::string("exec '") + FENCED_SINK_BIN +
+          "' --db \"$D/sink.db\" --key \"$1\" --token \"$CRONLEDGER_FENCING_TOKEN\" "
+          "--note \"run $CRONLEDGER_RUN_ID attempt $CRONLEDGER_ATTEMPT\"\n";
+  dir_.WriteScript("step.sh", text);
+}
+
+Json Scenario::Run(int64_t id) const {
+  const auto r = Cronledger({"runs", "--config", Config(), "--run", std::to_string(id), "--json"});
+  if (r.exit_code != 0) return Json();
+  return Json::parse(r.out, nullptr, false);
+}
+
+Json Scenario::Events(int64_t id) const {
+  const auto r = Cronledger(
+      {"events", "--config", Config(), "--run", std::to_string(id), "--limit", "1000", "--json"});
+  if (r.exit_code != 0) return Json::array();
+  const Json j = Json::parse(r.out, nullptr, false);
+  return j.is_object() && j.contains("events") ? j["events"] : Json::array();
+}
+
+std::string Scenario::StateOf(int64_t run_id) const {
+  Sql ledger(LedgerDb());
+  return ledger.Text("SELECT state FROM runs WHERE id = " + std::to_string(run_id));
+}
+
+std::vector<pid_t> Scenario::LiveSteps() const {
+  std::set<pid_t> groups;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir_.File("pids"), ec)) {
+    const pid_t pgid = ReadPid(f.path().string());
+    if (pgid > 1) groups.insert(pgid);
+  }
+  // One pass over /proc, however many steps a scenario ran.
+  std::vector<pid_t> live;
+  for (pid_t p : AllPids()) {
+    const auto st = StatOf(p);
+    if (st && groups.count(st->pgrp) && st->state != 'Z' && st->state != 'X') live.push_back(p);
+  }
+  return live;
+}
+
+std::vector<Violation> Scenario::Check(const std::vector<std::string>& expected,
+                                       std::set<std::string> allowed) const {
+  CheckInput in;
+  in.expected_keys = expected;
+  in.allowed_unfinished = std::move(allowed);
+  return CheckWith(std::move(in));
+}
+
+std::vector<Violation> Scenario::CheckWith(CheckInput input) const {
+  input.ledger_db = LedgerDb();
+  input.sink_db = SinkDb();
+  return CheckInvariants(input);
+}
+
+}  // namespace cronledger::faults

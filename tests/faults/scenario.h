@@ -1,0 +1,194 @@
+// The fault harness's scenario kit (docs/development.md, fault harness): a
+// scenario folder with a config, step scripts, the fenced sink and the
+// ledger; processes read from /proc; an RAII sweeper that leaves nothing
+// running; direct SQLite reads of the ledger and the sink.
+//
+// Time is read only through polling counts (testing::WaitFor): no clock, no
+// wall-clock assertion. The including target defines CRONLEDGER_BIN and
+// FENCED_SINK_BIN.
+#ifndef CRONLEDGER_TESTS_FAULTS_SCENARIO_H_
+#define CRONLEDGER_TESTS_FAULTS_SCENARIO_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "faults/invariant_checker.h"
+
+struct sqlite3;
+
+namespace cronledger::faults {
+
+// ---------------------------------------------------------------------------
+// Files.
+
+std::string ReadFile(const std::string& path);
+bool Exists(const std::string& path);
+// The integer at the start of a file (a pid, a run id); 0 when none.
+pid_t ReadPid(const std::string& path);
+
+// A fresh folder under the temp directory with a `pids/` subfolder, removed
+// with everything in it on destruction, unless CRONLEDGER_FAULT_KEEP is set
+// (to look at a failed scenario's logs and databases; the path is printed).
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  std::string Write(const std::string& name, const std::string& text) const;
+  // Writes `text` and makes it executable by its owner.
+  std::string WriteScript(const std::string& name, const std::string& text) const;
+
+ private:
+  std::string path_;
+};
+
+// ---------------------------------------------------------------------------
+// Processes.
+
+// /proc/PID/stat: state, parent and process group; nullopt when gone.
+struct ProcStat {
+  char state = '?';
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+};
+std::optional<ProcStat> StatOf(pid_t pid);
+
+// Alive: exists and is neither a zombie nor dead.
+bool Alive(pid_t pid);
+
+std::vector<pid_t> AllPids();
+
+// Live members of process group `pgid`.
+std::vector<pid_t> LiveGroupMembers(pid_t pgid);
+
+// /proc/PID/cmdline, NUL separators turned into spaces; "" when gone.
+std::string CommandLineOf(pid_t pid);
+
+// Reaps the zombies among this process's children (orphaned steps that were
+// reparented here). Serve processes are reaped by their guards, not here:
+// call it only while no serve has exited unreaped.
+void ReapZombies();
+
+// Shell lines for a step script: record the step's process group under
+// DIR/pids/ (one file per run and attempt). A subprocess step runs under
+// serve's supervisor shim, which leads the group; the script's own $$ is
+// the command inside it, not the group. Expects D='<scenario folder>'.
+std::string RecordStepGroupShell();
+
+// Construct first, destroy last: makes this process a child subreaper (a
+// step orphaned by a killed serve is reparented here, not to init), and on
+// destruction SIGKILLs every step group recorded under DIR/pids and every
+// remaining child, then reaps them. Nothing a scenario started outlives it.
+class ProcessSweeper {
+ public:
+  explicit ProcessSweeper(std::string pid_dir);
+  ~ProcessSweeper();
+  ProcessSweeper(const ProcessSweeper&) = delete;
+  ProcessSweeper& operator=(const ProcessSweeper&) = delete;
+
+ private:
+  std::string pid_dir_;
+};
+
+// ---------------------------------------------------------------------------
+// The ledger and the sink, read directly.
+
+class Sql {
+ public:
+  // Opened on first use: the file may not exist yet (serve creates it).
+  explicit Sql(std::string path);
+  ~Sql();
+  Sql(const Sql&) = delete;
+  Sql& operator=(const Sql&) = delete;
+
+  // Rows of text values (NULL as ""); empty on any error.
+  std::vector<std::vector<std::string>> Rows(const std::string& sql);
+  // The first column of the first row as an integer; -1 when none.
+  int64_t Int(const std::string& sql);
+  // The first column of the first row; "" when none.
+  std::string Text(const std::string& sql);
+  // True when nobody holds the write lock: a BEGIN IMMEDIATE succeeds
+  // within `busy_ms` (and is rolled back).
+  bool WriteLockFree(int busy_ms);
+
+ private:
+  bool Open();
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------
+// A scenario's folder: config, step scripts, sink, ledger.
+
+// One every-second job (runs are due at once) with one idempotent step
+// named `deliver`; retries come at once.
+struct JobSpec {
+  std::string name;
+  std::string partitions;  // TOML array, or empty for the default partition
+  std::string lease_ttl;   // empty: the default
+  std::string timeout;
+  std::string drain_timeout = "5s";
+  int max_workers = 4;
+  // The step's argv, a TOML array; relative programs resolve against the
+  // scenario folder.
+  std::string command = R"(["./step.sh", "{run_key}"])";
+  std::string key = "";  // "date" or "slot"; empty: the default for the schedule
+  int max_attempts = 5;
+  std::string env = "";  // TOML inline table for job.env; empty: none
+};
+
+class Scenario {
+ public:
+  Scenario();
+
+  const TempDir& dir() const { return dir_; }
+  std::string Config() const { return dir_.File("cronledger.toml"); }
+  std::string LedgerDb() const { return dir_.File("ledger.db"); }
+  std::string SinkDb() const { return dir_.File("sink.db"); }
+
+  // Writes cronledger.toml for `job`.
+  void WriteConfig(const JobSpec& job) const;
+
+  // Writes step.sh: records its process group under pids/, runs
+  // `first_attempt_body` in the first step process ever started (an atomic
+  // mkdir elects it; it finds its own run in slow.run, its pid in slow.pid
+  // and its process group in slow.pgid), then delivers {run_key} ($1) to the
+  // sink with its fencing token.
+  void WriteStep(const std::string& first_attempt_body) const;
+
+  // `cronledger runs --run ID --json`; null when it fails.
+  nlohmann::json Run(int64_t id) const;
+  // `cronledger events --run ID --json`: the run's events.
+  nlohmann::json Events(int64_t id) const;
+  // The state of one run, read from the ledger; "" when there is none.
+  std::string StateOf(int64_t run_id) const;
+
+  // The live members of every step process group recorded so far.
+  std::vector<pid_t> LiveSteps() const;
+
+  // The invariant checker over this scenario's ledger and sink, expecting
+  // each of `expected` run keys succeeded and delivered under its run key.
+  std::vector<Violation> Check(const std::vector<std::string>& expected,
+                               std::set<std::string> allowed = {}) const;
+  // The same with a checker input of the caller's (ledger and sink filled in).
+  std::vector<Violation> CheckWith(CheckInput input) const;
+
+ private:
+  TempDir dir_;
+  ProcessSweeper sweeper_;  // after dir_: destroyed before the folder goes
+};
+
+}  // namespace cronledger::faults
+
+#endif  // CRONLEDGER_TESTS_FAULTS_SCENARIO_H_
