@@ -74,11 +74,23 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
     p.from = year_month_day(floor<days>(earliest) - days{1 + std::abs(job.date_offset_days)});
   }
   const auto horizon_start = floor<std::chrono::seconds>(now - job.backfill.horizon);
+  // A key the planner has not reached yet (its pass failed, or is still to
+  // come) is the planner's to plan, not a gap to recover: acting on it
+  // would turn a passing store error into work for an operator.
+  auto record = store_.JobGet(job.name);
+  if (!record.ok()) {
+    if (record.status().code() == StatusCode::kNotFound) return Status::Ok();
+    return record.status();
+  }
+  const auto planned_through = record->planned_through;
 
   std::vector<Gap> fresh;
   Status scanned = scanner_.Scan(job, p, [&](const Gap& g) {
     // Older than the horizon is out of the scanner's reach (and planning's).
     if (g.scheduled_at < horizon_start) return Status::Ok();
+    if (g.cause == "never_planned" && (!planned_through || g.scheduled_at > *planned_through)) {
+      return Status::Ok();
+    }
     if (w.reported.insert(ReportedKey(g.RunKey(), g.cause)).second) fresh.push_back(g);
     return Status::Ok();
   });

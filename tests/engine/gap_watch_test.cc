@@ -141,6 +141,16 @@ TEST_F(GapWatchTest, BackfillsWithinTheWindowAndAsksForApprovalBeyondIt) {
   EXPECT_EQ(GapEvents().size(), 4u);
 }
 
+TEST_F(GapWatchTest, KeysThePlannerHasNotReachedAreLeftToThePlanner) {
+  // Planned through 11-05 12:00 (SetUp); 11-06 09:00 is due but unplanned,
+  // as when a planning pass failed: not a gap for serve to act on.
+  GapWatch watch(config_, *store_);
+  GapWatchStats stats;
+  ASSERT_TRUE(watch.ScanOnce(At("2026-11-06T12:00:00Z"), &stats).ok());
+  EXPECT_EQ(stats.new_gaps, 0);
+  EXPECT_EQ(StateOf("2026-11-06"), "none");
+}
+
 TEST_F(GapWatchTest, IncrementalPassesSeeRecentChangesAndFullScansTheRest) {
   GapWatchOptions options;
   options.every = seconds{60};
