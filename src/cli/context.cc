@@ -45,4 +45,18 @@ std::string DefaultActor() {
   return "unknown";
 }
 
+int OpenJobCommand(const std::string& command, const std::string& config_path,
+                   const std::string& job, JobCommand* out, std::ostream& err) {
+  if (int rc = LoadConfigOrReport(command, config_path, &out->config, err); rc != kExitOk) {
+    return rc;
+  }
+  out->job = out->config.FindJob(job);
+  if (out->job == nullptr) {
+    err << "cronledger " << command << ": no job named \"" << job << "\" in " << config_path
+        << "\n";
+    return kExitUsage;
+  }
+  return OpenStoreOrReport(command, out->config, &out->store, err, StoreAccess::kExisting);
+}
+
 }  // namespace cronledger::cli

@@ -27,6 +27,18 @@ int OpenStoreOrReport(const std::string& command, const config::Config& config,
                       std::unique_ptr<store::Store>* out, std::ostream& err,
                       StoreAccess access = StoreAccess::kCreate);
 
+// What a command about one job needs.
+struct JobCommand {
+  config::Config config;
+  const config::JobConfig* job = nullptr;  // in config.jobs
+  std::unique_ptr<store::Store> store;
+};
+
+// Loads the config, finds `job` (kExitUsage naming it and the file when it
+// is not there) and opens the existing store, reporting as `command`.
+int OpenJobCommand(const std::string& command, const std::string& config_path,
+                   const std::string& job, JobCommand* out, std::ostream& err);
+
 // The name operator actions record by default: the OS user.
 std::string DefaultActor();
 

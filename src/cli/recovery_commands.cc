@@ -100,15 +100,7 @@ Result<Preview> BackfillPreview(store::Store& store, const config::JobConfig& jo
       ++p.in_progress;
     }
     if (queue) {
-      store::QueueKey q;
-      q.partition = k.partition;
-      q.period = k.period;
-      q.business_date = k.business_date;
-      q.scheduled_at = k.scheduled_at;
-      q.job_version = k.job_version;
-      q.local_time = k.local_time;
-      q.tzdata = tzdata;
-      p.keys.push_back(q);
+      p.keys.push_back(k.ToQueueKey(tzdata));
       p.would_queue.push_back(run_key);
     }
     return Status::Ok();
@@ -150,20 +142,12 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   if (Blank(args.reason)) {
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
-  config::Config config;
-  if (int rc = LoadConfigOrReport("backfill", args.config_path, &config, err); rc != kExitOk) {
+  JobCommand ctx;
+  if (int rc = OpenJobCommand("backfill", args.config_path, args.job, &ctx, err); rc != kExitOk) {
     return rc;
   }
-  const auto job = std::find_if(config.jobs.begin(), config.jobs.end(),
-                                [&](const auto& j) { return j.name == args.job; });
-  if (job == config.jobs.end()) {
-    return usage("no job named \"" + args.job + "\" in " + args.config_path);
-  }
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("backfill", config, &store, err, StoreAccess::kExisting);
-      rc != kExitOk) {
-    return rc;
-  }
+  const config::JobConfig* job = ctx.job;
+  store::Store* store = ctx.store.get();
   const Clock::TimePoint now = clock.Now();
   auto preview = BackfillPreview(*store, *job, args, *from, *to, now);
   if (!preview.ok()) {
@@ -288,20 +272,12 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
   if (Blank(args.reason)) {
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
-  config::Config config;
-  if (int rc = LoadConfigOrReport("trigger", args.config_path, &config, err); rc != kExitOk) {
+  JobCommand ctx;
+  if (int rc = OpenJobCommand("trigger", args.config_path, args.job, &ctx, err); rc != kExitOk) {
     return rc;
   }
-  const auto job = std::find_if(config.jobs.begin(), config.jobs.end(),
-                                [&](const auto& j) { return j.name == args.job; });
-  if (job == config.jobs.end()) {
-    return usage("no job named \"" + args.job + "\" in " + args.config_path);
-  }
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("trigger", config, &store, err, StoreAccess::kExisting);
-      rc != kExitOk) {
-    return rc;
-  }
+  const config::JobConfig* job = ctx.job;
+  store::Store* store = ctx.store.get();
   // The latest due occurrence within the backfill horizon, by its keys.
   const Clock::TimePoint now = clock.Now();
   engine::GapScanner scanner(*store);
@@ -355,17 +331,7 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
   store::QueueKeysParams q;
   q.job = job->name;
   const std::string tzdata = TzdataVersion();
-  for (const auto& k : latest) {
-    store::QueueKey key;
-    key.partition = k.partition;
-    key.period = k.period;
-    key.business_date = k.business_date;
-    key.scheduled_at = k.scheduled_at;
-    key.job_version = k.job_version;
-    key.local_time = k.local_time;
-    key.tzdata = tzdata;
-    q.keys.push_back(key);
-  }
+  for (const auto& k : latest) q.keys.push_back(k.ToQueueKey(tzdata));
   q.event_type = std::string(ledger::event::kTrigger);
   q.actor = args.by.value_or(DefaultActor());
   q.reason = *args.reason;

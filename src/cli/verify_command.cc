@@ -44,20 +44,12 @@ struct Report {
 int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   const auto date = ParseBusinessDate(args.date);
   if (!date) return Usage(err, "--date \"" + args.date + "\" is not a date (YYYY-MM-DD)");
-  config::Config config;
-  if (int rc = LoadConfigOrReport("verify", args.config_path, &config, err); rc != kExitOk) {
+  JobCommand ctx;
+  if (int rc = OpenJobCommand("verify", args.config_path, args.job, &ctx, err); rc != kExitOk) {
     return rc;
   }
-  const auto job = std::find_if(config.jobs.begin(), config.jobs.end(),
-                                [&](const auto& j) { return j.name == args.job; });
-  if (job == config.jobs.end()) {
-    return Usage(err, "no job named \"" + args.job + "\" in " + args.config_path);
-  }
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("verify", config, &store, err, StoreAccess::kExisting);
-      rc != kExitOk) {
-    return rc;
-  }
+  const config::JobConfig* job = ctx.job;
+  store::Store* store = ctx.store.get();
 
   Report report;
   engine::GapScanner scanner(*store);

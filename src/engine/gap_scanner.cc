@@ -59,13 +59,8 @@ Status GapScanner::Scan(const config::JobConfig& job, const GapScanParams& p,
   return ForEachKey(job, due_only, [&](const ExpectedKey& k) -> Status {
     if (k.cause.empty() || (k.waived && !p.include_waived)) return Status::Ok();
     Gap gap;
+    static_cast<KeyAt&>(gap) = k;
     gap.job = job.name;
-    gap.partition = k.partition;
-    gap.period = k.period;
-    gap.business_date = k.business_date;
-    gap.scheduled_at = k.scheduled_at;
-    gap.job_version = k.job_version;
-    gap.local_time = k.local_time;
     gap.cause = k.cause;
     gap.waived = k.waived;
     if (k.run) gap.run_id = k.run->id;

@@ -19,14 +19,23 @@
 
 namespace cronledger::engine {
 
-struct Gap {
-  std::string job;
+// An expected run key of a job: the run it should have.
+struct KeyAt {
   std::string partition;
   std::string period;
   std::string business_date;  // YYYY-MM-DD
   std::chrono::sys_seconds scheduled_at;
   int job_version = 0;     // the version in force at scheduled_at
   std::string local_time;  // RFC 3339 with the zone's offset
+
+  // The run it would have had, to queue (backfill, trigger).
+  store::QueueKey ToQueueKey(const std::string& tzdata) const {
+    return {partition, period, business_date, scheduled_at, job_version, local_time, tzdata};
+  }
+};
+
+struct Gap : KeyAt {
+  std::string job;
   // never_planned, misfired, failed, unknown, awaiting_approval, stuck; or,
   // waived: coalesced, catchup_none, overlap, paused, cancelled.
   std::string cause;
@@ -37,15 +46,9 @@ struct Gap {
 };
 
 // One expected run key and what the ledger holds for it.
-struct ExpectedKey {
-  std::string partition;
-  std::string period;
-  std::string business_date;
-  std::chrono::sys_seconds scheduled_at;
-  int job_version = 0;
-  std::string local_time;
-  bool due = true;                          // scheduled at or before now
-  const store::RunRecord* run = nullptr;    // valid during the call; null: never planned
+struct ExpectedKey : KeyAt {
+  bool due = true;                        // scheduled at or before now
+  const store::RunRecord* run = nullptr;  // valid during the call; null: never planned
   // As Gap::cause (never_planned, ..., or a waiver); empty when the key
   // succeeded, is in flight and not stuck, or is not due yet.
   std::string cause;

@@ -107,17 +107,9 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
     if (g.cause == "never_planned" || g.cause == "misfired") {
       const bool young = std::chrono::floor<std::chrono::seconds>(now) - g.scheduled_at <=
                          job.backfill.auto_within;
-      store::QueueKey k;
-      k.partition = g.partition;
-      k.period = g.period;
-      k.business_date = g.business_date;
-      k.scheduled_at = g.scheduled_at;
-      k.job_version = g.job_version;
-      k.local_time = g.local_time;
-      k.tzdata = tzdata;
       store::QueueKeysParams q;
       q.job = job.name;
-      q.keys = {k};
+      q.keys = {g.ToQueueKey(tzdata)};
       q.as = young ? ledger::RunState::kPending : ledger::RunState::kAwaitingApproval;
       q.event_type = young ? std::string(ledger::event::kBackfill) : "";
       q.actor = kActor;

@@ -22,15 +22,9 @@ using Json = nlohmann::ordered_json;
 using testing::Cronledger;
 using testing::RunProcess;
 using testing::ServeProcess;
+using testing::ReadFile;
 using testing::TempDir;
 using testing::WaitFor;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::size_t LineCount(const std::string& path) {
   const std::string text = ReadFile(path);

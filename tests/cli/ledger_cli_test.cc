@@ -32,6 +32,7 @@ using Json = nlohmann::ordered_json;
 using testing::Cronledger;
 using testing::ServeProcess;
 using TempDir = testing::TempDir;
+using testing::ReadFile;
 using testing::WaitFor;
 using testing::Lines;
 using testing::ProcessResult;
@@ -54,14 +55,6 @@ bool IsDate(const Json& v) {
   const std::string s = v.get<std::string>();
   return s.size() == 10 && s[4] == '-' && s[7] == '-';
 }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
 
 // `tick` fires every second for two partitions (planned and released, never
 // executed); `daily_report` once a day (no occurrence within serve's

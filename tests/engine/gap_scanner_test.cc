@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "engine/engine_test_util.h"
 #include "engine/planner.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -24,24 +25,14 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-Clock::TimePoint At(const std::string& rfc3339) {
-  return Clock::TimePoint{ParseRfc3339(rfc3339)->time_since_epoch()};
-}
+using testing::At;
 
 std::chrono::year_month_day Date(const std::string& text) {
   return std::chrono::year_month_day(std::chrono::floor<days>(*ParseRfc3339(text + "T00:00:00Z")));
 }
 
 config::JobConfig Job(const std::string& schedule, const std::string& tz = "UTC") {
-  config::JobConfig j;
-  j.name = "j";
-  j.schedule = schedule;
-  j.timezone = tz;
-  config::StepConfig step;
-  step.name = "work";
-  step.command = {"/bin/true"};
-  j.steps.push_back(step);
-  return j;
+  return testing::Job("j", schedule, tz);
 }
 
 class GapScannerTest : public ::testing::Test {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_test_util.h"
 #include "engine/planner.h"
 #include "ledger/names.h"
 #include "store/sqlite/sqlite_store.h"
@@ -22,9 +23,7 @@ using std::chrono::days;
 using std::chrono::hours;
 using std::chrono::seconds;
 
-Clock::TimePoint At(const std::string& rfc3339) {
-  return Clock::TimePoint{ParseRfc3339(rfc3339)->time_since_epoch()};
-}
+using testing::At;
 
 class GapWatchTest : public ::testing::Test {
  protected:
@@ -32,15 +31,8 @@ class GapWatchTest : public ::testing::Test {
     char tmpl[] = "/tmp/cronledger-gapwatch-XXXXXX";
     dir_ = mkdtemp(tmpl);
     config_.dir = dir_;
-    config::JobConfig job;
-    job.name = "j";
-    job.schedule = "0 9 * * *";
-    job.timezone = "UTC";
+    config::JobConfig job = testing::Job("j", "0 9 * * *");
     job.partitions = {"a"};
-    config::StepConfig step;
-    step.name = "work";
-    step.command = {"/bin/true"};
-    job.steps.push_back(step);
     config_.jobs = {job};
     store::SqliteOptions o;
     o.path = dir_ + "/ledger.db";

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/engine_test_util.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger::engine {
@@ -18,22 +19,8 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-Clock::TimePoint At(const std::string& rfc3339) {
-  return Clock::TimePoint{ParseRfc3339(rfc3339)->time_since_epoch()};
-}
-
-config::JobConfig Job(const std::string& name, const std::string& schedule,
-                      const std::string& tz = "UTC") {
-  config::JobConfig j;
-  j.name = name;
-  j.schedule = schedule;
-  j.timezone = tz;
-  config::StepConfig step;
-  step.name = "work";
-  step.command = {"/bin/true"};
-  j.steps.push_back(step);
-  return j;
-}
+using testing::At;
+using testing::Job;
 
 class PlannerTest : public ::testing::Test {
  protected:
