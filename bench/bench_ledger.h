@@ -4,7 +4,11 @@
 
 #include <sqlite3.h>
 
+#include <stdlib.h>
+
 #include <chrono>
+#include <filesystem>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -12,7 +16,9 @@
 #include <fmt/format.h>
 
 #include "bench_util.h"
+#include "config/config.h"
 #include "cronledger/schedule.h"
+#include "store/sqlite/sqlite_store.h"
 #include "store/store.h"
 
 namespace cronledger::bench {
@@ -60,6 +66,50 @@ inline void PlanAndRelease(store::Store& store, const std::string& job,
                     runs));
   }
 }
+
+// A fresh SQLite ledger in its own /tmp folder, removed afterwards, with a
+// config of one in-process job `job` (one step, `step`) on `schedule`.
+struct InprocessLedger {
+  bool full;
+  std::string dir;
+  std::string path;
+  config::Config config;
+  std::unique_ptr<store::SqliteStore> store;
+
+  InprocessLedger(const char* prefix, bool full_sync, const std::string& job_name,
+                  const std::string& step_name, const std::string& schedule)
+      : full(full_sync) {
+    std::string tmpl = std::string("/tmp/") + prefix + "-XXXXXX";
+    if (!mkdtemp(tmpl.data())) Die("mkdtemp failed");
+    dir = tmpl;
+    path = dir + "/ledger.db";
+    config.path = dir + "/cronledger.toml";
+    config.dir = dir;
+    config.server.store = "sqlite:" + path;
+    config.server.durability = full ? config::Durability::kFull : config::Durability::kNormal;
+    config.server.log_dir = dir + "/logs";
+    config::JobConfig job;
+    job.name = job_name;
+    job.schedule = schedule;
+    job.timezone = "UTC";
+    job.executor = config::Executor::kInprocess;
+    config::StepConfig step;
+    step.name = step_name;
+    job.steps.push_back(step);
+    config.jobs.push_back(std::move(job));
+    store::SqliteOptions o;
+    o.path = path;
+    o.synchronous_full = full;
+    store = Check(store::SqliteStore::Open(o), "opening the store");
+  }
+  ~InprocessLedger() {
+    store.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  InprocessLedger(const InprocessLedger&) = delete;
+  InprocessLedger& operator=(const InprocessLedger&) = delete;
+};
 
 }  // namespace cronledger::bench
 

@@ -82,41 +82,10 @@ constexpr const char* kJob = "effects";
 constexpr const char* kStep = "work";
 
 // One fresh ledger: a folder, the store, the config of one in-process job.
-struct Ledger {
-  std::string dir;
-  std::string path;
-  config::Config config;
-  std::unique_ptr<store::SqliteStore> store;
-
-  explicit Ledger(bool full) {
-    char tmpl[] = "/tmp/cronledger-effect-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) Die("mkdtemp failed");
-    dir = tmpl;
-    path = dir + "/ledger.db";
-    config.path = dir + "/cronledger.toml";
-    config.dir = dir;
-    config.server.store = "sqlite:" + path;
-    config.server.durability = full ? config::Durability::kFull : config::Durability::kNormal;
-    config.server.log_dir = dir + "/logs";
-    config::JobConfig job;
-    job.name = kJob;
-    job.schedule = "0 0 * * *";
-    job.timezone = "UTC";
-    job.executor = config::Executor::kInprocess;
-    job.overlap = config::Overlap::kAllow;
-    config::StepConfig step;
-    step.name = kStep;
-    job.steps.push_back(step);
-    config.jobs.push_back(std::move(job));
-    store::SqliteOptions o;
-    o.path = path;
-    o.synchronous_full = full;
-    store = Check(store::SqliteStore::Open(o), "opening the store");
-  }
-  ~Ledger() {
-    store.reset();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
+struct Ledger : bench::InprocessLedger {
+  explicit Ledger(bool full)
+      : InprocessLedger("cronledger-effect-bench", full, kJob, kStep, "0 0 * * *") {
+    config.jobs[0].overlap = config::Overlap::kAllow;
   }
 };
 

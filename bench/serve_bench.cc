@@ -171,48 +171,16 @@ const char* SyncName(int64_t v) {
 }
 
 // A fresh ledger with one in-process job; plans kRuns due runs on demand.
-struct Ledger {
-  bool full;
-  std::string dir;
-  std::string path;
-  config::Config config;
-  std::unique_ptr<store::SqliteStore> store;
+struct Ledger : bench::InprocessLedger {
   int occurrence = 0;
 
-  Ledger(bool full_sync, const char* kind, int batch) : full(full_sync) {
-    char tmpl[] = "/tmp/cronledger-serve-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) Die("mkdtemp failed");
-    dir = tmpl;
-    path = dir + "/ledger.db";
-    config.path = dir + "/cronledger.toml";
-    config.dir = dir;
-    config.server.store = "sqlite:" + path;
-    config.server.durability = full ? config::Durability::kFull : config::Durability::kNormal;
-    config.server.log_dir = dir + "/logs";
-    config::JobConfig job;
-    job.name = kJob;
-    job.schedule = "* * * * * *";
-    job.timezone = "UTC";
-    job.executor = config::Executor::kInprocess;
-    config::StepConfig step;
-    step.name = kStep;
-    job.steps.push_back(step);
-    config.jobs.push_back(std::move(job));
-
-    store::SqliteOptions o;
-    o.path = path;
-    o.synchronous_full = full;
-    store = Check(store::SqliteStore::Open(o), "opening the store");
+  Ledger(bool full_sync, const char* kind, int batch)
+      : InprocessLedger("cronledger-serve-bench", full_sync, kJob, kStep, "* * * * * *") {
     Check(store->JobSync({kJob, engine::CanonicalDefinition(config.jobs[0]),
                           store::ToInstant(OccurrenceAt(-60))}),
           "JobSync");
     std::fprintf(stderr, "serve_bench: %s batch=%d synchronous=%s: %s; build %s\n", kind, batch,
                  full ? "FULL" : "NORMAL", path.c_str(), kBuildType);
-  }
-  ~Ledger() {
-    store.reset();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
   }
 
   // Plans and releases kRuns runs of the next occurrence; returns its
