@@ -19,6 +19,31 @@ bool Requeueable(const RunRecord& run, bool include_waived) {
   return !run.reason || *run.reason == ledger::SkipReason::kMisfired || include_waived;
 }
 
+// A run by id; nullopt when there is none.
+Result<std::optional<RunRecord>> RunById(sqlite::Db& db, int64_t id) {
+  ASSIGN_OR_RETURN(s, db.Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
+  s.Bind(1, id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(RunFromRow(s));
+}
+
+// An operator's or the scanner's action on one run.
+EventRecord ActionEvent(std::string_view type, const std::string& job, int64_t run_id,
+                        const std::string& run_key, const std::string& actor,
+                        const std::string& reason, Instant now, const nlohmann::json& details) {
+  EventRecord e;
+  e.at = now;
+  e.type = std::string(type);
+  e.job = job;
+  e.run_id = run_id;
+  e.run_key = run_key;
+  e.actor = actor;
+  e.reason = reason;
+  e.details = details.dump();
+  return e;
+}
+
 }  // namespace
 
 Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
@@ -84,19 +109,11 @@ Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
     }
     out.queued.push_back(id);
     if (p.event_type.empty()) continue;
-    EventRecord e;
-    e.at = p.now;
-    e.type = p.event_type;
-    e.job = p.job;
-    e.run_id = id;
-    e.run_key = run_key;
-    e.actor = p.actor;
-    e.reason = p.reason;
-    e.details = nlohmann::json{{"from", from},
-                               {"to", state},
-                               {"business_date", k.business_date},
-                               {"scheduled_at", FormatUtc(k.scheduled_at)}}
-                    .dump();
+    const EventRecord e = ActionEvent(p.event_type, p.job, id, run_key, p.actor, p.reason, p.now,
+                                      {{"from", from},
+                                       {"to", state},
+                                       {"business_date", k.business_date},
+                                       {"scheduled_at", FormatUtc(k.scheduled_at)}});
     RETURN_IF_ERROR(AppendEventLocked(e));
   }
   RETURN_IF_ERROR(tx.Commit());
@@ -109,11 +126,9 @@ Result<std::vector<int64_t>> SqliteStore::RunApprove(const ApproveParams& p) {
   RETURN_IF_ERROR(tx.Begin());
   std::vector<RunRecord> runs;
   if (p.run_id) {
-    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
-    s.Bind(1, *p.run_id);
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) return NotFound(fmt::format("no run with id {}", *p.run_id));
-    RunRecord r = RunFromRow(s);
+    ASSIGN_OR_RETURN(found, RunById(*db_, *p.run_id));
+    if (!found) return NotFound(fmt::format("no run with id {}", *p.run_id));
+    RunRecord r = std::move(*found);
     if (r.state != ledger::RunState::kAwaitingApproval) {
       return Status(StatusCode::kConflict,
                     fmt::format("run {} is {}; only runs awaiting approval can be approved",
@@ -140,15 +155,9 @@ Result<std::vector<int64_t>> SqliteStore::RunApprove(const ApproveParams& p) {
       s.Bind(1, Ms(p.now)).Bind(2, r.id);
       RETURN_IF_ERROR(s.Run());
     }
-    EventRecord e;
-    e.at = p.now;
-    e.type = ledger::event::kApprove;
-    e.job = r.job;
-    e.run_id = r.id;
-    e.run_key = r.RunKey();
-    e.actor = p.actor;
-    e.reason = p.reason;
-    e.details = nlohmann::json{{"business_date", r.business_date}}.dump();
+    const EventRecord e =
+        ActionEvent(ledger::event::kApprove, r.job, r.id, r.RunKey(), p.actor, p.reason, p.now,
+                    {{"business_date", r.business_date}});
     RETURN_IF_ERROR(AppendEventLocked(e));
     approved.push_back(r.id);
   }
@@ -160,14 +169,9 @@ Status SqliteStore::RunCancel(const OperatorParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  RunRecord run;
-  {
-    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
-    s.Bind(1, p.run_id);
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) return NotFound(fmt::format("no run with id {}", p.run_id));
-    run = RunFromRow(s);
-  }
+  ASSIGN_OR_RETURN(found, RunById(*db_, p.run_id));
+  if (!found) return NotFound(fmt::format("no run with id {}", p.run_id));
+  const RunRecord run = std::move(*found);
   using ledger::RunState;
   if (run.state != RunState::kPending && run.state != RunState::kAwaitingApproval &&
       run.state != RunState::kFailed && run.state != RunState::kUnknown) {
@@ -183,15 +187,9 @@ Status SqliteStore::RunCancel(const OperatorParams& p) {
     s.Bind(1, Ms(p.now)).Bind(2, run.id);
     RETURN_IF_ERROR(s.Run());
   }
-  EventRecord e;
-  e.at = p.now;
-  e.type = ledger::event::kCancel;
-  e.job = run.job;
-  e.run_id = run.id;
-  e.run_key = run.RunKey();
-  e.actor = p.actor;
-  e.reason = p.reason;
-  e.details = nlohmann::json{{"from", ledger::Name(run.state)}}.dump();
+  const EventRecord e =
+      ActionEvent(ledger::event::kCancel, run.job, run.id, run.RunKey(), p.actor, p.reason, p.now,
+                  {{"from", ledger::Name(run.state)}});
   RETURN_IF_ERROR(AppendEventLocked(e));
   return tx.Commit();
 }
