@@ -79,6 +79,8 @@ ordered_json AttemptJson(const store::AttemptRecord& a) {
         std::chrono::duration_cast<std::chrono::seconds>(*a.ended_at - a.started_at).count();
   }
   j["output_tail"] = StringOrNull(a.output_tail);
+  j["action_event_id"] =
+      a.action_event_id ? ordered_json(*a.action_event_id) : ordered_json(nullptr);
   return j;
 }
 

@@ -239,6 +239,29 @@ int Main(int argc, char** argv) {
                            "Act only if the ledger still matches this preview");
   backfill_cmd->add_flag("--json", backfill.json, "Print the preview (or the result) as JSON");
 
+  std::optional<std::string> rerun_config;
+  RerunArgs rerun;
+  CLI::App* rerun_cmd = app.add_subcommand(
+      "rerun",
+      "Run a business date's failed, unknown and missing run keys again (succeeded ones with "
+      "--force); prints the impact and stops unless given --yes");
+  rerun_cmd->add_option("--config", rerun_config, kConfigHelp);
+  rerun_cmd->add_option("--job", rerun.job, "The job")->required();
+  rerun_cmd->add_option("--date", rerun.date, "The business date, YYYY-MM-DD")->required();
+  rerun_cmd->add_option("--partition", rerun.partitions, "Only these partitions (repeat)");
+  rerun_cmd->add_option("--only", rerun.only, "failed, missing, unknown or all (default: all)");
+  rerun_cmd->add_flag("--include-waived", rerun.include_waived,
+                      "With --only all: also keys skipped on purpose or cancelled");
+  rerun_cmd->add_flag("--force", rerun.force,
+                      "Also rerun succeeded runs; every queued run starts at its first step "
+                      "(committed effects are replayed, never sent again)");
+  rerun_cmd->add_option("--reason", rerun.reason, "Why (required; recorded in the ledger)");
+  rerun_cmd->add_option("--by", rerun.by, "Who asks (default: the OS user)");
+  rerun_cmd->add_flag("--yes", rerun.yes, "Act, after the preview");
+  rerun_cmd->add_option("--preview-digest", rerun.preview_digest,
+                        "Act only if the ledger still matches this preview");
+  rerun_cmd->add_flag("--json", rerun.json, "Print the preview (or the result) as JSON");
+
   std::optional<std::string> approve_config;
   ApproveArgs approve;
   CLI::App* approve_cmd = app.add_subcommand(
@@ -363,6 +386,10 @@ int Main(int argc, char** argv) {
   if (*backfill_cmd) {
     backfill.config_path = ResolveConfigPath(backfill_config);
     return RunBackfill(backfill, RealClock(), std::cout, std::cerr);
+  }
+  if (*rerun_cmd) {
+    rerun.config_path = ResolveConfigPath(rerun_config);
+    return RunRerun(rerun, RealClock(), std::cout, std::cerr);
   }
   if (*approve_cmd) {
     approve.config_path = ResolveConfigPath(approve_config);

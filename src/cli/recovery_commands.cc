@@ -1,11 +1,12 @@
 #include "cli/recovery_commands.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "api/impact_preview.h"
+#include "api/json_shapes.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
@@ -16,113 +17,94 @@
 namespace cronledger::cli {
 namespace {
 
-using nlohmann::ordered_json;
-
 bool Blank(const std::optional<std::string>& s) {
   return !s || s->find_first_not_of(" \t\r\n") == std::string::npos;
 }
 
-std::string Sha256Hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
-
-struct Preview {
-  int expected = 0, succeeded = 0, failed = 0, unknown = 0, missing = 0, waived = 0,
-      in_progress = 0, effects_committed = 0;
-  std::vector<store::QueueKey> keys;
-  std::vector<std::string> would_queue;
-  std::string digest;
-
-  ordered_json Json() const {
-    return {{"preview_digest", digest},    {"expected", expected},
-            {"succeeded", succeeded},      {"failed", failed},
-            {"unknown", unknown},          {"missing", missing},
-            {"waived", waived},            {"in_progress", in_progress},
-            {"effects_committed", effects_committed}, {"would_queue", would_queue}};
-  }
-};
-
-// What a backfill of the window would find and do. The digest covers every
-// key's state, so any change to them since the preview shows.
-Result<Preview> BackfillPreview(store::Store& store, const config::JobConfig& job,
-                                const BackfillArgs& args, std::chrono::year_month_day from,
-                                std::chrono::year_month_day to, Clock::TimePoint now) {
-  Preview p;
-  std::string state_lines;
-  engine::GapScanner scanner(store);
-  engine::GapScanParams params;
-  params.from = from;
-  params.to = to;
-  params.now = store::ToInstant(now);
-  params.include_waived = true;
-  const std::string tzdata = TzdataVersion();
-  Status s = scanner.ForEachKey(job, params, [&](const engine::ExpectedKey& k) -> Status {
-    if (!args.partitions.empty() &&
-        std::find(args.partitions.begin(), args.partitions.end(), k.partition) ==
-            args.partitions.end()) {
-      return Status::Ok();
-    }
-    const std::string run_key = job.name + "/" + k.partition + "/" + k.period;
-    ++p.expected;
-    const std::string state =
-        k.run ? std::string(ledger::Name(k.run->state)) +
-                    (k.run->reason ? ":" + std::string(ledger::Name(*k.run->reason)) : "")
-              : "none";
-    state_lines += run_key + " " + state + "\n";
-    if (k.run) {
-      auto effects = store.EffectList(k.run->id);
-      if (!effects.ok()) return effects.status();
-      for (const auto& e : *effects) {
-        if (e.state == ledger::EffectState::kCommitted) ++p.effects_committed;
-      }
-    }
-    bool queue = false;
-    if (k.waived) {
-      ++p.waived;
-      queue = args.include_waived && k.run && k.run->state == ledger::RunState::kSkipped;
-    } else if (k.cause == "never_planned" || k.cause == "misfired") {
-      ++p.missing;
-      queue = true;
-    } else if (k.cause == "awaiting_approval") {
-      ++p.missing;
-    } else if (k.run && k.run->state == ledger::RunState::kSucceeded) {
-      ++p.succeeded;
-    } else if (k.run && k.run->state == ledger::RunState::kFailed) {
-      ++p.failed;
-    } else if (k.run && k.run->state == ledger::RunState::kUnknown) {
-      ++p.unknown;
-    } else {
-      ++p.in_progress;
-    }
-    if (queue) {
-      p.keys.push_back(k.ToQueueKey(tzdata));
-      p.would_queue.push_back(run_key);
-    }
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
-  p.digest = Sha256Hex(state_lines + (args.include_waived ? "include_waived\n" : ""));
-  return p;
-}
-
-void PrintPreview(const Preview& p, const std::string& job, bool json, std::ostream& out) {
+void PrintPreview(const api::ImpactPreview& p, const std::string& title, bool json,
+                  std::ostream& out) {
   if (json) {
     out << api::Dump(p.Json(), 2) << "\n";
     return;
   }
   out << fmt::format(
-      "backfill of {}: {} expected, {} succeeded, {} failed, {} unknown, {} missing, {} waived, "
+      "{}: {} expected, {} succeeded, {} failed, {} unknown, {} missing, {} waived, "
       "{} in progress; {} effect(s) already committed (never sent again)\n",
-      job, p.expected, p.succeeded, p.failed, p.unknown, p.missing, p.waived, p.in_progress,
+      title, p.expected, p.succeeded, p.failed, p.unknown, p.missing, p.waived, p.in_progress,
       p.effects_committed);
+  if (p.succeeded_left_alone > 0) {
+    out << fmt::format("{} succeeded run(s) left alone: rerunning a succeeded run needs --force\n",
+                       p.succeeded_left_alone);
+  }
   out << fmt::format("would queue {} run(s):\n", p.would_queue.size());
   for (const auto& k : p.would_queue) out << "  " << k << "\n";
   out << "preview digest " << p.digest << "\n";
+}
+
+struct ImpactCommand {
+  std::string name;   // backfill, rerun
+  std::string title;  // of the preview
+  std::string config_path;
+  std::string job;
+  api::ImpactRequest request;
+  std::optional<std::string> reason;
+  std::optional<std::string> by;
+  bool yes = false;
+  std::optional<std::string> preview_digest;
+  bool json = false;
+};
+
+// Impact first: prints the preview, or with --yes acts on it (DESIGN.md).
+int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
+                     std::ostream& err) {
+  JobCommand ctx;
+  if (int rc = OpenJobCommand(c.name, c.config_path, c.job, &ctx, err); rc != kExitOk) return rc;
+  const store::Instant now = store::ToInstant(clock.Now());
+  if (!c.yes) {
+    auto preview = api::PreviewImpact(*ctx.store, *ctx.job, c.request, now);
+    if (!preview.ok()) {
+      err << "cronledger " << c.name << ": " << preview.status().message() << "\n";
+      return ExitCodeFor(preview.status());
+    }
+    PrintPreview(*preview, c.title, c.json, out);
+    if (!c.json) out << "nothing done: run again with --yes to queue them\n";
+    return kExitOk;
+  }
+  auto outcome = api::ApplyImpact(*ctx.store, *ctx.job, c.request, c.preview_digest,
+                                  c.by.value_or(DefaultActor()), *c.reason, now);
+  if (!outcome.ok()) {
+    err << "cronledger " << c.name << ": " << outcome.status().message() << "\n";
+    return ExitCodeFor(outcome.status());
+  }
+  switch (outcome->kind) {
+    case api::ImpactOutcome::Kind::kStale:
+      err << "cronledger " << c.name << ": the ledger changed since the preview"
+          << (c.preview_digest ? " " + *c.preview_digest : std::string())
+          << "; nothing done. The new preview:\n";
+      PrintPreview(outcome->preview, c.title, c.json, out);
+      return kExitFound;
+    case api::ImpactOutcome::Kind::kNothingToDo:
+      err << "cronledger " << c.name << ": nothing to queue"
+          << (outcome->preview.succeeded_left_alone > 0
+                  ? " (rerunning a succeeded run needs --force)"
+                  : "")
+          << "\n";
+      return kExitFound;
+    case api::ImpactOutcome::Kind::kDone:
+      break;
+  }
+  const auto& r = outcome->result;
+  if (c.json) {
+    out << api::Dump({{"event_id", r.event_id},
+                      {"queued", r.queued},
+                      {"run_keys", outcome->preview.would_queue}},
+                     2)
+        << "\n";
+  } else {
+    out << fmt::format("queued {} run(s) of {} (event {})\n", r.queued.size(), c.job,
+                       r.event_id);
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -142,52 +124,56 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   if (Blank(args.reason)) {
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
-  JobCommand ctx;
-  if (int rc = OpenJobCommand("backfill", args.config_path, args.job, &ctx, err); rc != kExitOk) {
-    return rc;
+  ImpactCommand c;
+  c.name = "backfill";
+  c.title = "backfill of " + args.job + " " + args.from + ".." + args.to;
+  c.config_path = args.config_path;
+  c.job = args.job;
+  c.request.action = api::ImpactAction::kBackfill;
+  c.request.from = *from;
+  c.request.to = *to;
+  c.request.partitions = args.partitions;
+  c.request.include_waived = args.include_waived;
+  c.reason = args.reason;
+  c.by = args.by;
+  c.yes = args.yes;
+  c.preview_digest = args.preview_digest;
+  c.json = args.json;
+  return RunImpactCommand(c, clock, out, err);
+}
+
+int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
+  const auto usage = [&](const std::string& message) {
+    err << "cronledger rerun: " << message << "\n";
+    return kExitUsage;
+  };
+  const auto date = ParseBusinessDate(args.date);
+  if (!date) return usage("--date \"" + args.date + "\" is not a date (YYYY-MM-DD)");
+  const auto only = api::ParseRerunScope(args.only);
+  if (!only) {
+    return usage("--only \"" + args.only + "\" is not one of failed, missing, unknown, all");
   }
-  const config::JobConfig* job = ctx.job;
-  store::Store* store = ctx.store.get();
-  const Clock::TimePoint now = clock.Now();
-  auto preview = BackfillPreview(*store, *job, args, *from, *to, now);
-  if (!preview.ok()) {
-    err << "cronledger backfill: " << preview.status().message() << "\n";
-    return ExitCodeFor(preview.status());
+  if (Blank(args.reason)) {
+    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
-  if (!args.yes) {
-    PrintPreview(*preview, job->name, args.json, out);
-    if (!args.json) out << "nothing done: run again with --yes to queue them\n";
-    return kExitOk;
-  }
-  if (args.preview_digest && *args.preview_digest != preview->digest) {
-    err << "cronledger backfill: the ledger changed since the preview "
-        << *args.preview_digest << "; nothing done. The new preview:\n";
-    PrintPreview(*preview, job->name, args.json, out);
-    return kExitFound;
-  }
-  if (preview->keys.empty()) {
-    err << "cronledger backfill: nothing to queue in " << args.from << ".." << args.to << "\n";
-    return kExitFound;
-  }
-  store::QueueKeysParams q;
-  q.job = job->name;
-  q.keys = preview->keys;
-  q.include_waived = args.include_waived;
-  q.event_type = std::string(ledger::event::kBackfill);
-  q.actor = args.by.value_or(DefaultActor());
-  q.reason = *args.reason;
-  q.now = store::ToInstant(now);
-  auto queued = store->RunQueueKeys(q);
-  if (!queued.ok()) {
-    err << "cronledger backfill: " << queued.status().message() << "\n";
-    return ExitCodeFor(queued.status());
-  }
-  if (args.json) {
-    out << api::Dump({{"queued", queued->queued}, {"left_alone", queued->left_alone}}, 2) << "\n";
-  } else {
-    out << fmt::format("queued {} run(s) of {}\n", queued->queued.size(), job->name);
-  }
-  return kExitOk;
+  ImpactCommand c;
+  c.name = "rerun";
+  c.title = "rerun of " + args.job + " " + args.date + " (" + args.only +
+            (args.force ? ", forced" : "") + ")";
+  c.config_path = args.config_path;
+  c.job = args.job;
+  c.request.action = api::ImpactAction::kRerun;
+  c.request.from = c.request.to = *date;
+  c.request.partitions = args.partitions;
+  c.request.include_waived = args.include_waived;
+  c.request.only = *only;
+  c.request.force = args.force;
+  c.reason = args.reason;
+  c.by = args.by;
+  c.yes = args.yes;
+  c.preview_digest = args.preview_digest;
+  c.json = args.json;
+  return RunImpactCommand(c, clock, out, err);
 }
 
 int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
@@ -328,18 +314,22 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
     for (const auto& e : existing) err << "  " << e << "\n";
     return kExitFound;
   }
-  store::QueueKeysParams q;
+  // One `trigger` event for the occurrence's keys; the store refuses, with
+  // nothing written, if one of them appeared since the check above.
+  store::RequeueParams q;
   q.job = job->name;
   const std::string tzdata = TzdataVersion();
-  for (const auto& k : latest) q.keys.push_back(k.ToQueueKey(tzdata));
+  for (const auto& k : latest) q.keys.push_back({k.ToQueueKey(tzdata), std::nullopt});
   q.event_type = std::string(ledger::event::kTrigger);
   q.actor = args.by.value_or(DefaultActor());
   q.reason = *args.reason;
   q.now = store::ToInstant(now);
-  auto queued = store->RunQueueKeys(q);
+  q.details = nlohmann::json{{"period", latest.front().period}}.dump();
+  auto queued = store->RunRequeue(q);
   if (!queued.ok()) {
     err << "cronledger trigger: " << queued.status().message() << "\n";
-    return ExitCodeFor(queued.status());
+    return queued.status().code() == StatusCode::kFailedPrecondition ? kExitFound
+                                                                      : ExitCodeFor(queued.status());
   }
   out << fmt::format("queued {} run(s) of {} for {}\n", queued->queued.size(), job->name,
                      latest.front().period);

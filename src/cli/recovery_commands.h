@@ -29,9 +29,31 @@ struct BackfillArgs {
 
 // Prints the impact (DESIGN.md's preview: counts, committed effects, the
 // run keys it would queue, a digest); with --yes queues them (never-planned
-// and misfired keys; waived ones with --include-waived), refusing with exit 1
-// and the new preview when --preview-digest no longer matches the ledger.
+// and misfired keys; skipped ones with --include-waived) as one `backfill`
+// event, refusing with exit 1 and the new preview when the ledger no longer
+// matches --preview-digest, or changes under it.
 int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
+
+struct RerunArgs {
+  std::string config_path;
+  std::string job;
+  std::string date;                     // the business date
+  std::vector<std::string> partitions;  // empty: all
+  std::string only = "all";             // failed, missing, unknown, all
+  bool include_waived = false;          // also skipped and cancelled keys (with --only all)
+  bool force = false;                   // succeeded runs too; every run from its first step
+  std::optional<std::string> reason;
+  std::optional<std::string> by;
+  bool yes = false;
+  std::optional<std::string> preview_digest;
+  bool json = false;
+};
+
+// As backfill, for one business date: failed, unknown and missing keys back
+// to pending (same run key, new attempt) as one `rerun` event; succeeded
+// ones only with --force, which restarts every queued run at its first step
+// (committed effects are replayed, never sent again). docs/gaps.md.
+int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
 struct ApproveArgs {
   std::string config_path;

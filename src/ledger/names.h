@@ -74,6 +74,7 @@ inline constexpr std::string_view kEffectReconciled = "effect_reconciled";
 inline constexpr std::string_view kResolve = "resolve";
 inline constexpr std::string_view kGapFound = "gap_found";
 inline constexpr std::string_view kBackfill = "backfill";
+inline constexpr std::string_view kRerun = "rerun";
 inline constexpr std::string_view kApprove = "approve";
 inline constexpr std::string_view kCancel = "cancel";
 inline constexpr std::string_view kTrigger = "trigger";

@@ -315,6 +315,9 @@ struct AttemptRecord {
   std::string step;
   std::string log_path;
   std::string output_tail;
+  // The operator's (or scanner's) action that put the run back to work
+  // before this attempt, if any: every attempt it caused links to it.
+  std::optional<int64_t> action_event_id;
 };
 
 struct SchemaInfo {
@@ -504,6 +507,32 @@ struct QueueKeysParams {
 struct QueueKeysResult {
   std::vector<int64_t> queued;            // run ids, in key order
   std::vector<std::string> left_alone;    // run keys in a state this does not move
+};
+
+// One key of an operator's action over many keys (backfill, rerun,
+// trigger), with what the operator's preview saw of it: the action is
+// refused, whole, when the ledger no longer matches.
+struct RequeueKey {
+  QueueKey key;
+  std::optional<ledger::RunState> seen;  // none: the preview saw no run
+};
+
+struct RequeueParams {
+  std::string job;
+  std::vector<RequeueKey> keys;
+  // Queued runs start again at their first step (a forced rerun), not at
+  // the first step not succeeded. A succeeded run is always restarted so.
+  bool from_first_step = false;
+  std::string event_type;  // backfill, rerun, trigger
+  std::string actor;
+  std::string reason;
+  std::string details = "{}";  // a JSON object; the store adds run_keys and run_ids
+  Instant now;
+};
+
+struct RequeueResult {
+  int64_t event_id = 0;
+  std::vector<int64_t> queued;  // run ids, in key order
 };
 
 struct ApproveParams {
@@ -711,6 +740,17 @@ class Store {
   // queued key with actor and reason. Keys in any other state are left alone and listed.
   // kNotFound for a job the ledger does not know.
   virtual Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) = 0;
+
+  // Operator: puts every key back to work in one transaction as one event
+  // (`event_type`, with the run keys and ids in its details; each run's
+  // history shows it) that the runs' next attempts link to. A key never
+  // planned becomes a new run; a run in an end state (succeeded, failed,
+  // unknown, skipped, cancelled, awaiting_approval) becomes pending
+  // (released, misfire-exempt, fresh retry budget). kFailedPrecondition,
+  // with nothing written, when a key's run is not in the state `seen` says
+  // (the message names the key and both states); kConflict for a key in
+  // flight; kInvalidArgument for no keys; kNotFound for an unknown job.
+  virtual Result<RequeueResult> RunRequeue(const RequeueParams& p) = 0;
 
   // awaiting_approval → pending (released, misfire-exempt) for one run or
   // the job's runs of a date range; one `approve` event per run. Returns

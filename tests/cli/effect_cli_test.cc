@@ -179,6 +179,53 @@ TEST_F(EffectCliTest, WatermarksSetByOneAttemptAreWhatTheRetrySees) {
             "page-7|" + p + "\npage-7\n" + p + "\n");
 }
 
+// DESIGN.md: a forced rerun of a succeeded run starts at the first step and
+// never repeats a committed effect. Two steps: `generate` (no effect) and
+// `deliver` (an effect keyed by the run key), one run key per day.
+TEST_F(EffectCliTest, AForcedRerunStartsAtTheFirstStepAndNeverRepeatsACommittedEffect) {
+  const std::string deliver = dir_.Write(
+      "deliver.sh", "#!/bin/sh\nprintf 'sent\\n' >> " + dir_.File("deliveries") + "\n");
+  std::filesystem::permissions(deliver, std::filesystem::perms::owner_all);
+  const std::string generate = dir_.Write(
+      "generate.sh", "#!/bin/sh\nprintf 'generated\\n' >> " + dir_.File("generated") + "\n");
+  std::filesystem::permissions(generate, std::filesystem::perms::owner_all);
+  WriteJob("exec $CL effect run --key \"$CRONLEDGER_RUN_KEY\" -- ./deliver.sh\n", R"(["a"])",
+           "key = \"date\"\n\n  [[job.step]]\n  name = \"generate\"\n  command = "
+           "[\"./generate.sh\"]\n");
+  ServeProcess serve(config_, dir_.File("serve.log"));
+  ASSERT_TRUE(WaitForRuns(serve, "succeeded", 1)) << ReadFile(dir_.File("serve.log"));
+  const Json first = Runs("succeeded")[0];
+  const std::string date = first["business_date"];
+  const auto rerun = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"rerun", "--config", config_, "--job", "tick", "--date", date,
+                                     "--reason", "the report was wrong", "--yes", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Cronledger(args);
+  };
+  auto r = rerun({});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.err, "cronledger rerun: nothing to queue (rerunning a succeeded run needs --force)\n");
+  r = rerun({"--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t event_id = Json::parse(r.out)["event_id"];
+  const int64_t id = first["id"];
+  ASSERT_TRUE(WaitFor(
+      [&] { return !serve.Running() || (Run(id)["state"] == "succeeded" && Run(id)["attempts"] == 2); },
+      600))
+      << ReadFile(dir_.File("serve.log"));
+  EXPECT_EQ(serve.Stop(), 0);
+
+  EXPECT_EQ(ReadFile(dir_.File("generated")), "generated\ngenerated\n");
+  EXPECT_EQ(ReadFile(dir_.File("deliveries")), "sent\n");
+  const Json run = Run(id);
+  ASSERT_EQ(run["attempt_list"].size(), 2u) << run.dump(2);
+  EXPECT_TRUE(run["attempt_list"][0]["action_event_id"].is_null());
+  EXPECT_EQ(run["attempt_list"][1]["action_event_id"], event_id);
+  EXPECT_NE(AttemptLog(run, 1).find("already committed"), std::string::npos) << AttemptLog(run, 1);
+  ASSERT_EQ(run["effects"].size(), 1u);
+  EXPECT_EQ(run["effects"][0]["state"], "committed");
+}
+
 TEST(EffectCli, OutsideAStepOrWithBadArgumentsItRunsNothingAndSays64) {
   TempDir dir("cronledger-effect-cli");
   const std::string ran = dir.File("ran");

@@ -218,7 +218,7 @@ TEST_F(GapsCli, BackfillShowsItsImpactFirstAndRefusesAStalePreview) {
   args.push_back("--yes");
   r = Cronledger(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "queued 3 run(s) of report\n");
+  EXPECT_EQ(r.out.rfind("queued 3 run(s) of report (event ", 0), 0u) << r.out;
   r = Gaps({"--from", "2026-11-01", "--to", "2026-11-03", "--json"});
   // What is left: the failed run (a backfill does not retry failures); the
   // queued ones are pending, in flight.
@@ -226,6 +226,7 @@ TEST_F(GapsCli, BackfillShowsItsImpactFirstAndRefusesAStalePreview) {
   ASSERT_EQ(gaps.size(), 1u) << r.out;
   EXPECT_EQ(gaps[0]["cause"], "failed");
   r = Cronledger({"events", "--config", config_path_, "--json"});
+  // One event for the action, with its list.
   int backfills = 0;
   const Json events = Json::parse(r.out)["events"];
   for (const auto& e : events) {
@@ -233,12 +234,139 @@ TEST_F(GapsCli, BackfillShowsItsImpactFirstAndRefusesAStalePreview) {
     ++backfills;
     EXPECT_EQ(e["actor"], "alice");
     EXPECT_EQ(e["reason"], "outage on the 2nd");
+    EXPECT_EQ(e["details"]["run_keys"], preview["would_queue"]) << e.dump();
+    EXPECT_EQ(e["details"]["run_ids"].size(), 3u) << e.dump();
   }
-  EXPECT_EQ(backfills, 3);
+  EXPECT_EQ(backfills, 1);
   // Nothing left to queue.
   args = base;
   args.push_back("--yes");
   EXPECT_EQ(Cronledger(args).exit_code, 1);
+}
+
+TEST_F(GapsCli, RerunShowsItsImpactFirstAndQueuesItsScopeAsOneEvent) {
+  PlanThreeDays();
+  Sql("UPDATE runs SET state = 'succeeded', attempts = 1");
+  Sql("INSERT INTO run_steps (run_id, step, position, state) SELECT id, 'send', 0, 'succeeded' "
+      "FROM runs");
+  Sql("UPDATE runs SET state = 'failed' WHERE partition = 'eu' AND business_date = '2026-11-02'");
+  Sql("UPDATE run_steps SET state = 'failed' WHERE run_id = (SELECT id FROM runs WHERE "
+      "partition = 'eu' AND business_date = '2026-11-02')");
+  Sql("DELETE FROM run_steps WHERE run_id IN (SELECT id FROM runs WHERE business_date = "
+      "'2026-11-03')");
+  Sql("DELETE FROM runs WHERE partition = 'eu' AND business_date = '2026-11-03'");
+  Sql("UPDATE runs SET state = 'unknown' WHERE partition = 'us' AND business_date = '2026-11-03'");
+  const auto rerun = [&](const std::string& date, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"rerun",  "--config", config_path_, "--job", "report",
+                                     "--date", date,       "--reason",   "bad input fixed",
+                                     "--by",   "bob"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Cronledger(args);
+  };
+
+  // The preview: the failed run would be queued, the succeeded one is left
+  // alone (it needs --force); nothing changes.
+  auto r = rerun("2026-11-02", {"--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json preview = Json::parse(r.out);
+  EXPECT_EQ(preview["expected"], 2);
+  EXPECT_EQ(preview["succeeded"], 1);
+  EXPECT_EQ(preview["failed"], 1);
+  EXPECT_EQ(preview["succeeded_left_alone"], 1);
+  EXPECT_EQ(preview["would_queue"], Json::parse(R"(["report/eu/2026-11-02"])"));
+  r = rerun("2026-11-02", {});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("1 succeeded run(s) left alone: rerunning a succeeded run needs --force"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("nothing done: run again with --yes"), std::string::npos) << r.out;
+  EXPECT_EQ(Gaps({"--from", "2026-11-02", "--to", "2026-11-02"}).exit_code, 1);
+
+  // A scope with nothing in it changes nothing.
+  r = rerun("2026-11-02", {"--only", "unknown", "--yes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "cronledger rerun: nothing to queue\n");
+
+  r = rerun("2026-11-02", {"--yes", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json done = Json::parse(r.out);
+  EXPECT_EQ(done["run_keys"], preview["would_queue"]);
+  const int64_t event_id = done["event_id"];
+  r = Cronledger({"runs", "--config", config_path_, "--date", "2026-11-02", "--partition", "eu",
+                  "--json"});
+  const Json eu = Json::parse(r.out)["runs"][0];
+  EXPECT_EQ(eu["state"], "pending");
+  EXPECT_EQ(done["queued"], Json::array({eu["id"]}));
+  // The failed step is where it resumes (no --force): steps are as they were.
+  EXPECT_EQ(eu["steps"][0]["state"], "failed");
+
+  // --only missing queues the never-planned key and not the unknown run;
+  // then --only unknown the unknown one.
+  r = rerun("2026-11-03", {"--only", "missing", "--json"});
+  preview = Json::parse(r.out);
+  EXPECT_EQ(preview["missing"], 1);
+  EXPECT_EQ(preview["unknown"], 1);
+  EXPECT_EQ(preview["would_queue"], Json::parse(R"(["report/eu/2026-11-03"])"));
+  // Acting on a preview the ledger moved away from is refused, with the new one.
+  Sql("UPDATE runs SET state = 'failed' WHERE partition = 'us' AND business_date = '2026-11-03'");
+  r = rerun("2026-11-03", {"--only", "missing", "--yes", "--preview-digest",
+                           preview["preview_digest"]});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the ledger changed since the preview"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("1 failed"), std::string::npos) << r.out;
+  r = rerun("2026-11-03", {"--only", "missing", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = rerun("2026-11-03", {"--only", "failed", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // --force reruns the succeeded run from its first step.
+  r = rerun("2026-11-01", {"--partition", "us", "--force", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Cronledger({"runs", "--config", config_path_, "--date", "2026-11-01", "--partition", "us",
+                  "--json"});
+  const Json us = Json::parse(r.out)["runs"][0];
+  EXPECT_EQ(us["state"], "pending");
+  EXPECT_EQ(us["steps"][0]["state"], "pending");
+  r = Cronledger({"runs", "--config", config_path_, "--date", "2026-11-01", "--partition", "eu",
+                  "--json"});
+  EXPECT_EQ(Json::parse(r.out)["runs"][0]["state"], "succeeded");  // not in --partition
+
+  // Each action is one event with actor, reason and the list; the run's
+  // history and verify's reruns show it.
+  r = Cronledger({"events", "--config", config_path_, "--limit", "1000", "--json"});
+  const Json all_events = Json::parse(r.out)["events"];
+  Json events = Json::array();
+  for (const auto& e : all_events) {
+    if (e["type"] == "rerun") events.push_back(e);
+  }
+  ASSERT_EQ(events.size(), 4u) << r.out;
+  EXPECT_EQ(events[0]["id"], event_id);
+  EXPECT_EQ(events[0]["actor"], "bob");
+  EXPECT_EQ(events[0]["reason"], "bad input fixed");
+  EXPECT_EQ(events[0]["details"]["run_keys"], Json::parse(R"(["report/eu/2026-11-02"])"));
+  EXPECT_EQ(events[0]["details"]["from"], Json::parse(R"({"failed": 1})"));
+  EXPECT_EQ(events[3]["details"]["from_first_step"], true);
+  r = Cronledger({"events", "--config", config_path_, "--run",
+                  std::to_string(eu["id"].get<int64_t>()), "--json"});
+  bool seen = false;
+  const Json history = Json::parse(r.out)["events"];
+  for (const auto& e : history) seen |= e["id"] == event_id;
+  EXPECT_TRUE(seen) << r.out;
+  r = Cronledger({"verify", "--config", config_path_, "--job", "report", "--date", "2026-11-02",
+                  "--json"});
+  const Json reruns = Json::parse(r.out)["reruns"];
+  ASSERT_EQ(reruns.size(), 1u) << r.out;
+  EXPECT_EQ(reruns[0]["type"], "rerun");
+  EXPECT_EQ(reruns[0]["reason"], "bad input fixed");
+
+  // Usage errors change nothing.
+  r = rerun("2026-11-02", {"--only", "everything"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "cronledger rerun: --only \"everything\" is not one of failed, missing, unknown, all\n");
+  r = Cronledger({"rerun", "--config", config_path_, "--job", "report", "--date", "2026-11-02"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--reason TEXT is required"), std::string::npos) << r.err;
 }
 
 TEST_F(GapsCli, ApproveLetsRunsAwaitingApprovalRun) {

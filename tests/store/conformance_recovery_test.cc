@@ -1,5 +1,7 @@
 // Store conformance: queuing expected keys (backfill, awaiting approval) and
 // approving them (docs/gaps.md).
+#include <nlohmann/json.hpp>
+
 #include "store/conformance.h"
 
 namespace cronledger::testing {
@@ -139,6 +141,98 @@ TEST_P(StoreRecovery, AwaitingApprovalWaitsForAnOperator) {
   approved = S().RunApprove(p);
   ASSERT_TRUE(approved.ok());
   EXPECT_EQ(*approved, std::vector<int64_t>{RunOf("a", "2026-11-01").id});
+}
+
+TEST_P(StoreRecovery, ARequeueIsOneActionThatTheNextAttemptsLinkTo) {
+  AddJob("j");
+  ASSERT_TRUE(Queue({Key("a", "2026-11-01"), Key("a", "2026-11-02"), Key("b", "2026-11-02")}).ok());
+  const auto claimed = Claim("2026-11-06T10:00:00Z", 3);
+  ASSERT_EQ(claimed.size(), 3u);
+  End(claimed[0], "2026-11-06T10:00:05Z", RunState::kSucceeded, ledger::EndClass::kSucceeded);
+  End(claimed[1], "2026-11-06T10:00:05Z", RunState::kFailed, ledger::EndClass::kPermanent);
+  // b/2026-11-02 stays running.
+  const auto rk = [](store::QueueKey k, std::optional<RunState> seen) {
+    return store::RequeueKey{std::move(k), seen};
+  };
+  store::RequeueParams p;
+  p.job = "j";
+  p.event_type = "rerun";
+  p.actor = "bob";
+  p.reason = "bad input fixed";
+  p.from_first_step = false;
+  p.details = R"({"only": "all"})";
+  p.now = InstantAt("2026-11-06T11:00:00Z");
+
+  // A key in flight is refused, and so is the whole action.
+  p.keys = {rk(Key("c", "2026-11-03"), std::nullopt), rk(Key("b", "2026-11-02"), RunState::kRunning)};
+  EXPECT_EQ(S().RunRequeue(p).status().code(), StatusCode::kConflict);
+  // A key whose state is not what the preview saw: refused whole, naming it.
+  p.keys = {rk(Key("c", "2026-11-03"), std::nullopt), rk(Key("a", "2026-11-02"), RunState::kUnknown)};
+  auto r = S().RunRequeue(p);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("j/a/2026-11-02 is now failed, the preview saw unknown"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(Runs("j").size(), 3u);  // c/2026-11-03 was not created
+  EXPECT_TRUE(Events("j", "rerun").empty());
+  p.keys = {};
+  EXPECT_EQ(S().RunRequeue(p).status().code(), StatusCode::kInvalidArgument);
+
+  p.keys = {rk(Key("a", "2026-11-01"), RunState::kSucceeded),
+            rk(Key("a", "2026-11-02"), RunState::kFailed),
+            rk(Key("c", "2026-11-03"), std::nullopt)};
+  r = S().RunRequeue(p);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto succeeded = RunOf("a", "2026-11-01");
+  const auto failed = RunOf("a", "2026-11-02");
+  const auto missing = RunOf("c", "2026-11-03");
+  EXPECT_EQ(r->queued, (std::vector<int64_t>{succeeded.id, failed.id, missing.id}));
+  for (const auto& run : {succeeded, failed, missing}) {
+    EXPECT_EQ(run.state, RunState::kPending) << run.RunKey();
+    EXPECT_TRUE(run.released);
+    EXPECT_TRUE(run.misfire_exempt);
+  }
+  // A succeeded run starts again at its first step; the failed one resumes.
+  auto steps = S().StepList(succeeded.id);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ((*steps)[0].state, "pending");
+
+  // One event with the list, in each run's history.
+  const auto events = Events("j", "rerun");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].id, r->event_id);
+  EXPECT_EQ(events[0].actor, "bob");
+  EXPECT_EQ(events[0].reason, "bad input fixed");
+  EXPECT_FALSE(events[0].run_id.has_value());
+  const auto details = nlohmann::json::parse(events[0].details);
+  EXPECT_EQ(details["only"], "all");
+  EXPECT_EQ(details["run_keys"],
+            nlohmann::json::parse(R"(["j/a/2026-11-01", "j/a/2026-11-02", "j/c/2026-11-03"])"));
+  EXPECT_EQ(details["from"],
+            nlohmann::json::parse(R"({"failed": 1, "never_planned": 1, "succeeded": 1})"));
+  store::EventQuery q;
+  q.run_id = failed.id;
+  q.limit = 1000;
+  auto history = S().EventList(q);
+  ASSERT_TRUE(history.ok());
+  ASSERT_FALSE(history->empty());
+  EXPECT_EQ(history->back().id, r->event_id);
+
+  // The attempts it causes link to it; the earlier one to the backfill
+  // that queued the key first.
+  const auto again = Claim("2026-11-06T11:00:01Z", 3);
+  ASSERT_EQ(again.size(), 3u);
+  auto attempts = S().AttemptList(failed.id);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 2u);
+  std::optional<int64_t> backfill;
+  for (const auto& e : Events("j", "backfill")) {
+    if (e.run_id == failed.id) backfill = e.id;
+  }
+  ASSERT_TRUE(backfill.has_value());
+  EXPECT_EQ((*attempts)[0].action_event_id, backfill);
+  EXPECT_EQ((*attempts)[1].action_event_id, r->event_id);
 }
 
 TEST_P(StoreRecovery, AnUnknownJobIsNotFoundAndNothingIsWritten) {

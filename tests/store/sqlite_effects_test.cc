@@ -219,12 +219,14 @@ TEST_F(SqliteEffects, AVersion3LedgerGainsTheEffectTablesInPlace) {
   ASSERT_EQ(sqlite3_open((dir_ + "/ledger.db").c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
                          "DROP TABLE effect_doubts; DROP TABLE effects; DROP TABLE checkpoints; "
+                         "DROP TABLE event_runs; ALTER TABLE runs DROP COLUMN action_event_id; "
+                         "ALTER TABLE attempts DROP COLUMN action_event_id; "
                          "UPDATE schema_meta SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   Open();
-  EXPECT_EQ(store_->GetSchemaInfo()->version, 4);
+  EXPECT_EQ(store_->GetSchemaInfo()->version, kSqliteSchemaVersion);
   EXPECT_EQ(store_->GetSchemaInfo()->compatible_from, 1);
   auto r = store_->EffectBegin({c.run.id, c.token, "k", "", At("2026-11-05T12:01:00Z"), "n1", ""});
   ASSERT_TRUE(r.ok()) << r.status().ToString();

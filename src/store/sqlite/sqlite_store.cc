@@ -180,6 +180,24 @@ Status SqliteStore::AppendEventLocked(const EventRecord& e) {
   return s.Run();
 }
 
+Result<int64_t> SqliteStore::AppendActionLocked(const EventRecord& e,
+                                                std::span<const int64_t> run_ids) {
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  const int64_t event_id = db_->LastInsertRowId();
+  for (const int64_t run_id : run_ids) {
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO event_runs (event_id, run_id) VALUES (?, ?) ON CONFLICT DO NOTHING"));
+      s.Bind(1, event_id).Bind(2, run_id);
+      RETURN_IF_ERROR(s.Run());
+    }
+    ASSIGN_OR_RETURN(s, db_->Prepare("UPDATE runs SET action_event_id = ? WHERE id = ?"));
+    s.Bind(1, event_id).Bind(2, run_id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  return event_id;
+}
+
 Status SqliteStore::EventAppend(const EventRecord& e) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
@@ -716,7 +734,10 @@ Result<std::vector<EventRecord>> SqliteStore::EventList(const EventQuery& q) {
       "SELECT id, at, type, coalesce(job, ''), run_id, coalesce(run_key, ''), actor, "
       "coalesce(reason, ''), details FROM events WHERE 1 = 1";
   if (q.job) sql += " AND job = ?1";
-  if (q.run_id) sql += " AND run_id = ?2";
+  // A run's history includes the actions over many runs that covered it.
+  if (q.run_id) {
+    sql += " AND (run_id = ?2 OR id IN (SELECT event_id FROM event_runs WHERE run_id = ?2))";
+  }
   if (q.since) sql += " AND at >= ?3";
   if (q.type) sql += " AND type = ?4";
   sql += q.since ? " ORDER BY id ASC LIMIT ?5" : " ORDER BY id DESC LIMIT ?5";

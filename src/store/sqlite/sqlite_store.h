@@ -28,7 +28,7 @@ struct SqliteOptions {
 
 // The schema version this binary writes, and the oldest schema version a
 // binary must have to use a database this binary has migrated.
-inline constexpr int kSqliteSchemaVersion = 4;
+inline constexpr int kSqliteSchemaVersion = 5;
 inline constexpr int kSqliteCompatibleFrom = 1;
 
 // Thread-safe: calls are serialised on one connection. Several processes may
@@ -94,6 +94,7 @@ class SqliteStore final : public Store {
 
   // sqlite_store_recovery.cc
   Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) override;
+  Result<RequeueResult> RunRequeue(const RequeueParams& p) override;
   Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) override;
   Status RunCancel(const OperatorParams& p) override;
 
@@ -105,6 +106,9 @@ class SqliteStore final : public Store {
   static Result<std::unique_ptr<SqliteStore>> OpenOnce(const SqliteOptions& options);
   Status Migrate(const std::string& path);
   Status AppendEventLocked(const EventRecord& e);
+  // Appends an action that puts `run_ids` back to work: each run's history
+  // shows it (event_runs) and its next attempts link to it. Returns its id.
+  Result<int64_t> AppendActionLocked(const EventRecord& e, std::span<const int64_t> run_ids);
   Result<std::vector<JobVersion>> VersionsLocked(std::string_view job);
   Result<std::optional<int64_t>> PlannedThroughLocked(std::string_view job);
   // Appends stale_write_rejected for a write by `token` to `run_id` and

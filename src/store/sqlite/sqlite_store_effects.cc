@@ -257,15 +257,6 @@ Status WriteCheckpoint(Db& db, ledger::CheckpointScope scope, const Holder& h, i
 
 // The RunRetry move: back to pending, released, misfire-exempt, with a
 // fresh retry budget.
-Status ReleaseToPending(Db& db, int64_t run_id, Instant now) {
-  ASSIGN_OR_RETURN(s, db.Prepare(
-      "UPDATE runs SET state = 'pending', reason = NULL, released = 1, misfire_exempt = 1, "
-      "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
-      "finished_at = NULL, updated_at = ? WHERE id = ?"));
-  s.Bind(1, Ms(now)).Bind(2, run_id);
-  return s.Run();
-}
-
 std::string InProgress(const EffectRecord& e) {
   return fmt::format(
       "effect \"{}\" of job {} is in progress: started by attempt {} of run {} (fencing token "
@@ -555,7 +546,7 @@ Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams
   ASSIGN_OR_RETURN(still, InDoubtKeys(*db_, p.run_id));
   out.still_in_doubt = std::move(still);
   if (out.still_in_doubt.empty()) {
-    RETURN_IF_ERROR(ReleaseToPending(*db_, p.run_id, p.now));
+    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, p.now));
     out.run_state = ledger::RunState::kPending;
   } else {
     out.run_state = ledger::RunState::kUnknown;  // the operator resolves the others in turn
@@ -575,7 +566,12 @@ Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams
                               {"from", "unknown"},
                               {"to", ledger::Name(out.run_state)},
                               {"still_in_doubt", out.still_in_doubt}});
-  RETURN_IF_ERROR(AppendEventLocked(ev));
+  if (out.run_state == ledger::RunState::kPending) {
+    const int64_t ids[] = {p.run_id};
+    RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());
+  } else {
+    RETURN_IF_ERROR(AppendEventLocked(ev));
+  }
   RETURN_IF_ERROR(tx.Commit());
   return out;
 }
@@ -600,7 +596,7 @@ Status SqliteStore::RunResolve(const RunResolveParams& p) {
   }
   ledger::RunState to = ledger::RunState::kPending;
   if (p.as == RunResolution::kRetry) {
-    RETURN_IF_ERROR(ReleaseToPending(*db_, p.run_id, p.now));
+    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, p.now));
   } else {
     to = p.as == RunResolution::kSucceeded ? ledger::RunState::kSucceeded
                                            : ledger::RunState::kFailed;
@@ -619,7 +615,12 @@ Status SqliteStore::RunResolve(const RunResolveParams& p) {
   ev.actor = p.actor;
   ev.reason = p.reason;
   ev.details = Dump(nlohmann::json{{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
-  RETURN_IF_ERROR(AppendEventLocked(ev));
+  if (to == ledger::RunState::kPending) {
+    const int64_t ids[] = {p.run_id};
+    RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());
+  } else {
+    RETURN_IF_ERROR(AppendEventLocked(ev));
+  }
   return tx.Commit();
 }
 

@@ -199,8 +199,9 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
     }
     {
       ASSIGN_OR_RETURN(s, db_->Prepare(
-          "INSERT INTO attempts (run_id, number, fencing_token, node, started_at) "
-          "VALUES (?, ?, ?, ?, ?)"));
+          "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
+          "action_event_id) VALUES (?1, ?2, ?3, ?4, ?5, "
+          "(SELECT action_event_id FROM runs WHERE id = ?1))"));
       s.Bind(1, c.id).Bind(2, int64_t{claimed.attempt}).Bind(3, token).Bind(4, p.node)
           .Bind(5, Ms(p.now));
       RETURN_IF_ERROR(s.Run());
@@ -585,14 +586,7 @@ Status SqliteStore::RunRetry(const OperatorParams& p) {
                   fmt::format("run {} is {}; only failed or unknown runs can be retried",
                               p.run_id, state));
   }
-  {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "UPDATE runs SET state = 'pending', reason = NULL, released = 1, misfire_exempt = 1, "
-        "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
-        "finished_at = NULL, updated_at = ? WHERE id = ?"));
-    s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
-    RETURN_IF_ERROR(s.Run());
-  }
+  RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, p.now));
   EventRecord e;
   e.at = p.now;
   e.type = ledger::event::kRetry;
@@ -602,7 +596,8 @@ Status SqliteStore::RunRetry(const OperatorParams& p) {
   e.actor = p.actor;
   e.reason = p.reason;
   e.details = nlohmann::json{{"from", state}}.dump();
-  RETURN_IF_ERROR(AppendEventLocked(e));
+  const int64_t ids[] = {p.run_id};
+  RETURN_IF_ERROR(AppendActionLocked(e, ids).status());
   return tx.Commit();
 }
 
@@ -610,8 +605,8 @@ Result<std::vector<AttemptRecord>> SqliteStore::AttemptList(int64_t run_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "SELECT number, fencing_token, node, started_at, ended_at, coalesce(end_class, ''), "
-      "exit_status, coalesce(step, ''), coalesce(log_path, ''), coalesce(output_tail, '') "
-      "FROM attempts WHERE run_id = ? ORDER BY number"));
+      "exit_status, coalesce(step, ''), coalesce(log_path, ''), coalesce(output_tail, ''), "
+      "action_event_id FROM attempts WHERE run_id = ? ORDER BY number"));
   s.Bind(1, run_id);
   std::vector<AttemptRecord> out;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
@@ -626,6 +621,7 @@ Result<std::vector<AttemptRecord>> SqliteStore::AttemptList(int64_t run_id) {
     a.step = s.Text(7);
     a.log_path = s.Text(8);
     a.output_tail = s.Text(9);
+    a.action_event_id = s.OptInt(10);
     out.push_back(std::move(a));
   }));
   return out;

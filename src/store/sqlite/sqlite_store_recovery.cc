@@ -2,6 +2,7 @@
 // automatic backfill, an operator's backfill) and approving runs that wait
 // for an operator. store.h has the contract; docs/gaps.md the semantics.
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cronledger/schedule.h"
@@ -44,6 +45,53 @@ EventRecord ActionEvent(std::string_view type, const std::string& job, int64_t r
   return e;
 }
 
+// A job's run of one key; nullopt when there is none.
+Result<std::optional<RunRecord>> RunByKey(sqlite::Db& db, const std::string& job,
+                                          const QueueKey& k) {
+  ASSIGN_OR_RETURN(s, db.Prepare(fmt::format(
+      "SELECT {} FROM runs WHERE job = ? AND partition = ? AND period = ?", kRunColumns)));
+  s.Bind(1, job).Bind(2, k.partition).Bind(3, k.period);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(RunFromRow(s));
+}
+
+Status RequireJob(sqlite::Db& db, const std::string& job) {
+  ASSIGN_OR_RETURN(s, db.Prepare("SELECT 1 FROM jobs WHERE name = ?"));
+  s.Bind(1, job);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return NotFound(fmt::format("no job named {} in the ledger", job));
+  return Status::Ok();
+}
+
+// The run a key never planned would have had (and its occurrence, unless
+// the planner recorded it), misfire-exempt: it is late on purpose.
+Result<int64_t> InsertKeyRun(sqlite::Db& db, const std::string& job, const QueueKey& k,
+                             std::string_view state, bool released, Instant now) {
+  {
+    ASSIGN_OR_RETURN(s, db.Prepare(
+        "INSERT INTO occurrences (job, scheduled_at, local_time, dst, job_version, tzdata, "
+        "planned_at) VALUES (?, ?, ?, NULL, ?, ?, ?) ON CONFLICT (job, scheduled_at) DO "
+        "NOTHING"));
+    s.Bind(1, job).Bind(2, Ms(k.scheduled_at)).Bind(3, k.local_time)
+        .Bind(4, int64_t{k.job_version}).Bind(5, k.tzdata).Bind(6, Ms(now));
+    RETURN_IF_ERROR(s.Run());
+  }
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "INSERT INTO runs (job, partition, period, business_date, scheduled_at, job_version, "
+      "state, released, misfire_exempt, created_at, updated_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"));
+  s.Bind(1, job).Bind(2, k.partition).Bind(3, k.period).Bind(4, k.business_date)
+      .Bind(5, Ms(k.scheduled_at)).Bind(6, int64_t{k.job_version}).Bind(7, state)
+      .Bind(8, int64_t{released ? 1 : 0}).Bind(9, Ms(now)).Bind(10, Ms(now));
+  RETURN_IF_ERROR(s.Run());
+  return db.LastInsertRowId();
+}
+
+std::string SeenName(const std::optional<ledger::RunState>& s) {
+  return s ? std::string(ledger::Name(*s)) : std::string("no run");
+}
+
 }  // namespace
 
 Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
@@ -53,54 +101,21 @@ Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  {
-    ASSIGN_OR_RETURN(s, db_->Prepare("SELECT 1 FROM jobs WHERE name = ?"));
-    s.Bind(1, p.job);
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (!row) return NotFound(fmt::format("no job named {} in the ledger", p.job));
-  }
-  const int64_t released = p.as == ledger::RunState::kPending ? 1 : 0;
-  const std::string state(ledger::Name(p.as));
+  RETURN_IF_ERROR(RequireJob(*db_, p.job));
+  const bool released = p.as == ledger::RunState::kPending;
+  const std::string_view state = ledger::Name(p.as);
   QueueKeysResult out;
   for (const QueueKey& k : p.keys) {
     const std::string run_key = p.job + "/" + k.partition + "/" + k.period;
-    std::optional<RunRecord> run;
-    {
-      ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
-          "SELECT {} FROM runs WHERE job = ? AND partition = ? AND period = ?", kRunColumns)));
-      s.Bind(1, p.job).Bind(2, k.partition).Bind(3, k.period);
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (row) run = RunFromRow(s);
-    }
+    ASSIGN_OR_RETURN(run, RunByKey(*db_, p.job, k));
     int64_t id = 0;
     std::string from;
     if (!run) {
-      {
-        ASSIGN_OR_RETURN(s, db_->Prepare(
-            "INSERT INTO occurrences (job, scheduled_at, local_time, dst, job_version, tzdata, "
-            "planned_at) VALUES (?, ?, ?, NULL, ?, ?, ?) ON CONFLICT (job, scheduled_at) DO "
-            "NOTHING"));
-        s.Bind(1, p.job).Bind(2, Ms(k.scheduled_at)).Bind(3, k.local_time)
-            .Bind(4, int64_t{k.job_version}).Bind(5, k.tzdata).Bind(6, Ms(p.now));
-        RETURN_IF_ERROR(s.Run());
-      }
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "INSERT INTO runs (job, partition, period, business_date, scheduled_at, job_version, "
-          "state, released, misfire_exempt, created_at, updated_at) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"));
-      s.Bind(1, p.job).Bind(2, k.partition).Bind(3, k.period).Bind(4, k.business_date)
-          .Bind(5, Ms(k.scheduled_at)).Bind(6, int64_t{k.job_version}).Bind(7, state)
-          .Bind(8, released).Bind(9, Ms(p.now)).Bind(10, Ms(p.now));
-      RETURN_IF_ERROR(s.Run());
-      id = db_->LastInsertRowId();
+      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, state, released, p.now));
+      id = inserted;
       from = "never_planned";
     } else if (Requeueable(*run, p.include_waived)) {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "UPDATE runs SET state = ?, reason = NULL, released = ?, misfire_exempt = 1, "
-          "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
-          "finished_at = NULL, updated_at = ? WHERE id = ?"));
-      s.Bind(1, state).Bind(2, released).Bind(3, Ms(p.now)).Bind(4, run->id);
-      RETURN_IF_ERROR(s.Run());
+      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, p.now, state, released));
       id = run->id;
       from = run->reason ? std::string(ledger::Name(*run->reason)) : "skipped";
     } else {
@@ -114,8 +129,81 @@ Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
                                        {"to", state},
                                        {"business_date", k.business_date},
                                        {"scheduled_at", FormatUtc(k.scheduled_at)}});
-    RETURN_IF_ERROR(AppendEventLocked(e));
+    const int64_t ids[] = {id};
+    RETURN_IF_ERROR(AppendActionLocked(e, ids).status());
   }
+  RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+Result<RequeueResult> SqliteStore::RunRequeue(const RequeueParams& p) {
+  if (p.keys.empty()) return Status(StatusCode::kInvalidArgument, "no run keys to queue");
+  auto extra = nlohmann::json::parse(p.details, nullptr, false);
+  if (!extra.is_object()) {
+    return Status(StatusCode::kInvalidArgument, "the action's details are not a JSON object");
+  }
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(RequireJob(*db_, p.job));
+  RequeueResult out;
+  nlohmann::json run_keys = nlohmann::json::array();
+  std::map<std::string, int> from_counts;
+  for (const RequeueKey& rk : p.keys) {
+    const QueueKey& k = rk.key;
+    const std::string run_key = p.job + "/" + k.partition + "/" + k.period;
+    ASSIGN_OR_RETURN(run, RunByKey(*db_, p.job, k));
+    const std::optional<ledger::RunState> now_state =
+        run ? std::optional<ledger::RunState>(run->state) : std::nullopt;
+    if (now_state != rk.seen) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("the ledger changed since the preview: {} is now {}, the preview "
+                                "saw {}",
+                                run_key, SeenName(now_state), SeenName(rk.seen)));
+    }
+    int64_t id = 0;
+    if (!run) {
+      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, "pending", true, p.now));
+      id = inserted;
+      ++from_counts["never_planned"];
+    } else {
+      using ledger::RunState;
+      if (run->state == RunState::kPending || run->state == RunState::kRunning) {
+        return Status(StatusCode::kConflict,
+                      fmt::format("{} is {}: it is in flight already", run_key,
+                                  ledger::Name(run->state)));
+      }
+      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, p.now));
+      if (p.from_first_step || run->state == RunState::kSucceeded) {
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "UPDATE run_steps SET state = 'pending', attempt = NULL, updated_at = ? "
+            "WHERE run_id = ?"));
+        s.Bind(1, Ms(p.now)).Bind(2, run->id);
+        RETURN_IF_ERROR(s.Run());
+      }
+      id = run->id;
+      ++from_counts[std::string(ledger::Name(run->state))];
+    }
+    out.queued.push_back(id);
+    run_keys.push_back(run_key);
+  }
+  extra["run_keys"] = run_keys;
+  extra["run_ids"] = out.queued;
+  extra["from"] = from_counts;
+  extra["from_first_step"] = p.from_first_step;
+  EventRecord e;
+  e.at = p.now;
+  e.type = p.event_type;
+  e.job = p.job;
+  if (out.queued.size() == 1) {
+    e.run_id = out.queued.front();
+    e.run_key = run_keys.front().get<std::string>();
+  }
+  e.actor = p.actor;
+  e.reason = p.reason;
+  e.details = extra.dump();
+  ASSIGN_OR_RETURN(event_id, AppendActionLocked(e, out.queued));
+  out.event_id = event_id;
   RETURN_IF_ERROR(tx.Commit());
   return out;
 }
@@ -149,16 +237,13 @@ Result<std::vector<int64_t>> SqliteStore::RunApprove(const ApproveParams& p) {
   std::vector<int64_t> approved;
   for (const RunRecord& r : runs) {
     {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "UPDATE runs SET state = 'pending', released = 1, misfire_exempt = 1, updated_at = ? "
-          "WHERE id = ?"));
-      s.Bind(1, Ms(p.now)).Bind(2, r.id);
-      RETURN_IF_ERROR(s.Run());
+      RETURN_IF_ERROR(RunBackToWork(*db_, r.id, p.now));
     }
     const EventRecord e =
         ActionEvent(ledger::event::kApprove, r.job, r.id, r.RunKey(), p.actor, p.reason, p.now,
                     {{"business_date", r.business_date}});
-    RETURN_IF_ERROR(AppendEventLocked(e));
+    const int64_t ids[] = {r.id};
+    RETURN_IF_ERROR(AppendActionLocked(e, ids).status());
     approved.push_back(r.id);
   }
   RETURN_IF_ERROR(tx.Commit());

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 #include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
@@ -86,6 +87,19 @@ Status ForEachRow(Stmt& stmt, OnRow&& on_row) {
     if (!*row) return Status::Ok();
     on_row();
   }
+}
+
+// An existing run back to work (operator retry, resolve, backfill, rerun):
+// pending, or awaiting approval, with a fresh retry budget, misfire-exempt
+// (it is late on purpose).
+inline Status RunBackToWork(sqlite::Db& db, int64_t run_id, Instant now,
+                            std::string_view state = "pending", bool released = true) {
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "UPDATE runs SET state = ?, reason = NULL, released = ?, misfire_exempt = 1, "
+      "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
+      "finished_at = NULL, updated_at = ? WHERE id = ?"));
+  s.Bind(1, state).Bind(2, int64_t{released ? 1 : 0}).Bind(3, Ms(now)).Bind(4, run_id);
+  return s.Run();
 }
 
 }  // namespace cronledger::store::sqlite_util

@@ -1,0 +1,208 @@
+#include "api/impact_preview.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+#include "cronledger/schedule.h"
+#include "engine/gap_scanner.h"
+#include "ledger/names.h"
+
+namespace cronledger::api {
+namespace {
+
+using ledger::RunState;
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+bool Missing(const engine::ExpectedKey& k) {
+  return k.cause == "never_planned" || k.cause == "misfired" || k.cause == "awaiting_approval";
+}
+
+// Whether the action puts this key back to work.
+bool Queues(const ImpactRequest& r, const engine::ExpectedKey& k) {
+  const RunState* state = k.run ? &k.run->state : nullptr;
+  if (state && (*state == RunState::kPending || *state == RunState::kRunning)) return false;
+  if (r.action == ImpactAction::kBackfill) {
+    if (k.waived) return r.include_waived && state && *state == RunState::kSkipped;
+    return k.cause == "never_planned" || k.cause == "misfired";
+  }
+  if (k.waived) return r.include_waived && r.only == RerunScope::kAll;
+  if (state && *state == RunState::kSucceeded) return r.force && r.only == RerunScope::kAll;
+  switch (r.only) {
+    case RerunScope::kFailed: return state && *state == RunState::kFailed;
+    case RerunScope::kUnknown: return state && *state == RunState::kUnknown;
+    case RerunScope::kMissing: return Missing(k);
+    case RerunScope::kAll:
+      return Missing(k) ||
+             (state && (*state == RunState::kFailed || *state == RunState::kUnknown));
+  }
+  return false;
+}
+
+std::string_view EventType(ImpactAction a) {
+  return a == ImpactAction::kBackfill ? ledger::event::kBackfill : ledger::event::kRerun;
+}
+
+std::string RequestLine(const ImpactRequest& r) {
+  return fmt::format("{} only={} force={} include_waived={}\n", EventType(r.action),
+                     Name(r.only), r.force, r.include_waived);
+}
+
+}  // namespace
+
+std::string_view Name(RerunScope scope) {
+  switch (scope) {
+    case RerunScope::kFailed: return "failed";
+    case RerunScope::kUnknown: return "unknown";
+    case RerunScope::kMissing: return "missing";
+    case RerunScope::kAll: return "all";
+  }
+  return "all";
+}
+
+std::optional<RerunScope> ParseRerunScope(std::string_view text) {
+  if (text == "failed") return RerunScope::kFailed;
+  if (text == "unknown") return RerunScope::kUnknown;
+  if (text == "missing") return RerunScope::kMissing;
+  if (text == "all") return RerunScope::kAll;
+  return std::nullopt;
+}
+
+nlohmann::ordered_json ImpactPreview::Json() const {
+  nlohmann::ordered_json j = {{"preview_digest", digest},
+          {"expected", expected},
+          {"succeeded", succeeded},
+          {"failed", failed},
+          {"unknown", unknown},
+          {"missing", missing},
+          {"waived", waived},
+          {"in_progress", in_progress},
+          {"effects_committed", effects_committed},
+          {"would_queue", would_queue}};
+  if (action == ImpactAction::kRerun) j["succeeded_left_alone"] = succeeded_left_alone;
+  return j;
+}
+
+Result<ImpactPreview> PreviewImpact(store::Store& store, const config::JobConfig& job,
+                                    const ImpactRequest& request, store::Instant now) {
+  ImpactPreview p;
+  p.action = request.action;
+  std::string state_lines = RequestLine(request);
+  engine::GapScanner scanner(store);
+  engine::GapScanParams params;
+  params.from = request.from;
+  params.to = request.to;
+  params.now = now;
+  params.include_waived = true;
+  const std::string tzdata = TzdataVersion();
+  const auto& only = request.partitions;
+  Status s = scanner.ForEachKey(job, params, [&](const engine::ExpectedKey& k) -> Status {
+    if (!only.empty() && std::find(only.begin(), only.end(), k.partition) == only.end()) {
+      return Status::Ok();
+    }
+    const std::string run_key = job.name + "/" + k.partition + "/" + k.period;
+    ++p.expected;
+    state_lines += run_key + " ";
+    if (k.run) {
+      state_lines += ledger::Name(k.run->state);
+      if (k.run->reason) state_lines += ":" + std::string(ledger::Name(*k.run->reason));
+      auto effects = store.EffectList(k.run->id);
+      if (!effects.ok()) return effects.status();
+      for (const auto& e : *effects) {
+        if (e.state == ledger::EffectState::kCommitted && e.run_id == k.run->id) {
+          ++p.effects_committed;
+        }
+      }
+    } else {
+      state_lines += "none";
+    }
+    state_lines += "\n";
+    const RunState* state = k.run ? &k.run->state : nullptr;
+    if (k.waived) {
+      ++p.waived;
+    } else if (Missing(k)) {
+      ++p.missing;
+    } else if (state && *state == RunState::kSucceeded) {
+      ++p.succeeded;
+      if (request.action == ImpactAction::kRerun && !request.force &&
+          request.only == RerunScope::kAll) {
+        ++p.succeeded_left_alone;
+      }
+    } else if (state && *state == RunState::kFailed) {
+      ++p.failed;
+    } else if (state && *state == RunState::kUnknown) {
+      ++p.unknown;
+    } else {
+      ++p.in_progress;
+    }
+    if (Queues(request, k)) {
+      store::RequeueKey key{k.ToQueueKey(tzdata), std::nullopt};
+      if (state) key.seen = *state;
+      p.keys.push_back(std::move(key));
+      p.would_queue.push_back(run_key);
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  p.digest = Sha256Hex(state_lines);
+  return p;
+}
+
+Result<ImpactOutcome> ApplyImpact(store::Store& store, const config::JobConfig& job,
+                                  const ImpactRequest& request,
+                                  const std::optional<std::string>& preview_digest,
+                                  const std::string& actor, const std::string& reason,
+                                  store::Instant now) {
+  ImpactOutcome out;
+  auto preview = PreviewImpact(store, job, request, now);
+  if (!preview.ok()) return preview.status();
+  out.preview = std::move(*preview);
+  if (preview_digest && *preview_digest != out.preview.digest) {
+    out.kind = ImpactOutcome::Kind::kStale;
+    return out;
+  }
+  if (out.preview.keys.empty()) {
+    out.kind = ImpactOutcome::Kind::kNothingToDo;
+    return out;
+  }
+  store::RequeueParams q;
+  q.job = job.name;
+  q.keys = out.preview.keys;
+  const bool rerun = request.action == ImpactAction::kRerun;
+  q.from_first_step = rerun && request.force;
+  q.event_type = std::string(EventType(request.action));
+  q.actor = actor;
+  q.reason = reason;
+  q.now = now;
+  nlohmann::json details = {{"from_date", FormatDate(request.from)},
+                            {"to_date", FormatDate(request.to)},
+                            {"preview_digest", out.preview.digest}};
+  if (rerun) {
+    details["only"] = Name(request.only);
+    details["force"] = request.force;
+  }
+  if (!request.partitions.empty()) details["partitions"] = request.partitions;
+  q.details = details.dump();
+  auto done = store.RunRequeue(q);
+  if (done.status().code() == StatusCode::kFailedPrecondition) {
+    auto fresh = PreviewImpact(store, job, request, now);
+    if (!fresh.ok()) return fresh.status();
+    out.preview = std::move(*fresh);
+    out.kind = ImpactOutcome::Kind::kStale;
+    return out;
+  }
+  if (!done.ok()) return done.status();
+  out.result = std::move(*done);
+  return out;
+}
+
+}  // namespace cronledger::api
