@@ -22,9 +22,11 @@ using KeyId = std::pair<std::string, std::string>;         // partition, period
 using OccurrenceId = std::pair<std::string, sys_seconds>;  // partition, instant
 
 // A key expected just outside the window still counts as expected: a
-// schedule or timezone change moves an occurrence by hours, so a `date` key
-// can leave one end of the window while staying expected. Without this
-// margin every such move would show as one key gone and one key new.
+// schedule or timezone change moves an occurrence by hours, and a
+// date_offset_days change by days, so a key can leave one end of the
+// window while staying expected. Without this margin every such move would
+// show as one key gone and one key new. Two days cover the hours; the
+// spread of the offsets involved is added (Compare).
 constexpr days kKeyMargin{2};
 
 // What one set of versions and partition history expects around a window.
@@ -36,7 +38,7 @@ struct Expectation {
 
 Status Expect(const std::vector<store::JobVersion>& versions,
               const std::vector<store::PartitionInterval>& history, sys_seconds from,
-              sys_seconds to, ScheduleCache& cache, Expectation* out) {
+              sys_seconds to, days margin, ScheduleCache& cache, Expectation* out) {
   const auto record = [&](const ExpectedOccurrence& e) -> Status {
     const bool in_window = e.occurrence.utc >= from && e.occurrence.utc <= to;
     for (const auto& partition : e.partitions) {
@@ -54,8 +56,7 @@ Status Expect(const std::vector<store::JobVersion>& versions,
     }
     return Status::Ok();
   };
-  return ForEachExpected(versions, history, from - kKeyMargin - seconds{1}, to + kKeyMargin, cache,
-                         record);
+  return ForEachExpected(versions, history, from - margin - seconds{1}, to + margin, cache, record);
 }
 
 // The job's runs, loaded one business date at a time as keys ask for them.
@@ -163,16 +164,25 @@ Status Compare(const std::vector<store::JobVersion>& old_versions,
                const std::vector<store::PartitionInterval>& new_history, RunIndex* runs,
                JobImpact* impact) {
   ScheduleCache cache;
-  Expectation before, after;
-  if (Status s =
-          Expect(old_versions, old_history, impact->window_from, impact->window_to, cache, &before);
-      !s.ok()) {
-    return s;
+  int min_offset = 0, max_offset = 0;
+  for (const auto* versions : {&old_versions, &new_versions}) {
+    for (const auto& v : *versions) {
+      auto vs = cache.Get(v);
+      if (!vs.ok()) return vs.status();
+      const int offset = (*vs)->schedule.options().date_offset_days;
+      min_offset = std::min(min_offset, offset);
+      max_offset = std::max(max_offset, offset);
+    }
   }
-  if (Status s =
-          Expect(new_versions, new_history, impact->window_from, impact->window_to, cache, &after);
-      !s.ok()) {
-    return s;
+  const days margin = kKeyMargin + days{max_offset - min_offset};
+  Expectation before, after;
+  for (auto [versions, history, out] : {std::tuple{&old_versions, &old_history, &before},
+                                        std::tuple{&new_versions, &new_history, &after}}) {
+    if (Status s =
+            Expect(*versions, *history, impact->window_from, impact->window_to, margin, cache, out);
+        !s.ok()) {
+      return s;
+    }
   }
   // The ledger's run of a key (null: none, or no ledger to ask).
   const auto find = [&](const std::string& partition, const std::string& period,
@@ -194,7 +204,9 @@ Status Compare(const std::vector<store::JobVersion>& old_versions,
     ImpactKey k = key;
     // A run may hold the key already (planned under an older version):
     // the new occurrence would then be deduplicated into it.
-    if (auto run = attach(k); !run.ok()) return run.status();
+    auto run = attach(k);
+    if (!run.ok()) return run.status();
+    k.planned = IsPlanned(*run, impact->window_from);
     impact->newly_expected.push_back(std::move(k));
   }
   for (const auto& [id, key] : before.keys) {

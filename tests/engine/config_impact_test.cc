@@ -4,6 +4,7 @@
 // new, unchanged and removed jobs.
 #include "engine/config_impact.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -158,6 +159,25 @@ TEST_F(ConfigImpactTest, DateOffsetChangeReKeysTheSameInstants) {
   // offset: the new occurrence would be deduplicated into it, so it is not new.
   EXPECT_TRUE(j.newly_expected.empty());
   EXPECT_TRUE(j.no_longer_expected.empty());
+}
+
+TEST_F(ConfigImpactTest, DateOffsetChangeByDaysDeduplicatesIntoDoneDates) {
+  auto job = testing::Job("settle", "0 9 * * *");
+  config_.jobs = {job};
+  for (int d = 25; d <= 30; ++d) Plan(At(fmt::format("2026-11-{}T08:00:00Z", d)), days{1});
+  config::Config changed = config_;
+  changed.jobs[0].date_offset_days = -3;
+  const JobImpact j = Analyze(changed, At("2026-11-30T08:00:00Z")).jobs.at(0);
+  // Each occurrence now settles three days back: the next three land on
+  // dates that already have their run (deduplicated, nothing new runs).
+  ASSERT_EQ(j.rekeyed.size(), 8u);  // 09:00 on 11-30 .. 12-07
+  EXPECT_EQ(j.rekeyed[0].from_period, "2026-11-30");
+  EXPECT_EQ(j.rekeyed[0].to_period, "2026-11-27");
+  EXPECT_TRUE(j.rekeyed[0].planned);
+  EXPECT_EQ(j.rekeyed_runs, 1);
+  // Moved by days, not gone or new: the window's edges do not invent any.
+  EXPECT_TRUE(j.no_longer_expected.empty()) << Keys("settle", j.no_longer_expected)[0];
+  EXPECT_TRUE(j.newly_expected.empty()) << Keys("settle", j.newly_expected)[0];
 }
 
 TEST_F(ConfigImpactTest, ScheduleChangeAddsAndOrphansOccurrences) {
