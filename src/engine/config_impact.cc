@@ -29,6 +29,11 @@ using OccurrenceId = std::pair<std::string, sys_seconds>;  // partition, instant
 // spread of the offsets involved is added (Compare).
 constexpr days kKeyMargin{2};
 
+// A schedule that fires every second would make a week millions of keys:
+// the window ends at the kMaxOccurrences-th occurrence of the latest
+// definitions (a week of a minutely schedule fits).
+constexpr int kMaxOccurrences = 7 * 24 * 60;
+
 // What one set of versions and partition history expects around a window.
 struct Expectation {
   std::map<KeyId, ImpactKey> keys;  // in the window, each at its first occurrence
@@ -38,7 +43,7 @@ struct Expectation {
 
 Status Expect(const std::vector<store::JobVersion>& versions,
               const std::vector<store::PartitionInterval>& history, sys_seconds from,
-              sys_seconds to, days margin, ScheduleCache& cache, Expectation* out) {
+              sys_seconds to, seconds margin, ScheduleCache& cache, Expectation* out) {
   const auto record = [&](const ExpectedOccurrence& e) -> Status {
     const bool in_window = e.occurrence.utc >= from && e.occurrence.utc <= to;
     for (const auto& partition : e.partitions) {
@@ -174,7 +179,24 @@ Status Compare(const std::vector<store::JobVersion>& old_versions,
       max_offset = std::max(max_offset, offset);
     }
   }
-  const days margin = kKeyMargin + days{max_offset - min_offset};
+  seconds margin = kKeyMargin + days{max_offset - min_offset};
+  // Ends the window early for a schedule that fires very often; the margin,
+  // there for moves of hours or days, shrinks with it.
+  for (const auto* versions : {&old_versions, &new_versions}) {
+    if (versions->empty()) continue;
+    auto vs = cache.Get(versions->back());
+    if (!vs.ok()) return vs.status();
+    const Schedule& schedule = (*vs)->schedule;
+    int n = 0;
+    for (auto occ = schedule.Next(impact->window_from - seconds{1});
+         occ && occ->utc <= impact->window_to; occ = schedule.Next(occ->utc)) {
+      if (++n == kMaxOccurrences) {
+        impact->window_to = occ->utc;
+        margin = std::min(margin, impact->window_to - impact->window_from);
+        break;
+      }
+    }
+  }
   Expectation before, after;
   for (auto [versions, history, out] : {std::tuple{&old_versions, &old_history, &before},
                                         std::tuple{&new_versions, &new_history, &after}}) {

@@ -264,5 +264,15 @@ TEST_F(ConfigImpactTest, UnchangedNewAndRemovedJobs) {
   EXPECT_EQ(impact.OrphanedRuns(), 2);
 }
 
+TEST_F(ConfigImpactTest, AScheduleThatFiresEverySecondEndsTheWindowEarly) {
+  config::Config changed;
+  changed.jobs = {testing::Job("tick", "* * * * * *")};
+  const JobImpact j = Analyze(changed, At("2026-11-30T08:00:00Z")).jobs.at(0);
+  EXPECT_EQ(j.change, JobChange::kNew);
+  // A week of minutes' worth of occurrences, not a week of seconds.
+  EXPECT_EQ(Utc(j.window_to), "2026-11-30T10:47:59Z");
+  EXPECT_EQ(j.newly_expected.size(), 7u * 24 * 60);
+}
+
 }  // namespace
 }  // namespace cronledger::engine
