@@ -99,6 +99,10 @@ void PrintJob(const engine::JobImpact& j, std::ostream& out) {
   };
   if (j.change == JobChange::kRemoved) {
     // serve neither releases nor claims the runs of a job it is not given.
+    if (j.orphaned_runs == 0) {
+      out << j.job << ": in the ledger, not in the configuration; nothing planned ahead\n";
+      return;
+    }
     out << j.job << ": not in the configuration: serve would leave its " << j.orphaned_runs
         << " planned run(s) pending, never run\n";
     PrintList(j.no_longer_expected, out, key_row("orphaned", false));

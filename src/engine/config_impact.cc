@@ -389,8 +389,12 @@ std::string_view Name(JobChange c) {
 }
 
 bool ConfigImpact::Unchanged() const {
-  return std::all_of(jobs.begin(), jobs.end(),
-                     [](const JobImpact& j) { return j.change == JobChange::kUnchanged; });
+  // A job removed long ago stays in the ledger; with nothing planned ahead,
+  // applying the configuration changes nothing for it.
+  return std::all_of(jobs.begin(), jobs.end(), [](const JobImpact& j) {
+    return j.change == JobChange::kUnchanged ||
+           (j.change == JobChange::kRemoved && j.orphaned_runs == 0);
+  });
 }
 
 int ConfigImpact::OrphanedRuns() const {

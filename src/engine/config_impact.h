@@ -103,6 +103,8 @@ struct ConfigImpact {
   store::Instant now;
   std::vector<JobImpact> jobs;  // configured jobs in config order, then removed ones by name
 
+  // Applying the configuration would change nothing: every job unchanged,
+  // or removed with no run planned ahead.
   bool Unchanged() const;
   int OrphanedRuns() const;
   int RekeyedRuns() const;

@@ -262,6 +262,16 @@ TEST_F(ConfigImpactTest, UnchangedNewAndRemovedJobs) {
                                 "retired/default/2026-11-30T18:00+00:00@2026-11-30T18:00:00Z"}));
   EXPECT_EQ(gone.orphaned_runs, 2);
   EXPECT_EQ(impact.OrphanedRuns(), 2);
+  EXPECT_FALSE(impact.Unchanged());
+
+  // Once its planned runs are behind, a removed job changes nothing more.
+  config::Config only_kept = changed;
+  only_kept.jobs = {kept};
+  const ConfigImpact later = Analyze(only_kept, At("2026-11-30T20:00:00Z"));
+  ASSERT_EQ(later.jobs.size(), 2u);
+  EXPECT_EQ(later.jobs[1].change, JobChange::kRemoved);
+  EXPECT_EQ(later.jobs[1].orphaned_runs, 0);
+  EXPECT_TRUE(later.Unchanged());
 }
 
 TEST_F(ConfigImpactTest, AScheduleThatFiresEverySecondEndsTheWindowEarly) {
