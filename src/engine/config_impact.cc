@@ -38,7 +38,8 @@ constexpr int kMaxOccurrences = 7 * 24 * 60;
 struct Expectation {
   std::map<KeyId, ImpactKey> keys;  // in the window, each at its first occurrence
   std::map<OccurrenceId, std::pair<std::string, std::string>> at;  // -> period, business date
-  std::set<KeyId> near;  // in the window widened by kKeyMargin on both sides
+  std::set<KeyId> near;                // in the window widened by the margin on both sides
+  std::map<KeyId, sys_seconds> first;  // of `near`: the occurrence that creates the run
 };
 
 Status Expect(const std::vector<store::JobVersion>& versions,
@@ -49,6 +50,7 @@ Status Expect(const std::vector<store::JobVersion>& versions,
     for (const auto& partition : e.partitions) {
       KeyId key{partition, e.period};
       out->near.insert(key);
+      out->first.try_emplace(key, e.occurrence.utc);  // in time order: the first wins
       if (!in_window) continue;
       ImpactKey k;
       k.partition = partition;
@@ -243,6 +245,14 @@ Status Compare(const std::vector<store::JobVersion>& old_versions,
   for (const auto& [occurrence, was] : before.at) {
     const auto now = after.at.find(occurrence);
     if (now == after.at.end() || now->second == was) continue;
+    // Only an occurrence that creates a run under either key matters: the
+    // later occurrences of a `date` key are deduplicated anyway, and would
+    // list every minute of a minutely schedule.
+    const auto creates = [&](const Expectation& e, const std::string& period) {
+      const auto it = e.first.find({occurrence.first, period});
+      return it != e.first.end() && it->second == occurrence.second;
+    };
+    if (!creates(before, was.first) && !creates(after, now->second.first)) continue;
     RekeyedOccurrence r;
     r.partition = occurrence.first;
     r.scheduled_at = occurrence.second;

@@ -41,6 +41,8 @@ struct ImpactKey {
 
 // One occurrence (partition and instant) both definitions expect, under
 // different keys: the work of that instant would be about another period.
+// Only occurrences that create a run under either key (the first of their
+// key) are listed; a `date` key's later ones are deduplicated anyway.
 struct RekeyedOccurrence {
   std::string partition;
   std::chrono::sys_seconds scheduled_at;

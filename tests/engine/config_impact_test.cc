@@ -180,6 +180,27 @@ TEST_F(ConfigImpactTest, DateOffsetChangeByDaysDeduplicatesIntoDoneDates) {
   EXPECT_TRUE(j.newly_expected.empty()) << Keys("settle", j.newly_expected)[0];
 }
 
+TEST_F(ConfigImpactTest, ADateKeyOnAFineScheduleListsOnlyTheOccurrencesThatCreateRuns) {
+  auto job = testing::Job("poll", "*/5 * * * *");
+  job.key = PeriodKey::kDate;  // many attempts a day, one completion
+  config_.jobs = {job};
+  Plan(At("2026-11-30T08:00:00Z"), hours{1});
+  config::Config changed = config_;
+  changed.jobs[0].timezone = "Asia/Tokyo";
+  const JobImpact j = Analyze(changed, At("2026-11-30T08:00:00Z")).jobs.at(0);
+  // Tokyo's date turns at 15:00 UTC: that occurrence now starts the next
+  // date. The other 95 of the evening's occurrences move too, but are
+  // deduplicated under either key.
+  ASSERT_EQ(j.rekeyed.size(), 7u) << Utc(j.rekeyed[1].scheduled_at);
+  for (const auto& r : j.rekeyed) {
+    EXPECT_EQ(Utc(r.scheduled_at).substr(10), "T15:00:00Z");
+    EXPECT_FALSE(r.run_id.has_value());
+  }
+  EXPECT_EQ(j.rekeyed[0].from_period, "2026-11-30");
+  EXPECT_EQ(j.rekeyed[0].to_period, "2026-12-01");
+  EXPECT_EQ(j.rekeyed_runs + j.orphaned_runs, 0);
+}
+
 TEST_F(ConfigImpactTest, ScheduleChangeAddsAndOrphansOccurrences) {
   auto job = testing::Job("sync", "0 9,18 * * *");  // twice a day: slot keys
   config_.jobs = {job};
