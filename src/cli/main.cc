@@ -82,9 +82,16 @@ int Main(int argc, char** argv) {
 
   // --- check ------------------------------------------------------------------
   std::optional<std::string> check_config;
+  CheckArgs check;
   CLI::App* check_cmd =
       app.add_subcommand("check", "Validate the configuration and list every problem");
   check_cmd->add_option("--config", check_config, kConfigHelp);
+  CLI::Option* against = check_cmd->add_flag(
+      "--against-store", check.against_store,
+      "Also show what the configuration would change in the ledger: run keys newly expected, "
+      "no longer expected, re-keyed; exit 1 when a planned run would be orphaned or re-keyed");
+  check_cmd->add_flag("--json", check.json, "With --against-store: print the impact as JSON")
+      ->needs(against);
 
   // --- serve ------------------------------------------------------------------
   std::optional<std::string> serve_config;
@@ -354,7 +361,10 @@ int Main(int argc, char** argv) {
   }
 
   if (*next_cmd) return RunNext(next, RealClock(), std::cout, std::cerr);
-  if (*check_cmd) return RunCheck({ResolveConfigPath(check_config)}, std::cout, std::cerr);
+  if (*check_cmd) {
+    check.config_path = ResolveConfigPath(check_config);
+    return RunCheck(check, RealClock(), std::cout, std::cerr);
+  }
   if (*serve_cmd) {
     serve.config_path = ResolveConfigPath(serve_config);
     return RunServe(serve, RealClock(), std::cerr);
