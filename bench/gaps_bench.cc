@@ -324,6 +324,17 @@ void EnsureLedger(bool rebuild) {
   }
 }
 
+double CpuSeconds(const rusage& ru) {
+  const auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+double SelfCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return CpuSeconds(ru);
+}
+
 int64_t VmHwmKb() {
   std::ifstream in("/proc/self/status");
   std::string line;
@@ -347,6 +358,7 @@ int ScanChild(bool include_waived) {
   const double hwm_open = static_cast<double>(VmHwmKb());
 
   const auto t1 = RealClock().Now();
+  const double cpu1 = SelfCpuSeconds();
   engine::GapScanner scanner(*store);
   Answer a;
   std::string run_key;
@@ -364,8 +376,10 @@ int ScanChild(bool include_waived) {
           "Scan");
   }
   const double scan_s = SecondsSince(t1);
+  const double scan_cpu_s = SelfCpuSeconds() - cpu1;
   nlohmann::json out = {{"open_s", open_s},
                         {"scan_s", scan_s},
+                        {"scan_cpu_s", scan_cpu_s},
                         {"hwm_start_kb", hwm_start},
                         {"hwm_open_kb", hwm_open},
                         {"hwm_kb", VmHwmKb()},
@@ -378,6 +392,7 @@ int ScanChild(bool include_waived) {
 struct ChildResult {
   int exit_code = -1;
   double wall_s = 0;
+  double cpu_s = 0;  // user + system
   int64_t maxrss_kb = 0;
 };
 
@@ -403,6 +418,7 @@ ChildResult RunChild(const std::vector<std::string>& argv, const std::string& ou
   r.wall_s = SecondsSince(t0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.maxrss_kb = ru.ru_maxrss;
+  r.cpu_s = CpuSeconds(ru);
   return r;
 }
 
@@ -428,9 +444,11 @@ void Verify(const char* what, const Answer& got, const Answer& want) {
 
 struct Series {
   std::vector<double> seconds;
+  std::vector<double> cpu_seconds;
   std::vector<double> rss_mb;
-  void Add(double s, double mb) {
+  void Add(double s, double cpu, double mb) {
     seconds.push_back(s);
+    cpu_seconds.push_back(cpu);
     rss_mb.push_back(mb);
   }
 };
@@ -467,6 +485,7 @@ int Main(int argc, char** argv) {
   if (want.keys != 1000000) Die("the generator did not make 1,000,000 keys");
 
   const std::string out_path = std::string(kDir) + "/out.json";
+  const std::string load_before = ReadFile("/proc/loadavg");
   Series inproc, inproc_waived, cli_gaps, cli_waived;
   for (int run = 0; run < runs; ++run) {
     for (bool waived : {false, true}) {
@@ -478,12 +497,14 @@ int Main(int argc, char** argv) {
       got.by_cause = j["by_cause"].get<std::map<std::string, int64_t>>();
       Verify("in-process scan", got, waived ? want_waived : want);
       const double mb = static_cast<double>(j["hwm_kb"].get<int64_t>()) / 1024.0;
-      (waived ? inproc_waived : inproc).Add(j["scan_s"].get<double>(), mb);
+      (waived ? inproc_waived : inproc)
+          .Add(j["scan_s"].get<double>(), j["scan_cpu_s"].get<double>(), mb);
       std::fprintf(stderr,
-                   "run %d in-process%s: scan %.3f s (open %.3f s), VmHWM %.1f MB (%.1f MB after "
-                   "open), ru_maxrss %.1f MB\n",
+                   "run %d in-process%s: scan %.3f s, CPU %.3f s (open %.3f s), VmHWM %.1f MB "
+                   "(%.1f MB after open), ru_maxrss %.1f MB\n",
                    run + 1, waived ? " --include-waived" : "", j["scan_s"].get<double>(),
-                   j["open_s"].get<double>(), mb, j["hwm_open_kb"].get<double>() / 1024.0,
+                   j["scan_cpu_s"].get<double>(), j["open_s"].get<double>(), mb,
+                   j["hwm_open_kb"].get<double>() / 1024.0,
                    static_cast<double>(r.maxrss_kb) / 1024.0);
     }
     for (bool waived : {false, true}) {
@@ -504,21 +525,23 @@ int Main(int argc, char** argv) {
       }
       Verify("cronledger gaps --json", got, waived ? want_waived : want);
       const double mb = static_cast<double>(r.maxrss_kb) / 1024.0;
-      (waived ? cli_waived : cli_gaps).Add(r.wall_s, mb);
-      std::fprintf(stderr, "run %d cli%s: %.3f s, ru_maxrss %.1f MB, output %.1f MB\n", run + 1,
-                   waived ? " --include-waived" : "", r.wall_s, mb,
+      (waived ? cli_waived : cli_gaps).Add(r.wall_s, r.cpu_s, mb);
+      std::fprintf(stderr, "run %d cli%s: %.3f s, CPU %.3f s, ru_maxrss %.1f MB, output %.1f MB\n",
+                   run + 1, waived ? " --include-waived" : "", r.wall_s, r.cpu_s, mb,
                    static_cast<double>(text.size()) / (1024.0 * 1024.0));
     }
   }
-  std::printf("load average after: %s", ReadFile("/proc/loadavg").c_str());
+  std::printf("load average before: %s", load_before.c_str());
+  std::printf("load average after:  %s", ReadFile("/proc/loadavg").c_str());
   std::printf("medians of %d runs (target: under 2 s, peak RSS under 100 MB)\n", runs);
-  std::printf("%-34s %10s %14s\n", "scan", "time", "peak RSS");
+  std::printf("%-42s %10s %10s %12s\n", "scan", "time", "CPU", "peak RSS");
   for (const auto& [name, s] :
        {std::pair<const char*, const Series*>{"GapScanner::Scan, all jobs", &inproc},
         {"GapScanner::Scan, include_waived", &inproc_waived},
         {"cronledger gaps --json", &cli_gaps},
         {"cronledger gaps --json --include-waived", &cli_waived}}) {
-    std::printf("%-34s %8.3f s %11.1f MB\n", name, Median(s->seconds), Median(s->rss_mb));
+    std::printf("%-42s %8.3f s %8.3f s %9.1f MB\n", name, Median(s->seconds),
+                Median(s->cpu_seconds), Median(s->rss_mb));
   }
   return 0;
 }
