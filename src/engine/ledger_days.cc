@@ -13,8 +13,7 @@ auto KeyOf(const store::RunRecord& r) {
 
 }  // namespace
 
-const store::RunRecord* LedgerDay::Find(std::string_view partition,
-                                        std::string_view period) const {
+const store::RunRecord* LedgerDay::Find(std::string_view partition, std::string_view period) const {
   const auto key = std::make_tuple(partition, period);
   const auto it = std::lower_bound(order_.begin(), order_.end(), key,
                                    [&](uint32_t i, const auto& k) { return KeyOf(runs_[i]) < k; });

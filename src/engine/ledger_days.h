@@ -30,7 +30,8 @@ class LedgerDay {
   void Index();  // sorts `order_` once all runs are in
 
   std::string date_;  // empty: unused
-  std::vector<store::RunRecord> runs_;  // [0, size_) are this date's; the rest is spare storage
+  // [0, size_) are this date's runs; the rest is spare storage.
+  std::vector<store::RunRecord> runs_;
   std::size_t size_ = 0;
   std::vector<uint32_t> order_;  // indexes of runs_ by (partition, period)
 };
