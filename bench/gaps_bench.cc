@@ -20,8 +20,9 @@
 //    loads the config and times engine::GapScanner::Scan over every job and
 //    the window; peak RSS = its VmHWM;
 //  * cli: `cronledger gaps --config ... --from ... --to ... --json` with
-//    stdout to a file, end to end (process start to exit; wall time and
-//    ru_maxrss from wait4); the same with --include-waived.
+//    stdout to a file, end to end (process start to exit; wall time, CPU
+//    and ru_maxrss from wait4, in a small launcher process of its own);
+//    the same with --include-waived.
 // Every run's answer is checked against the generator: the number of gaps
 // per cause and an order-independent checksum of (run key, cause). A wrong
 // answer fails the benchmark. Timing uses the real clock (bench code only).
@@ -397,6 +398,9 @@ struct ChildResult {
 };
 
 // Runs argv with stdout to `out_path`, timing it from fork to exit.
+// ru_maxrss counts the RSS a child had before its exec, i.e. its parent's
+// at the fork: the CLI is therefore started through a small fresh process
+// of its own (Spawn), not from this one, which grows as it parses outputs.
 ChildResult RunChild(const std::vector<std::string>& argv, const std::string& out_path) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -420,6 +424,23 @@ ChildResult RunChild(const std::vector<std::string>& argv, const std::string& ou
   r.maxrss_kb = ru.ru_maxrss;
   r.cpu_s = CpuSeconds(ru);
   return r;
+}
+
+// `--spawn OUT -- ARGV...`: runs ARGV as RunChild does, from this fresh
+// (small) process, and prints its exit code, wall and CPU time and
+// ru_maxrss as one JSON line.
+int Spawn(int argc, char** argv, int first) {
+  if (first + 2 >= argc || std::string(argv[first + 1]) != "--") Die("--spawn OUT -- ARGV...");
+  const std::string out_path = argv[first];
+  const std::vector<std::string> child(argv + first + 2, argv + argc);
+  const ChildResult r = RunChild(child, out_path);
+  std::printf("%s\n", nlohmann::json{{"exit_code", r.exit_code},
+                                     {"wall_s", r.wall_s},
+                                     {"cpu_s", r.cpu_s},
+                                     {"maxrss_kb", r.maxrss_kb}}
+                          .dump()
+                          .c_str());
+  return 0;
 }
 
 std::string ReadFile(const std::string& path) {
@@ -461,6 +482,7 @@ int Main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--scan-child") return ScanChild(false);
     if (a == "--scan-child-waived") return ScanChild(true);
+    if (a == "--spawn") return Spawn(argc, argv, i + 1);
     if (a == "--runs" && i + 1 < argc) {
       runs = std::stoi(argv[++i]);
     } else if (a == "--cli" && i + 1 < argc) {
@@ -501,17 +523,23 @@ int Main(int argc, char** argv) {
           .Add(j["scan_s"].get<double>(), j["scan_cpu_s"].get<double>(), mb);
       std::fprintf(stderr,
                    "run %d in-process%s: scan %.3f s, CPU %.3f s (open %.3f s), VmHWM %.1f MB "
-                   "(%.1f MB after open), ru_maxrss %.1f MB\n",
+                   "(%.1f MB after open)\n",
                    run + 1, waived ? " --include-waived" : "", j["scan_s"].get<double>(),
                    j["scan_cpu_s"].get<double>(), j["open_s"].get<double>(), mb,
-                   j["hwm_open_kb"].get<double>() / 1024.0,
-                   static_cast<double>(r.maxrss_kb) / 1024.0);
+                   j["hwm_open_kb"].get<double>() / 1024.0);
     }
     for (bool waived : {false, true}) {
-      std::vector<std::string> argv = {cli,    "gaps", "--config", ConfigPath(), "--from",
-                                       kFrom,  "--to", kTo,        "--json"};
+      const std::string spawn_path = std::string(kDir) + "/spawn.json";
+      std::vector<std::string> argv = {self, "--spawn", out_path, "--",    cli, "gaps", "--config",
+                                       ConfigPath(), "--from", kFrom, "--to", kTo,  "--json"};
       if (waived) argv.push_back("--include-waived");
-      const auto r = RunChild(argv, out_path);
+      if (RunChild(argv, spawn_path).exit_code != 0) Die("--spawn failed");
+      const auto spawned = nlohmann::json::parse(ReadFile(spawn_path));
+      ChildResult r;
+      r.exit_code = spawned["exit_code"].get<int>();
+      r.wall_s = spawned["wall_s"].get<double>();
+      r.cpu_s = spawned["cpu_s"].get<double>();
+      r.maxrss_kb = spawned["maxrss_kb"].get<int64_t>();
       if (r.exit_code != 1) Die(fmt::format("cronledger gaps exited {}, not 1", r.exit_code));
       const std::string text = ReadFile(out_path);
       const auto j = nlohmann::json::parse(text);
