@@ -56,7 +56,7 @@ class LedgerDaysTest : public ::testing::Test {
   static std::vector<std::string> Keys(const LedgerDay& day, const std::string& date) {
     std::vector<std::string> keys;
     for (const char* partition : {"a", "b", "c"}) {
-      for (const std::string period : {date, date + "T21"}) {
+      for (const std::string& period : {date, date + "T21"}) {
         const store::RunRecord* r = day.Find(partition, period);
         if (!r) continue;
         EXPECT_EQ(r->partition, partition);
@@ -80,13 +80,13 @@ class LedgerDaysTest : public ::testing::Test {
   std::unique_ptr<store::SqliteStore> store_;
 };
 
-using Keys = std::vector<std::string>;
+using KeyList = std::vector<std::string>;
 
 TEST_F(LedgerDaysTest, ReadsEachDateAcrossPages) {
   LedgerDays days(*store_, "j", "2026-11-01", "2026-11-10", /*page_size=*/3);
   for (int d = 1; d <= 10; ++d) {
     const std::string date = fmt::format("2026-11-{:02d}", d);
-    Keys want = {"a/" + date, "b/" + date};
+    KeyList want = {"a/" + date, "b/" + date};
     if (d == 3) want = {"a/" + date, "a/" + date + "T21", "b/" + date};
     if (d == 5) want = {};
     EXPECT_EQ(Get(days, date), want) << date;
@@ -95,27 +95,27 @@ TEST_F(LedgerDaysTest, ReadsEachDateAcrossPages) {
 
 TEST_F(LedgerDaysTest, DatesAskedForOutOfOrderAreReadAgain) {
   LedgerDays days(*store_, "j", "2026-11-01", "2026-11-10", /*page_size=*/2);
-  EXPECT_EQ(Get(days, "2026-11-02"), (Keys{"a/2026-11-02", "b/2026-11-02"}));
+  EXPECT_EQ(Get(days, "2026-11-02"), (KeyList{"a/2026-11-02", "b/2026-11-02"}));
   // Skipping ahead holds the dates passed on the way...
-  EXPECT_EQ(Get(days, "2026-11-09"), (Keys{"a/2026-11-09", "b/2026-11-09"}));
-  EXPECT_EQ(Get(days, "2026-11-07"), (Keys{"a/2026-11-07", "b/2026-11-07"}));
-  EXPECT_EQ(Get(days, "2026-11-08"), (Keys{"a/2026-11-08", "b/2026-11-08"}));
+  EXPECT_EQ(Get(days, "2026-11-09"), (KeyList{"a/2026-11-09", "b/2026-11-09"}));
+  EXPECT_EQ(Get(days, "2026-11-07"), (KeyList{"a/2026-11-07", "b/2026-11-07"}));
+  EXPECT_EQ(Get(days, "2026-11-08"), (KeyList{"a/2026-11-08", "b/2026-11-08"}));
   // ...and older ones, no longer held, are read by themselves.
   EXPECT_EQ(Get(days, "2026-11-03"),
-            (Keys{"a/2026-11-03", "a/2026-11-03T21", "b/2026-11-03"}));
-  EXPECT_EQ(Get(days, "2026-11-05"), Keys{});
-  EXPECT_EQ(Get(days, "2026-11-02"), (Keys{"a/2026-11-02", "b/2026-11-02"}));
+            (KeyList{"a/2026-11-03", "a/2026-11-03T21", "b/2026-11-03"}));
+  EXPECT_EQ(Get(days, "2026-11-05"), KeyList{});
+  EXPECT_EQ(Get(days, "2026-11-02"), (KeyList{"a/2026-11-02", "b/2026-11-02"}));
   // Reading on continues where the stream stopped.
-  EXPECT_EQ(Get(days, "2026-11-10"), (Keys{"a/2026-11-10", "b/2026-11-10"}));
-  EXPECT_EQ(Get(days, "2026-11-09"), (Keys{"a/2026-11-09", "b/2026-11-09"}));
+  EXPECT_EQ(Get(days, "2026-11-10"), (KeyList{"a/2026-11-10", "b/2026-11-10"}));
+  EXPECT_EQ(Get(days, "2026-11-09"), (KeyList{"a/2026-11-09", "b/2026-11-09"}));
 }
 
 TEST_F(LedgerDaysTest, SeesOnlyTheWindowAndTheJob) {
   LedgerDays days(*store_, "j", "2026-11-04", "2026-11-06", /*page_size=*/2);
-  EXPECT_EQ(Get(days, "2026-11-04"), (Keys{"a/2026-11-04", "b/2026-11-04"}));
-  EXPECT_EQ(Get(days, "2026-11-06"), (Keys{"a/2026-11-06", "b/2026-11-06"}));
+  EXPECT_EQ(Get(days, "2026-11-04"), (KeyList{"a/2026-11-04", "b/2026-11-04"}));
+  EXPECT_EQ(Get(days, "2026-11-06"), (KeyList{"a/2026-11-06", "b/2026-11-06"}));
   LedgerDays other(*store_, "k", "2026-11-01", "2026-11-10");
-  EXPECT_EQ(Get(other, "2026-11-04"), Keys{});
+  EXPECT_EQ(Get(other, "2026-11-04"), KeyList{});
 }
 
 }  // namespace
