@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run] [extra flags]
+# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps] [extra flags]
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
@@ -18,6 +18,10 @@
 #   effect-run          what `cronledger effect run -- true` costs over `true`,
 #                       called from a step of a real serve on loopback
 #                       (bench/effect_run_bench.sh; its own flags)
+#   gaps                a gap scan over 1,000,000 expected keys, in-process and
+#                       `cronledger gaps --json`, time and peak RSS; the first
+#                       run builds the ledger in /tmp/cronledger-bench-gaps
+#                       (bench/gaps_bench.cc; its own flags: --runs N, --rebuild)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=schedule
@@ -31,8 +35,8 @@ case $name in
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
   effect) flags=(--benchmark_repetitions=5) ;;
-  fire | idle | effect-run) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle or effect-run)" >&2; exit 2 ;;
+  fire | idle | effect-run | gaps) ;;
+  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle, effect-run or gaps)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
 if [[ $name == idle ]]; then
@@ -42,6 +46,9 @@ fi
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)" >&2
 if [[ $name == fire ]]; then
   exec "$root/build/bench/bench/fire_latency_bench" "$@"
+fi
+if [[ $name == gaps ]]; then
+  exec "$root/build/bench/bench/gaps_bench" --cli "$root/build/bench/cronledger" "$@"
 fi
 if [[ $name == effect-run ]]; then
   exec "$root/bench/effect_run_bench.sh" --binary "$root/build/bench/cronledger" "$@"

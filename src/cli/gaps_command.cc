@@ -53,10 +53,43 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     return rc;
   }
 
+  // Gaps are printed as the scan finds them, never all held: a ledger
+  // missing a whole window can have millions.
   const Clock::TimePoint now = clock.Now();
   const sys_days today = std::chrono::floor<days>(now);
   engine::GapScanner scanner(*store);
-  std::vector<engine::Gap> gaps;
+  std::size_t total = 0;
+  std::size_t unwaived = 0;
+  std::map<std::string, int> by_cause;
+  TextTable table({"RUN_KEY", "BUSINESS_DATE", "SCHEDULED_AT", "CAUSE", "RUN_ID"});
+  constexpr std::size_t kTableBlock = 1000;  // rows aligned together
+  std::string line;
+  const auto print = [&](const engine::Gap& g) {
+    if (args.json) {
+      // The items of DESIGN.md's {"gaps": [...]}, as api::Dump with indent
+      // 2 lays out the whole object.
+      const nlohmann::ordered_json item = {
+          {"run_key", g.RunKey()},
+          {"job", g.job},
+          {"partition", g.partition},
+          {"business_date", g.business_date},
+          {"scheduled_at", FormatUtc(g.scheduled_at)},
+          {"cause", g.cause},
+          {"waived", g.waived},
+          {"run_id", g.run_id ? nlohmann::ordered_json(*g.run_id) : nullptr}};
+      line = total == 0 ? "{\n  \"gaps\": [\n    " : ",\n    ";
+      for (const char c : api::Dump(item, 2)) {
+        line += c;
+        if (c == '\n') line += "    ";
+      }
+      out << line;
+    } else {
+      table.AddRow({g.RunKey(), g.business_date, FormatUtc(g.scheduled_at),
+                    g.waived ? g.cause + " (waived)" : g.cause,
+                    g.run_id ? std::to_string(*g.run_id) : ""});
+      if (table.pending_rows() >= kTableBlock) table.Flush(out);
+    }
+  };
   for (const auto* job : jobs) {
     engine::GapScanParams p;
     p.from = from.value_or(year_month_day(
@@ -65,49 +98,30 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     p.now = store::ToInstant(now);
     p.include_waived = args.include_waived;
     Status s = scanner.Scan(*job, p, [&](const engine::Gap& g) {
-      gaps.push_back(g);
+      print(g);
+      ++total;
+      if (!g.waived) ++unwaived;
+      ++by_cause[g.cause];
       return Status::Ok();
     });
     if (!s.ok()) {
+      out.flush();
       err << "cronledger gaps: job " << job->name << ": " << s.message() << "\n";
       return ExitCodeFor(s);
     }
   }
 
-  std::size_t unwaived = 0;
-  std::map<std::string, int> by_cause;
-  for (const auto& g : gaps) {
-    if (!g.waived) ++unwaived;
-    ++by_cause[g.cause];
-  }
   if (args.json) {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const auto& g : gaps) {
-      list.push_back({{"run_key", g.RunKey()},
-                      {"job", g.job},
-                      {"partition", g.partition},
-                      {"business_date", g.business_date},
-                      {"scheduled_at", FormatUtc(g.scheduled_at)},
-                      {"cause", g.cause},
-                      {"waived", g.waived},
-                      {"run_id", g.run_id ? nlohmann::ordered_json(*g.run_id) : nullptr}});
-    }
-    out << api::Dump({{"gaps", list}}, 2) << "\n";
-  } else if (gaps.empty()) {
+    out << (total == 0 ? "{\n  \"gaps\": []\n}\n" : "\n  ]\n}\n");
+  } else if (total == 0) {
     out << "no gaps\n";
   } else {
-    TextTable table({"RUN_KEY", "BUSINESS_DATE", "SCHEDULED_AT", "CAUSE", "RUN_ID"});
-    for (const auto& g : gaps) {
-      table.AddRow({g.RunKey(), g.business_date, FormatUtc(g.scheduled_at),
-                    g.waived ? g.cause + " (waived)" : g.cause,
-                    g.run_id ? std::to_string(*g.run_id) : ""});
-    }
-    table.Print(out);
+    table.Flush(out);
     std::string causes;
     for (const auto& [cause, n] : by_cause) {
       causes += fmt::format("{}{} {}", causes.empty() ? "" : ", ", n, cause);
     }
-    out << fmt::format("{} gap(s), {} waived: {}\n", unwaived, gaps.size() - unwaived, causes);
+    out << fmt::format("{} gap(s), {} waived: {}\n", unwaived, total - unwaived, causes);
   }
   return unwaived == 0 ? kExitOk : kExitFound;
 }

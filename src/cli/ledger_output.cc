@@ -126,12 +126,30 @@ void TextTable::AddRow(std::vector<std::string> row) {
 }
 
 void TextTable::Print(std::ostream& out) const {
-  const std::size_t columns = rows_.front().size();
-  std::vector<std::size_t> widths(columns, 0);
+  std::vector<std::size_t> widths(rows_.front().size(), 0);
   for (const auto& row : rows_) {
-    for (std::size_t c = 0; c < columns; ++c) widths[c] = std::max(widths[c], Width(row[c]));
+    for (std::size_t c = 0; c < widths.size(); ++c) widths[c] = std::max(widths[c], Width(row[c]));
   }
+  PrintRows(0, widths, out);
+}
+
+void TextTable::Flush(std::ostream& out) {
+  const bool first = flushed_widths_.empty();
+  flushed_widths_.resize(rows_.front().size(), 0);
   for (const auto& row : rows_) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      flushed_widths_[c] = std::max(flushed_widths_[c], Width(row[c]));
+    }
+  }
+  PrintRows(first ? 0 : 1, flushed_widths_, out);
+  rows_.resize(1);
+}
+
+void TextTable::PrintRows(std::size_t first, const std::vector<std::size_t>& widths,
+                          std::ostream& out) const {
+  const std::size_t columns = widths.size();
+  for (std::size_t r = first; r < rows_.size(); ++r) {
+    const auto& row = rows_[r];
     std::string line;
     for (std::size_t c = 0; c < columns; ++c) {
       line += row[c];

@@ -47,8 +47,20 @@ class TextTable {
   void AddRow(std::vector<std::string> row);
   void Print(std::ostream& out) const;
 
+  // Prints the rows added since the last Flush (and the header, the first
+  // time) and forgets them, so that a long listing is not held in memory.
+  // Columns are as wide as their widest cell so far: all of one block is
+  // aligned, and a wider cell in a later block widens only what follows.
+  void Flush(std::ostream& out);
+  // Rows added since the last Flush.
+  std::size_t pending_rows() const { return rows_.size() - 1; }
+
  private:
+  void PrintRows(std::size_t first, const std::vector<std::size_t>& widths,
+                 std::ostream& out) const;
+
   std::vector<std::vector<std::string>> rows_;  // rows_[0] is the header
+  std::vector<std::size_t> flushed_widths_;     // empty until the first Flush
 };
 
 // Prints `events` as a table (ID AT TYPE JOB RUN_KEY ACTOR REASON DETAILS).

@@ -36,13 +36,16 @@ Status ForEachExpected(const std::vector<store::JobVersion>& versions,
     const Schedule& schedule = (*vs)->schedule;
     const sys_seconds from = std::max(after, v_begin - seconds{1});
     const sys_seconds to = std::min(until, v_end - seconds{1});
+    // One occurrence object for the whole walk: its strings and partition
+    // list keep their storage from one occurrence to the next.
+    ExpectedOccurrence e;
+    e.version = &versions[i];
+    e.schedule = &schedule;
     for (auto occ = schedule.Next(from); occ && occ->utc <= to; occ = schedule.Next(occ->utc)) {
-      ExpectedOccurrence e;
-      e.version = &versions[i];
-      e.schedule = &schedule;
       e.occurrence = *occ;
       e.period = schedule.Period(*occ, (*vs)->key);
       e.business_date = FormatDate(schedule.BusinessDate(*occ));
+      e.partitions.clear();
       for (const auto& interval : history) {
         if (ActiveAt(interval, occ->utc)) e.partitions.push_back(interval.partition);
       }

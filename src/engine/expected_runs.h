@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,13 +31,15 @@ class ScheduleCache {
 };
 
 // One expected occurrence: a run key per partition active at its instant.
+// Valid during the call it is passed to (one object is reused for all).
 struct ExpectedOccurrence {
   const store::JobVersion* version = nullptr;
   const Schedule* schedule = nullptr;
   Occurrence occurrence;
   std::string period;
-  std::string business_date;            // YYYY-MM-DD
-  std::vector<std::string> partitions;  // in the order of the history
+  std::string business_date;  // YYYY-MM-DD
+  // In the order of the history; views of its partition names.
+  std::vector<std::string_view> partitions;
 };
 
 // Calls `fn` for every occurrence in (after, until] of the version in force

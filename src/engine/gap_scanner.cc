@@ -1,10 +1,11 @@
 #include "engine/gap_scanner.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
-#include <map>
+#include <optional>
+#include <string_view>
 
+#include "engine/ledger_days.h"
 #include "ledger/names.h"
 
 namespace cronledger::engine {
@@ -15,13 +16,10 @@ using std::chrono::seconds;
 using std::chrono::sys_days;
 using std::chrono::sys_seconds;
 
-// The ledger's runs of one job and business date, by (partition, period).
-using DayIndex = std::map<std::pair<std::string, std::string>, store::RunRecord>;
-
 // Why a due key whose run is `run` is a gap or waived; empty when it is
 // neither (succeeded, or in flight and not stuck).
-std::pair<std::string, bool> Classify(const store::RunRecord& run, sys_seconds now,
-                                      seconds max_lag) {
+std::pair<std::string_view, bool> Classify(const store::RunRecord& run, sys_seconds now,
+                                           seconds max_lag) {
   using ledger::RunState;
   switch (run.state) {
     case RunState::kSucceeded: return {"", false};
@@ -41,11 +39,11 @@ std::pair<std::string, bool> Classify(const store::RunRecord& run, sys_seconds n
     }
     case RunState::kSkipped:
       if (!run.reason || *run.reason == ledger::SkipReason::kMisfired) return {"misfired", false};
-      return {std::string(ledger::Name(*run.reason)), true};
+      return {ledger::Name(*run.reason), true};
     case RunState::kCancelled: return {"cancelled", true};
     case RunState::kFailed:
     case RunState::kUnknown:
-    case RunState::kAwaitingApproval: return {std::string(ledger::Name(run.state)), false};
+    case RunState::kAwaitingApproval: return {ledger::Name(run.state), false};
   }
   return {"", false};
 }
@@ -56,14 +54,14 @@ Status GapScanner::Scan(const config::JobConfig& job, const GapScanParams& p,
                         const std::function<Status(const Gap&)>& report) {
   GapScanParams due_only = p;
   due_only.include_not_due = false;
+  Gap gap;  // reused: most keys are not gaps, and gaps keep its storage
+  gap.job = job.name;
   return ForEachKey(job, due_only, [&](const ExpectedKey& k) -> Status {
     if (k.cause.empty() || (k.waived && !p.include_waived)) return Status::Ok();
-    Gap gap;
     static_cast<KeyAt&>(gap) = k;
-    gap.job = job.name;
     gap.cause = k.cause;
     gap.waived = k.waived;
-    if (k.run) gap.run_id = k.run->id;
+    gap.run_id = k.run ? std::optional<int64_t>(k.run->id) : std::nullopt;
     return report(gap);
   });
 }
@@ -97,45 +95,34 @@ Status GapScanner::ForEachKey(const config::JobConfig& job, const GapScanParams&
   const std::string from = FormatDate(p.from);
   const std::string to = FormatDate(p.to);
 
-  // Business dates only ever step back by a day (a DST change at midnight),
-  // so a few loaded days are enough.
-  std::map<std::string, DayIndex> loaded;
-  const auto day = [&](const std::string& date) -> Result<const DayIndex*> {
-    auto it = loaded.find(date);
-    if (it != loaded.end()) return &it->second;
-    store::RunQuery q;
-    q.job = job.name;
-    q.business_date = date;
-    q.limit = INT_MAX;
-    auto runs = store_.RunList(q);
-    if (!runs.ok()) return runs.status();
-    DayIndex index;
-    for (auto& r : *runs) index.emplace(std::make_pair(r.partition, r.period), std::move(r));
-    while (loaded.size() >= 4) loaded.erase(loaded.begin());
-    return &loaded.emplace(date, std::move(index)).first->second;
-  };
-
+  // The ledger side is read once, in business-date order, as the expected
+  // keys reach each date; one key object serves every key.
+  LedgerDays ledger(store_, job.name, from, to);
+  ExpectedKey key;
   return ForEachExpected(
       *versions, *history, after, until, schedules_,
       [&](const ExpectedOccurrence& e) -> Status {
         if (e.business_date < from || e.business_date > to) return Status::Ok();
-        auto runs = day(e.business_date);
+        auto runs = ledger.Get(e.business_date);
         if (!runs.ok()) return runs.status();
-        for (const auto& partition : e.partitions) {
-          ExpectedKey key;
-          key.partition = partition;
-          key.period = e.period;
-          key.business_date = e.business_date;
-          key.scheduled_at = e.occurrence.utc;
-          key.job_version = e.version->version;
-          key.local_time = FormatLocal(e.occurrence);
-          key.due = e.occurrence.utc <= now;
-          const auto it = (*runs)->find({partition, e.period});
-          if (it != (*runs)->end()) key.run = &it->second;
-          if (key.due && !key.run) {
-            key.cause = "never_planned";
-          } else if (key.due) {
-            std::tie(key.cause, key.waived) = Classify(*key.run, now, job.alert.max_lag);
+        key.period = e.period;
+        key.business_date = e.business_date;
+        key.scheduled_at = e.occurrence.utc;
+        key.job_version = e.version->version;
+        key.local_time = FormatLocal(e.occurrence);
+        key.due = e.occurrence.utc <= now;
+        for (const std::string_view partition : e.partitions) {
+          key.partition.assign(partition);
+          key.run = (*runs)->Find(partition, e.period);
+          key.waived = false;
+          if (!key.due) {
+            key.cause.clear();
+          } else if (!key.run) {
+            key.cause.assign("never_planned");
+          } else {
+            const auto [cause, waived] = Classify(*key.run, now, job.alert.max_lag);
+            key.cause.assign(cause);
+            key.waived = waived;
           }
           if (Status s = fn(key); !s.ok()) return s;
         }

@@ -250,7 +250,7 @@ Status Planner::PlanJob(const config::JobConfig& job, const std::string& definit
         o.job_version = e.version->version;
         o.tzdata = tzdata;
         for (const auto& partition : e.partitions) {
-          o.runs.push_back({partition, e.period, e.business_date});
+          o.runs.push_back({std::string(partition), e.period, e.business_date});
         }
         batch_runs += static_cast<int>(o.runs.size()) + 1;
         batch.push_back(std::move(o));

@@ -432,6 +432,54 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
   EXPECT_NE(r.err.find("(pending, run "), std::string::npos) << r.err;
 }
 
+// Gaps are printed as they are found: the JSON item by item, the table in
+// aligned blocks of 1,000 rows under one header.
+TEST_F(GapsCli, PrintsManyGapsInTheSameShape) {
+  std::string partitions;
+  for (int i = 0; i < 500; ++i) {
+    const std::string n = std::to_string(i);
+    partitions += (i ? ", \"p" : "\"p") + std::string(3 - n.size(), '0') + n + "\"";
+  }
+  config_path_ = dir_.Write("cronledger.toml", R"([server]
+listen = "127.0.0.1:0"
+store = "sqlite:ledger.db"
+
+[[job]]
+name = "report"
+schedule = "0 9 * * *"
+timezone = "UTC"
+partitions = [)" + partitions + R"(]
+
+  [[job.step]]
+  name = "send"
+  command = ["/bin/true"]
+)");
+  PlanThreeDays();
+  Sql("DELETE FROM runs");
+
+  auto r = Gaps({"--from", "2026-11-01", "--to", "2026-11-03", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const Json gaps = Json::parse(r.out)["gaps"];
+  ASSERT_EQ(gaps.size(), 1500u);
+  EXPECT_EQ(gaps[0]["run_key"], "report/p000/2026-11-01");
+  EXPECT_EQ(gaps[1499]["run_key"], "report/p499/2026-11-03");
+  EXPECT_EQ(r.out, Json::parse(r.out).dump(2) + "\n");  // the layout of one whole document
+
+  r = Gaps({"--from", "2026-11-01", "--to", "2026-11-03"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1) {
+    lines.push_back(r.out.substr(at, nl - at));
+  }
+  ASSERT_EQ(lines.size(), 1502u) << r.out.substr(0, 500);
+  const std::size_t date_column = lines[0].find("BUSINESS_DATE");
+  ASSERT_NE(date_column, std::string::npos) << lines[0];
+  for (std::size_t i = 1; i <= 1500; ++i) {
+    ASSERT_EQ(lines[i].find("  2026-11-0"), date_column - 2) << i << ": " << lines[i];
+  }
+  EXPECT_EQ(lines[1501], "1500 gap(s), 0 waived: 1500 never_planned");
+}
+
 TEST_F(GapsCli, BadArgumentsExitTwoAndAMissingLedgerThree) {
   auto r = Gaps({"--from", "2026-02-30"});
   EXPECT_EQ(r.exit_code, 2);

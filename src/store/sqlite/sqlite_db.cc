@@ -79,6 +79,12 @@ std::string Stmt::Text(int col) const {
                          static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
            : std::string();
 }
+std::string_view Stmt::TextView(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  return p ? std::string_view(reinterpret_cast<const char*>(p),
+                              static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+           : std::string_view();
+}
 bool Stmt::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
 std::optional<int64_t> Stmt::OptInt(int col) const {
   if (IsNull(col)) return std::nullopt;

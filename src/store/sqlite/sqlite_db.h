@@ -53,6 +53,8 @@ class Stmt {
 
   int64_t Int(int col) const;
   std::string Text(int col) const;
+  // The column's text, valid until the next Step or column call.
+  std::string_view TextView(int col) const;
   bool IsNull(int col) const;
   std::optional<int64_t> OptInt(int col) const;
 

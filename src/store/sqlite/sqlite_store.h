@@ -59,6 +59,7 @@ class SqliteStore final : public Store {
 
   Result<std::vector<RunRecord>> RunList(const RunQuery& q) override;
   Result<RunRecord> RunGet(int64_t id) override;
+  Status RunListByDate(const RunDateQuery& q, std::vector<RunRecord>* page) override;
   Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) override;
 
   Status EventAppend(const EventRecord& e) override;

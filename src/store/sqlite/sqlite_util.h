@@ -44,22 +44,27 @@ inline constexpr const char* kRunColumns =
     "id, job, partition, period, business_date, scheduled_at, state, reason, released, "
     "misfire_exempt, attempts, job_version, created_at, updated_at";
 
+// Reads a row of kRunColumns into `r`, reusing its strings' storage.
+inline void AssignRunFromRow(const Stmt& s, RunRecord* r) {
+  r->id = s.Int(0);
+  r->job.assign(s.TextView(1));
+  r->partition.assign(s.TextView(2));
+  r->period.assign(s.TextView(3));
+  r->business_date.assign(s.TextView(4));
+  r->scheduled_at = SecondsFromMs(s.Int(5));
+  r->state = ledger::ParseRunState(s.TextView(6)).value_or(ledger::RunState::kPending);
+  r->reason = s.IsNull(7) ? std::nullopt : ledger::ParseSkipReason(s.TextView(7));
+  r->released = s.Int(8) != 0;
+  r->misfire_exempt = s.Int(9) != 0;
+  r->attempts = static_cast<int>(s.Int(10));
+  r->job_version = static_cast<int>(s.Int(11));
+  r->created_at = FromMs(s.Int(12));
+  r->updated_at = FromMs(s.Int(13));
+}
+
 inline RunRecord RunFromRow(const Stmt& s) {
   RunRecord r;
-  r.id = s.Int(0);
-  r.job = s.Text(1);
-  r.partition = s.Text(2);
-  r.period = s.Text(3);
-  r.business_date = s.Text(4);
-  r.scheduled_at = SecondsFromMs(s.Int(5));
-  r.state = ledger::ParseRunState(s.Text(6)).value_or(ledger::RunState::kPending);
-  if (!s.IsNull(7)) r.reason = ledger::ParseSkipReason(s.Text(7));
-  r.released = s.Int(8) != 0;
-  r.misfire_exempt = s.Int(9) != 0;
-  r.attempts = static_cast<int>(s.Int(10));
-  r.job_version = static_cast<int>(s.Int(11));
-  r.created_at = FromMs(s.Int(12));
-  r.updated_at = FromMs(s.Int(13));
+  AssignRunFromRow(s, &r);
   return r;
 }
 
