@@ -14,7 +14,6 @@
 namespace cronledger::cli {
 namespace {
 
-using std::chrono::days;
 using std::chrono::sys_days;
 using std::chrono::year_month_day;
 
@@ -53,26 +52,17 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     return rc;
   }
 
-  const Clock::TimePoint now = clock.Now();
-  const sys_days today = std::chrono::floor<days>(now);
-  engine::GapScanner scanner(*store);
-  std::vector<engine::Gap> gaps;
-  for (const auto* job : jobs) {
-    engine::GapScanParams p;
-    p.from = from.value_or(year_month_day(
-        std::chrono::floor<days>(now - job->backfill.horizon)));
-    p.to = to.value_or(year_month_day(today + days{1}));
-    p.now = store::ToInstant(now);
-    p.include_waived = args.include_waived;
-    Status s = scanner.Scan(*job, p, [&](const engine::Gap& g) {
-      gaps.push_back(g);
-      return Status::Ok();
-    });
-    if (!s.ok()) {
-      err << "cronledger gaps: job " << job->name << ": " << s.message() << "\n";
-      return ExitCodeFor(s);
-    }
+  api::GapQuery query;
+  query.jobs = std::move(jobs);
+  query.from = from;
+  query.to = to;
+  query.include_waived = args.include_waived;
+  auto scanned = api::ScanGaps(*store, query, store::ToInstant(clock.Now()));
+  if (!scanned.ok()) {
+    err << "cronledger gaps: " << scanned.status().message() << "\n";
+    return ExitCodeFor(scanned.status());
   }
+  const std::vector<engine::Gap>& gaps = *scanned;
 
   std::size_t unwaived = 0;
   std::map<std::string, int> by_cause;
@@ -82,16 +72,7 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
   }
   if (args.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const auto& g : gaps) {
-      list.push_back({{"run_key", g.RunKey()},
-                      {"job", g.job},
-                      {"partition", g.partition},
-                      {"business_date", g.business_date},
-                      {"scheduled_at", FormatUtc(g.scheduled_at)},
-                      {"cause", g.cause},
-                      {"waived", g.waived},
-                      {"run_id", g.run_id ? nlohmann::ordered_json(*g.run_id) : nullptr}});
-    }
+    for (const auto& g : gaps) list.push_back(api::GapJson(g));
     out << api::Dump({{"gaps", list}}, 2) << "\n";
   } else if (gaps.empty()) {
     out << "no gaps\n";
