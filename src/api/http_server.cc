@@ -66,6 +66,12 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
       Send(*answer, res);
       return;
     }
+    if (operators_ != nullptr) {
+      if (auto answer = operators_->Handle(request)) {
+        Send(*answer, res);
+        return;
+      }
+    }
     Send(Error(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)), res);
   };
   server_->Get(".*", route);
@@ -118,8 +124,9 @@ Status HttpServer::Bind(const std::string& listen) {
   return Status::Ok();
 }
 
-void HttpServer::Serve(const AttemptApi& attempts) {
+void HttpServer::Serve(const AttemptApi& attempts, const OperatorApi* operators) {
   attempts_ = &attempts;
+  operators_ = operators;
   server_->set_payload_max_length(attempts.MaxBodyBytes());
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // stop() before the loop runs would be lost, and join would wait forever.
