@@ -151,6 +151,19 @@ Answer Get(int port, const std::string& path, const std::string& token,
   return a;
 }
 
+// Where the seeding planner left the watermark (the last leap day's pass).
+constexpr const char* kSeededThrough = "2024-02-29T09:00:30Z";
+
+// A document without the jobs' `planned_through`, which serve's planner
+// may move between two reads.
+Json Stable(Json doc) {
+  if (doc.contains("jobs")) {
+    for (auto& j : doc["jobs"]) j.erase("planned_through");
+  }
+  if (doc.is_object()) doc.erase("planned_through");
+  return doc;
+}
+
 // ---- the shared ledger and serve, with the three tokens ----------------------------------------
 
 class OperatorApi : public ::testing::Test {
@@ -164,6 +177,17 @@ class OperatorApi : public ::testing::Test {
     setenv("CL_TEST_WORKER", kWorkerSecret, 1);
     serve_ = new ServeProcess(config_, dir_->File("serve.log"));
     port_ = StartServe(*serve_, dir_->File("serve.log"));
+    // serve's first planner pass moves the watermark (nothing is due before
+    // 2028): wait for it, so that it does not move under a test.
+    const bool planned =
+        port_ > 0 && WaitFor(
+                         [] {
+                           const Answer a = Read("/v1/jobs/report");
+                           return a.status != 200 || a.body["planned_through"] != kSeededThrough;
+                         },
+                         600);
+    if (!planned)
+      ADD_FAILURE() << "serve never planned; its log:\n" << ReadFile(dir_->File("serve.log"));
   }
   static void TearDownTestSuite() {
     delete serve_;
@@ -308,7 +332,7 @@ TEST_F(OperatorApi, ReadAndOperateTokensReadEveryRouteAndOthersAreRefused) {
     EXPECT_EQ(read.status, 200) << read.text;
     const Answer operate = Get(port_, path, kOperateSecret);
     EXPECT_EQ(operate.status, 200) << operate.text;
-    EXPECT_EQ(operate.body, read.body);
+    EXPECT_EQ(Stable(operate.body), Stable(read.body));
 
     const Answer worker = Get(port_, path, kWorkerSecret);
     EXPECT_EQ(worker.status, 403);
@@ -369,7 +393,7 @@ TEST_F(OperatorApi, OtherMethodsOnReadRoutesAre405AfterAuthentication) {
 TEST_F(OperatorApi, JobsAnswerTheStatusShapeOfTheCommandLine) {
   const Answer jobs = Read("/v1/jobs");
   ASSERT_EQ(jobs.status, 200) << jobs.text;
-  EXPECT_EQ(jobs.body, Cli({"status"}));
+  EXPECT_EQ(Stable(jobs.body), Stable(Cli({"status"})));
   ASSERT_EQ(jobs.body["jobs"].size(), 1u);
   const Json& job = jobs.body["jobs"][0];
   std::vector<std::string> fields;
@@ -397,7 +421,7 @@ TEST_F(OperatorApi, JobsAnswerTheStatusShapeOfTheCommandLine) {
 
   const Answer one = Read("/v1/jobs/report");
   ASSERT_EQ(one.status, 200);
-  EXPECT_EQ(one.body, job);
+  EXPECT_EQ(Stable(one.body), Stable(job));
 
   const Answer missing = Read("/v1/jobs/nightly");
   EXPECT_EQ(missing.status, 404);

@@ -732,9 +732,9 @@ TEST(ConfigProblems, EveryProblemIsReportedInFileOrder) {
                 "c.toml:1: colour: unknown key",
                 "c.toml:3: server.store: PostgreSQL stores arrive in a later release; use "
                 "sqlite:FILE",
-                "c.toml:4: server.listen: host \"0.0.0.0\" is not a loopback address; this "
-                "release has no authentication yet, so it listens only on 127.x.x.x, ::1 or "
-                "localhost",
+                "c.toml:4: server.listen: host \"0.0.0.0\" is not a loopback address: "
+                "listening beyond this machine needs [[auth.token]] entries; without them serve "
+                "listens only on 127.x.x.x, ::1 or localhost",
                 "c.toml:8: job[a].timezone: unknown timezone \"Asia/Seol\"; did you mean "
                 "\"Asia/Seoul\" or \"Asia/Oral\"?",
                 "c.toml:9: job[a].misfire_grace: \"2 hours\" contains a space; write e.g. "
