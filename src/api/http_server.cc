@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,7 +24,13 @@ ApiRequest FromHttplib(const httplib::Request& req) {
   ApiRequest r;
   r.method = req.method;
   r.path = req.path;
-  for (const auto& [name, value] : req.params) r.query[name] = value;
+  for (const auto& [name, value] : req.params) {
+    if (!r.query.emplace(name, value).second &&
+        std::find(r.repeated_query.begin(), r.repeated_query.end(), name) ==
+            r.repeated_query.end()) {
+      r.repeated_query.push_back(name);
+    }
+  }
   r.authorization = req.get_header_value("Authorization");
   r.body = req.body;
   return r;

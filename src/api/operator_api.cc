@@ -80,6 +80,10 @@ class Query {
  public:
   Query(const ApiRequest& request, std::initializer_list<std::string_view> known)
       : request_(request) {
+    if (!request.repeated_query.empty()) {
+      Fail(fmt::format("query parameter {} is given more than once; give it once",
+                       Shown(request.repeated_query.front())));
+    }
     for (const auto& [name, _] : request.query) {
       if (std::find(known.begin(), known.end(), name) != known.end()) continue;
       std::string list;

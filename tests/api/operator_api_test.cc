@@ -623,6 +623,9 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
       {"/v1/runs?sort=id", 400,
        "unknown query parameter \"sort\"; GET /v1/runs takes job, state, date, partition, "
        "cursor, limit"},
+      {"/v1/runs?limit=1&limit=2", 400,
+       "query parameter \"limit\" is given more than once; give it once"},
+      {"/v1/events?job=report&job=nightly", 400, "query parameter \"job\" is given more than once"},
       {"/v1/runs/abc", 400, "the run id in the path must be a positive integer, got \"abc\""},
       {"/v1/runs/0", 400, "the run id in the path must be a positive integer, got \"0\""},
       {"/v1/runs/999999", 404, "no run with id 999999"},
@@ -661,10 +664,10 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.path);
     const Answer a = Read(c.path);
-    EXPECT_EQ(a.status, c.status) << a.text;
-    EXPECT_EQ(a.body["error"], c.status == 404 ? "not_found" : "invalid_request") << a.text;
-    ASSERT_TRUE(a.body["message"].is_string()) << a.text;
-    EXPECT_EQ(a.body["message"].get<std::string>().rfind(c.message, 0), 0u) << a.text;
+    ASSERT_EQ(a.status, c.status) << a.text;
+    EXPECT_EQ(a.body.value("error", ""), c.status == 404 ? "not_found" : "invalid_request")
+        << a.text;
+    EXPECT_EQ(a.body.value("message", "").rfind(c.message, 0), 0u) << a.text;
     EXPECT_EQ(a.body.size(), 2u) << a.text;
   }
 }
