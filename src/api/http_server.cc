@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,7 +24,13 @@ ApiRequest FromHttplib(const httplib::Request& req) {
   ApiRequest r;
   r.method = req.method;
   r.path = req.path;
-  for (const auto& [name, value] : req.params) r.query[name] = value;
+  for (const auto& [name, value] : req.params) {
+    if (!r.query.emplace(name, value).second &&
+        std::find(r.repeated_query.begin(), r.repeated_query.end(), name) ==
+            r.repeated_query.end()) {
+      r.repeated_query.push_back(name);
+    }
+  }
   r.authorization = req.get_header_value("Authorization");
   r.body = req.body;
   return r;
@@ -65,6 +72,12 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
     if (auto answer = attempts_->Handle(request)) {
       Send(*answer, res);
       return;
+    }
+    if (operators_ != nullptr) {
+      if (auto answer = operators_->Handle(request)) {
+        Send(*answer, res);
+        return;
+      }
     }
     Send(Error(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)), res);
   };
@@ -118,8 +131,9 @@ Status HttpServer::Bind(const std::string& listen) {
   return Status::Ok();
 }
 
-void HttpServer::Serve(const AttemptApi& attempts) {
+void HttpServer::Serve(const AttemptApi& attempts, const OperatorApi* operators) {
   attempts_ = &attempts;
+  operators_ = operators;
   server_->set_payload_max_length(attempts.MaxBodyBytes());
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // stop() before the loop runs would be lost, and join would wait forever.

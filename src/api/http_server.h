@@ -1,6 +1,6 @@
 // The HTTP server of `serve` (cpp-httplib): routes requests to the API's
-// handlers on its own threads. Loopback only until authentication exists
-// (config: server.listen).
+// handlers on its own threads: GET /healthz, the step endpoints
+// (AttemptApi), the operator routes (OperatorApi).
 #ifndef CRONLEDGER_API_HTTP_SERVER_H_
 #define CRONLEDGER_API_HTTP_SERVER_H_
 
@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "api/attempt_api.h"
+#include "api/operator_api.h"
 #include "cronledger/status.h"
 
 namespace httplib {
@@ -30,8 +31,9 @@ class HttpServer {
   // kUnavailable naming the address when it cannot. Then port() and url()
   // are known (the node id may use them), and Serve starts answering.
   Status Bind(const std::string& listen);
-  // Serves on a thread of its own; `attempts` must outlive it.
-  void Serve(const AttemptApi& attempts);
+  // Serves on a thread of its own; the APIs must outlive it. Without
+  // `operators` only /healthz and the step endpoints are served.
+  void Serve(const AttemptApi& attempts, const OperatorApi* operators = nullptr);
   // Stops accepting, finishes the requests in progress and joins.
   void Stop();
 
@@ -41,6 +43,7 @@ class HttpServer {
 
  private:
   const AttemptApi* attempts_ = nullptr;
+  const OperatorApi* operators_ = nullptr;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -19,6 +19,9 @@ struct ApiRequest {
   std::string method;  // "GET", "POST", "PUT"
   std::string path;    // "/v1/effects/begin", without the query
   std::map<std::string, std::string> query;
+  // Query parameters given more than once (`query` keeps one value):
+  // routes refuse them rather than pick one.
+  std::vector<std::string> repeated_query;
   std::string authorization;  // the Authorization header, "" when absent
   std::string body;
 };

@@ -14,7 +14,6 @@
 namespace cronledger::cli {
 namespace {
 
-using std::chrono::days;
 using std::chrono::sys_days;
 using std::chrono::year_month_day;
 
@@ -55,9 +54,6 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
 
   // Gaps are printed as the scan finds them, never all held: a ledger
   // missing a whole window can have millions.
-  const Clock::TimePoint now = clock.Now();
-  const sys_days today = std::chrono::floor<days>(now);
-  engine::GapScanner scanner(*store);
   std::size_t total = 0;
   std::size_t unwaived = 0;
   std::map<std::string, int> by_cause;
@@ -68,15 +64,7 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     if (args.json) {
       // The items of DESIGN.md's {"gaps": [...]}, as api::Dump with indent
       // 2 lays out the whole object.
-      const nlohmann::ordered_json item = {
-          {"run_key", g.RunKey()},
-          {"job", g.job},
-          {"partition", g.partition},
-          {"business_date", g.business_date},
-          {"scheduled_at", FormatUtc(g.scheduled_at)},
-          {"cause", g.cause},
-          {"waived", g.waived},
-          {"run_id", g.run_id ? nlohmann::ordered_json(*g.run_id) : nullptr}};
+      const nlohmann::ordered_json item = api::GapJson(g);
       line = total == 0 ? "{\n  \"gaps\": [\n    " : ",\n    ";
       for (const char c : api::Dump(item, 2)) {
         line += c;
@@ -90,25 +78,23 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
       if (table.pending_rows() >= kTableBlock) table.Flush(out);
     }
   };
-  for (const auto* job : jobs) {
-    engine::GapScanParams p;
-    p.from = from.value_or(year_month_day(
-        std::chrono::floor<days>(now - job->backfill.horizon)));
-    p.to = to.value_or(year_month_day(today + days{1}));
-    p.now = store::ToInstant(now);
-    p.include_waived = args.include_waived;
-    Status s = scanner.Scan(*job, p, [&](const engine::Gap& g) {
-      print(g);
-      ++total;
-      if (!g.waived) ++unwaived;
-      ++by_cause[g.cause];
-      return Status::Ok();
-    });
-    if (!s.ok()) {
-      out.flush();
-      err << "cronledger gaps: job " << job->name << ": " << s.message() << "\n";
-      return ExitCodeFor(s);
-    }
+  api::GapQuery query;
+  query.jobs = std::move(jobs);
+  query.from = from;
+  query.to = to;
+  query.include_waived = args.include_waived;
+  Status s = api::ForEachGap(*store, query, store::ToInstant(clock.Now()),
+                             [&](const engine::Gap& g) {
+                               print(g);
+                               ++total;
+                               if (!g.waived) ++unwaived;
+                               ++by_cause[g.cause];
+                               return Status::Ok();
+                             });
+  if (!s.ok()) {
+    out.flush();
+    err << "cronledger gaps: " << s.message() << "\n";
+    return ExitCodeFor(s);
   }
 
   if (args.json) {

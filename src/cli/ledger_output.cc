@@ -1,16 +1,11 @@
 #include "cli/ledger_output.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "cli/exit_codes.h"
-#include "cronledger/schedule.h"
-#include "ledger/names.h"
 
 namespace cronledger::cli {
 namespace {
-
-using nlohmann::ordered_json;
 
 // Display width of UTF-8 text: its code points (continuation bytes don't count).
 std::size_t Width(std::string_view text) {
@@ -30,80 +25,6 @@ std::string Cell(std::string text) {
 }
 
 }  // namespace
-
-std::optional<std::chrono::year_month_day> ParseBusinessDate(const std::string& text) {
-  if (text.size() != 10 || text[4] != '-' || text[7] != '-') return std::nullopt;
-  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
-    if (text[i] < '0' || text[i] > '9') return std::nullopt;
-  }
-  const std::chrono::year_month_day d{
-      std::chrono::year{std::stoi(text.substr(0, 4))},
-      std::chrono::month{static_cast<unsigned>(std::stoi(text.substr(5, 2)))},
-      std::chrono::day{static_cast<unsigned>(std::stoi(text.substr(8, 2)))}};
-  if (!d.ok()) return std::nullopt;
-  return d;
-}
-
-ordered_json RunJson(const store::RunRecord& run, const std::vector<store::StepState>& steps) {
-  ordered_json j;
-  j["id"] = run.id;
-  j["run_key"] = run.RunKey();
-  j["job"] = run.job;
-  j["partition"] = run.partition;
-  j["period"] = run.period;
-  j["business_date"] = run.business_date;
-  j["scheduled_at"] = FormatUtc(run.scheduled_at);
-  j["state"] = std::string(ledger::Name(run.state));
-  j["reason"] =
-      run.reason ? ordered_json(std::string(ledger::Name(*run.reason))) : ordered_json(nullptr);
-  j["attempts"] = run.attempts;
-  ordered_json list = ordered_json::array();
-  for (const auto& step : steps) list.push_back({{"name", step.name}, {"state", step.state}});
-  j["steps"] = std::move(list);
-  return j;
-}
-
-ordered_json AttemptJson(const store::AttemptRecord& a) {
-  ordered_json j;
-  j["number"] = a.number;
-  j["fencing_token"] = a.token;
-  j["node"] = a.node;
-  j["started_at"] = FormatInstant(a.started_at);
-  j["ended_at"] = a.ended_at ? ordered_json(FormatInstant(*a.ended_at)) : ordered_json(nullptr);
-  j["end_class"] = StringOrNull(a.end_class);
-  j["exit_status"] = a.exit_status ? ordered_json(*a.exit_status) : ordered_json(nullptr);
-  j["log_path"] = StringOrNull(a.log_path);
-  j["step"] = StringOrNull(a.step);
-  if (a.ended_at) {
-    j["duration_seconds"] =
-        std::chrono::duration_cast<std::chrono::seconds>(*a.ended_at - a.started_at).count();
-  }
-  j["output_tail"] = StringOrNull(a.output_tail);
-  j["action_event_id"] =
-      a.action_event_id ? ordered_json(*a.action_event_id) : ordered_json(nullptr);
-  return j;
-}
-
-ordered_json EventJson(const store::EventRecord& event) {
-  ordered_json j;
-  j["id"] = event.id;
-  j["at"] = FormatInstant(event.at);
-  j["type"] = event.type;
-  j["job"] = StringOrNull(event.job);
-  j["run_id"] = event.run_id ? ordered_json(*event.run_id) : ordered_json(nullptr);
-  j["run_key"] = StringOrNull(event.run_key);
-  j["actor"] = event.actor;
-  j["reason"] = StringOrNull(event.reason);
-  // Stored as a JSON object; a value that does not parse (never written by
-  // cronledger) is shown as the text it is rather than dropped.
-  auto details = ordered_json::parse(event.details, nullptr, /*allow_exceptions=*/false);
-  if (details.is_discarded()) {
-    j["details"] = event.details;
-  } else {
-    j["details"] = std::move(details);
-  }
-  return j;
-}
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {

@@ -1,5 +1,6 @@
-// What the ledger commands print: the JSON shapes of DESIGN.md for runs and
-// events, and aligned text tables. Shared by `runs`, `events` and `status`.
+// What the ledger commands print: aligned text tables, and the JSON shapes
+// of DESIGN.md, which are built in api/ledger_json.h for the command line
+// and the HTTP API alike. Shared by `runs`, `events`, `status` and the rest.
 #ifndef CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 #define CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 
@@ -12,28 +13,18 @@
 #include <vector>
 
 #include "api/json_shapes.h"
+#include "api/ledger_json.h"
 #include "cronledger/status.h"
 #include "store/store.h"
 
 namespace cronledger::cli {
 
+using api::AttemptJson;
+using api::EventJson;
 using api::FormatInstant;
+using api::ParseBusinessDate;
+using api::RunJson;
 using api::StringOrNull;
-
-// DESIGN.md `runs` item: id, run_key, job, partition, period, business_date,
-// scheduled_at, state, reason (null unless skipped), attempts, steps.
-nlohmann::ordered_json RunJson(const store::RunRecord& run,
-                               const std::vector<store::StepState>& steps = {});
-
-// An attempt in the `attempt_list` shape of DESIGN.md.
-nlohmann::ordered_json AttemptJson(const store::AttemptRecord& attempt);
-
-// DESIGN.md `events` item: id, at, type, job, run_id, run_key, actor,
-// reason, details (the stored JSON object; empty texts and absent ids null).
-nlohmann::ordered_json EventJson(const store::EventRecord& event);
-
-// A real calendar date written YYYY-MM-DD (a business date), or nullopt.
-std::optional<std::chrono::year_month_day> ParseBusinessDate(const std::string& text);
 
 // The exit code for a failed store operation: 1 when the ledger's state
 // refused it (conflict, not found), 2 for an invalid argument, else 3.

@@ -24,69 +24,22 @@ int Usage(std::ostream& err, const std::string& message) {
   return kExitUsage;
 }
 
-// Whether a `started` effect is in doubt: the attempt that started it no
-// longer runs (docs/effects.md; tokens are never reissued).
-Result<bool> InDoubt(store::Store& store, const store::EffectRecord& e) {
-  if (e.state != ledger::EffectState::kStarted) return false;
-  auto starter = store.RunGet(e.run_id);
-  if (!starter.ok()) return starter.status();
-  if (starter->state != ledger::RunState::kRunning) return true;
-  auto attempts = store.AttemptList(e.run_id);
-  if (!attempts.ok()) return attempts.status();
-  for (const auto& a : *attempts) {
-    if (a.token == e.started_token && !a.ended_at) return false;
-  }
-  return true;
-}
-
 int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::ostream& err) {
-  auto run = store.RunGet(id);
-  if (!run.ok()) {
-    err << "cronledger runs: " << run.status().message() << "\n";
-    return ExitCodeFor(run.status());
-  }
-  store::EventQuery q;
-  q.run_id = id;
-  q.limit = static_cast<int>(kRunsMaxLimit);
-  auto events = store.EventList(q);
-  if (!events.ok()) {
-    err << "cronledger runs: " << events.status().message() << "\n";
-    return ExitCodeFor(events.status());
-  }
-  auto steps = store.StepList(id);
-  auto attempts = store.AttemptList(id);
-  auto effects = store.EffectList(id);
-  for (const Status& s : {steps.status(), attempts.status(), effects.status()}) {
-    if (!s.ok()) {
-      err << "cronledger runs: " << s.message() << "\n";
-      return ExitCodeFor(s);
-    }
-  }
-  std::vector<bool> in_doubt;
-  for (const auto& e : *effects) {
-    auto d = InDoubt(store, e);
-    if (!d.ok()) {
-      err << "cronledger runs: " << d.status().message() << "\n";
-      return ExitCodeFor(d.status());
-    }
-    in_doubt.push_back(*d);
+  auto detail = api::LoadRunDetail(store, id, static_cast<int>(kRunsMaxLimit));
+  if (!detail.ok()) {
+    err << "cronledger runs: " << detail.status().message() << "\n";
+    return ExitCodeFor(detail.status());
   }
   if (json) {
-    ordered_json j = RunJson(*run, *steps);
-    ordered_json attempt_list = ordered_json::array();
-    for (const auto& a : *attempts) attempt_list.push_back(AttemptJson(a));
-    j["attempt_list"] = std::move(attempt_list);
-    ordered_json effect_list = ordered_json::array();
-    for (std::size_t i = 0; i < effects->size(); ++i) {
-      effect_list.push_back(api::EffectJson((*effects)[i], in_doubt[i]));
-    }
-    j["effects"] = std::move(effect_list);
-    ordered_json list = ordered_json::array();
-    for (const auto& e : *events) list.push_back(EventJson(e));
-    j["events"] = std::move(list);
-    out << api::Dump(j, 2) << "\n";
+    out << api::Dump(api::RunDetailJson(*detail), 2) << "\n";
     return kExitOk;
   }
+  const store::RunRecord* run = &detail->run;
+  const auto* steps = &detail->steps;
+  const auto* attempts = &detail->attempts;
+  const auto* effects = &detail->effects;
+  const auto* events = &detail->events;
+  const std::vector<bool>& in_doubt = detail->in_doubt;
   const std::string reason = run->reason ? std::string(ledger::Name(*run->reason)) : "-";
   out << fmt::format("run {}  {}\n", run->id, run->RunKey());
   out << fmt::format("  job            {}\n", run->job);

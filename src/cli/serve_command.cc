@@ -4,13 +4,20 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <optional>
 #include <thread>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <spdlog/spdlog.h>
 
 #include "api/attempt_api.h"
+#include "api/auth.h"
 #include "api/credential.h"
 #include "api/http_server.h"
+#include "api/operator_api.h"
 #include "cli/context.h"
 #include "common/logging.h"
 #include "cli/exit_codes.h"
@@ -48,6 +55,33 @@ void LogStanding(const config::Config& config, store::Store& store, Clock::TimeP
   }
 }
 
+// The operator API's tokens: the [[auth.token]] secrets from the
+// environment, or else the local operator token (created at the first start).
+int LoadApiTokens(const config::Config& config, std::vector<api::ApiToken>* tokens,
+                  std::optional<api::LocalToken>* local, std::ostream& err) {
+  if (config.auth.tokens.empty()) {
+    auto token = api::LoadOrCreateLocalToken(config.dir);
+    if (!token.ok()) {
+      err << "cronledger serve: " << token.status().message() << "\n";
+      return kExitUsage;
+    }
+    tokens->push_back({"local", config::TokenRole::kOperate, token->secret});
+    *local = std::move(*token);
+    return kExitOk;
+  }
+  auto secrets = config::ResolveTokenSecrets(config, [](const char* name) {
+    return static_cast<const char*>(std::getenv(name));
+  });
+  if (auto* errors = std::get_if<config::ConfigErrors>(&secrets)) {
+    for (const auto& p : errors->problems) err << "cronledger serve: " << p.ToString() << "\n";
+    return kExitUsage;
+  }
+  for (const auto& s : std::get<std::vector<config::TokenSecret>>(secrets)) {
+    tokens->push_back({s.token->name, s.token->role, s.secret});
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
@@ -60,20 +94,19 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     return rc;
   }
   if (args.listen) {
-    // The same rule as server.listen in the file: loopback only for now.
-    const std::string text = "[server]\nstore = \"sqlite:x\"\nlisten = \"" + *args.listen +
-                             "\"\n";
-    auto checked = config::ParseConfig(text, "--listen");
-    if (auto* errors = std::get_if<config::ConfigErrors>(&checked)) {
-      for (const auto& p : errors->problems) {
-        if (p.key == "server.listen") {
-          err << "cronledger serve: --listen: " << p.message << "\n";
-          return kExitUsage;
-        }
-      }
+    // The rule of server.listen in the file: loopback only without tokens.
+    const std::string problem = config::ListenProblem(*args.listen, !config.auth.tokens.empty());
+    if (!problem.empty()) {
+      err << "cronledger serve: --listen: " << problem << "\n";
+      return kExitUsage;
     }
     config.server.listen = *args.listen;
   }
+  std::vector<api::ApiToken> tokens;
+  std::optional<api::LocalToken> local_token;
+  if (int rc = LoadApiTokens(config, &tokens, &local_token, err); rc != kExitOk) return rc;
+  const api::TokenAuthenticator authenticator(std::move(tokens));
+
   // Bound before anything else starts, so that a taken port fails fast and
   // port 0 ("any free port") is known for the node id and the steps.
   api::HttpServer http(static_cast<std::size_t>(config.server.max_workers) + 4);
@@ -130,8 +163,23 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   // Steps' effect writes join the in-process handlers' group commits.
   api::AttemptApi attempt_api(*store, dispatcher.effect_writer(), clock, credentials,
                               {.node = node_id, .output_cap = config.server.output_cap});
-  http.Serve(attempt_api);
+  api::OperatorApi operator_api(config, *store, clock, authenticator, credentials);
+  http.Serve(attempt_api, &operator_api);
   spdlog::info("serve: API listening on {}", http.url());
+  if (local_token) {
+    // Never the token itself: logs are read by more people than the file.
+    spdlog::info(
+        "serve: no [[auth.token]] configured: the operator token is in {} ({}); dashboard at "
+        "{}/ (its one-time login link comes with the dashboard)",
+        local_token->path, local_token->created ? "created now, mode 0600" : "as before",
+        http.url());
+  } else {
+    std::string names;
+    for (const auto& t : config.auth.tokens) {
+      names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", t.name, api::RoleName(t.role));
+    }
+    spdlog::info("serve: API tokens: {}", names);
+  }
   dispatcher.Start();
 
   engine::GapWatch gap_watch(config, *store);

@@ -14,38 +14,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// The `status` item of DESIGN.md, keys in the contract's order, then the
-// extra fields.
-ordered_json JobJson(const engine::JobStatus& s) {
-  ordered_json j;
-  j["name"] = s.name;
-  j["state"] = s.state;
-  j["last_success_at"] = StringOrNull(s.last_success_at);
-  j["last_success_business_date"] = StringOrNull(s.last_success_business_date);
-  j["business_date"] = StringOrNull(s.business_date);
-  j["expected"] = s.expected;
-  j["succeeded"] = s.succeeded;
-  j["failed"] = s.failed;
-  j["unknown"] = s.unknown;
-  j["waived"] = s.waived;
-  j["in_progress"] = s.in_progress;
-  j["missing"] = s.missing;
-  j["lag_seconds"] = s.lag_seconds;
-  j["next_at"] = StringOrNull(s.next_at);
-  ordered_json steps = ordered_json::object();
-  for (const auto& [name, counts] : s.steps) {
-    ordered_json c = ordered_json::object();
-    for (const auto& [state, n] : counts) c[state] = n;
-    steps[name] = std::move(c);
-  }
-  j["steps"] = std::move(steps);
-  j["planned_through"] = StringOrNull(s.planned_through);
-  j["in_flight"] = s.in_flight;
-  j["expired_leases"] = s.expired_leases;
-  j["unknown_runs"] = s.unknown_total;
-  return j;
-}
-
 // 0s, 45s, 12m05s, 3h07m, 2d04h.
 std::string FormatLag(int64_t seconds) {
   if (seconds < 60) return fmt::format("{}s", seconds);
@@ -71,7 +39,7 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
 
   if (args.json) {
     ordered_json jobs = ordered_json::array();
-    for (const auto& s : report->jobs) jobs.push_back(JobJson(s));
+    for (const auto& s : report->jobs) jobs.push_back(api::JobStatusJson(s));
     ordered_json doc;
     doc["jobs"] = std::move(jobs);
     out << api::Dump(doc, 2) << "\n";

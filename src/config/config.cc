@@ -317,6 +317,8 @@ CRONLEDGER_APPLY_TABLE(StepConfig);
 CRONLEDGER_APPLY_TABLE(BackfillConfig);
 CRONLEDGER_APPLY_TABLE(AlertConfig);
 CRONLEDGER_APPLY_TABLE(RetryConfig);
+CRONLEDGER_APPLY_TABLE(AuthConfig);
+CRONLEDGER_APPLY_TABLE(TokenConfig);
 #undef CRONLEDGER_APPLY_TABLE
 
 namespace {
@@ -383,6 +385,7 @@ std::variant<Config, ConfigErrors> ParseConfig(std::string_view text, const std:
     return ConfigErrors{reporter.Take()};
   }
   internal::ApplyTable<Config>(root, internal::RootKeys(), {}, "", "", reporter, config);
+  internal::CheckAcrossSections(root, reporter, config);
   if (!reporter.empty()) return ConfigErrors{reporter.Take()};
   return config;
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -123,10 +124,29 @@ struct JobConfig {
   }
 };
 
+// What an API token may do (docs/api.md, authentication): `read` the
+// operator routes; `operate`, read and the operator actions; `worker`, only
+// the external-worker routes.
+enum class TokenRole { kRead, kOperate, kWorker };
+
+// One [[auth.token]] entry. The secret itself is never in the file: it is
+// read from the environment variable `secret_env` when serve starts.
+struct TokenConfig {
+  std::string name;
+  TokenRole role = TokenRole::kRead;
+  std::string secret_env;
+  int line = 0;  // where the [[auth.token]] starts, for messages
+};
+
+struct AuthConfig {
+  std::vector<TokenConfig> tokens;  // none: serve makes a local operator token
+};
+
 struct Config {
   std::string path;  // the file as given
   std::string dir;   // its folder, absolute; relative paths resolve here
   ServerConfig server;
+  AuthConfig auth;
   std::vector<JobConfig> jobs;
 
   const JobConfig* FindJob(std::string_view name) const {
@@ -159,10 +179,29 @@ std::variant<Config, ConfigErrors> LoadConfig(const std::string& path);
 // decides the folder relative paths resolve against.
 std::variant<Config, ConfigErrors> ParseConfig(std::string_view text, const std::string& path);
 
+// A token's secret read from its environment variable.
+struct TokenSecret {
+  const TokenConfig* token = nullptr;  // in config.auth.tokens
+  std::string secret;
+};
+
+// Reads the secret of every [[auth.token]] through `getenv` (std::getenv in
+// serve). A variable that is unset or empty, a secret shorter than 16 bytes
+// and two tokens with the same secret are problems naming the entry; the
+// messages never contain a secret.
+std::variant<std::vector<TokenSecret>, ConfigErrors> ResolveTokenSecrets(
+    const Config& config, const std::function<const char*(const char*)>& getenv);
+
+// Why `listen` (host:port) cannot be listened on, "" when it can: a
+// malformed address, or a host that is not loopback while no tokens are
+// configured (`tokens_configured`).
+std::string ListenProblem(std::string_view listen, bool tokens_configured);
+
 // One accepted key, as documented in docs/config.md: the same table drives
 // parsing, the messages and this list (a test compares it with the docs).
-// `section` is "" (top level), "server", "job", "job.backfill", "job.alert",
-// "job.retry" or "job.step"; `default_value` is "required" for a required key.
+// `section` is "" (top level), "server", "auth", "auth.token", "job",
+// "job.backfill", "job.alert", "job.retry" or "job.step"; `default_value` is
+// "required" for a required key.
 struct KeyDoc {
   std::string section;
   std::string key;

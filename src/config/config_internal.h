@@ -165,9 +165,22 @@ extern template void ApplyTable<RetryConfig>(const toml::table&,
                                              std::span<const std::string_view>, std::string_view,
                                              const std::string&, Reporter&, RetryConfig&);
 
-// The top-level keys ([server], [[job]]); defined in config_keys.cc with
-// every table below them.
+extern template void ApplyTable<AuthConfig>(const toml::table&,
+                                            std::span<const KeySpec<AuthConfig>>,
+                                            std::span<const std::string_view>, std::string_view,
+                                            const std::string&, Reporter&, AuthConfig&);
+extern template void ApplyTable<TokenConfig>(const toml::table&,
+                                             std::span<const KeySpec<TokenConfig>>,
+                                             std::span<const std::string_view>, std::string_view,
+                                             const std::string&, Reporter&, TokenConfig&);
+
+// The top-level keys ([server], [auth], [[job]]); defined in config_keys.cc
+// with every table below them.
 std::span<const KeySpec<Config>> RootKeys();
+
+// Checks that need keys of several sections (a non-loopback listen address
+// needs tokens); run once every table is applied.
+void CheckAcrossSections(const toml::table& root, Reporter& reporter, const Config& config);
 
 }  // namespace cronledger::config::internal
 

@@ -141,29 +141,27 @@ void ApplyStore(const Value& v, const Site& site, ServerConfig& s) {
       "sqlite:" + (std::filesystem::path(site.reporter.dir()) / file).lexically_normal().string();
 }
 
-// host:port with a loopback host; IPv6 in brackets.
-void ApplyListen(const Value& v, const Site& site, ServerConfig& s) {
-  const std::string& text = v.text;
-  std::string host;
+// Why `text` is not host:port (IPv6 in brackets), "" when it is; the host
+// without brackets in `host`.
+std::string ListenSyntaxProblem(const std::string& text, std::string* host) {
   std::string port;
   if (text.starts_with("[")) {
     const std::size_t close = text.find("]:");
     if (close == std::string::npos) {
-      return site.Error(fmt::format("{} is not host:port; e.g. \"[::1]:8377\"", Quote(text)));
+      return fmt::format("{} is not host:port; e.g. \"[::1]:8377\"", Quote(text));
     }
-    host = text.substr(1, close - 1);
+    *host = text.substr(1, close - 1);
     port = text.substr(close + 2);
   } else {
     const std::size_t colon = text.rfind(':');
     if (colon == std::string::npos) {
-      return site.Error(
-          fmt::format("{} has no port; use host:port, e.g. \"127.0.0.1:8377\"", Quote(text)));
+      return fmt::format("{} has no port; use host:port, e.g. \"127.0.0.1:8377\"", Quote(text));
     }
-    host = text.substr(0, colon);
+    *host = text.substr(0, colon);
     port = text.substr(colon + 1);
-    if (host.find(':') != std::string::npos) {
-      return site.Error(
-          fmt::format("{}: write an IPv6 address in brackets, e.g. \"[::1]:8377\"", Quote(text)));
+    if (host->find(':') != std::string::npos) {
+      return fmt::format("{}: write an IPv6 address in brackets, e.g. \"[::1]:8377\"",
+                         Quote(text));
     }
   }
   const bool port_ok =
@@ -171,22 +169,27 @@ void ApplyListen(const Value& v, const Site& site, ServerConfig& s) {
       std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
       std::stoi(port) <= 65535;
   if (!port_ok) {
-    return site.Error(
-        fmt::format("port {} must be a number from 0 (any free port) to 65535", Quote(port)));
+    return fmt::format("port {} must be a number from 0 (any free port) to 65535", Quote(port));
   }
+  return "";
+}
+
+bool IsLoopbackHost(const std::string& host) {
   in_addr v4{};
   in6_addr v6{};
-  const bool loopback =
-      host == "localhost" ||
-      (inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127) ||
-      (inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6));
-  if (!loopback) {
-    return site.Error(
-        fmt::format("host {} is not a loopback address; this release has no "
-                    "authentication yet, so it listens only on 127.x.x.x, ::1 or localhost",
-                    Quote(host)));
+  return host == "localhost" ||
+         (inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127) ||
+         (inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6));
+}
+
+// host:port, IPv6 in brackets. Whether a non-loopback host is allowed
+// depends on [[auth.token]]: CheckAcrossSections decides.
+void ApplyListen(const Value& v, const Site& site, ServerConfig& s) {
+  std::string host;
+  if (std::string problem = ListenSyntaxProblem(v.text, &host); !problem.empty()) {
+    return site.Error(std::move(problem));
   }
-  s.listen = text;
+  s.listen = v.text;
 }
 
 // ---- environment variable names ---------------------------------------------------
@@ -409,7 +412,7 @@ const KeySpec<ServerConfig> kServerKeys[] = {
      ApplyStore},
     {"listen", Kind::kString, "string: host:port", "127.0.0.1:8377",
      "Address of the HTTP API, which steps reach as `CRONLEDGER_API`. Loopback hosts only "
-     "(127.x.x.x, [::1], localhost) until authentication exists. Port 0 takes any free port; "
+     "(127.x.x.x, [::1], localhost) unless [[auth.token]] entries exist. Port 0 takes any free port; "
      "`serve` logs the address it got. A port already in use stops `serve` at start (exit 2).",
      ApplyListen},
     {"node_id", Kind::kString, "string", "host name and listen port",
@@ -757,6 +760,72 @@ void ApplyJobs(const Value&, const Site& site, Config& config) {
   }
 }
 
+// ---- [[auth.token]] -----------------------------------------------------------------
+
+constexpr std::string_view kRoleChoices[] = {"read", "operate", "worker"};
+constexpr TokenRole kRoles[] = {TokenRole::kRead, TokenRole::kOperate, TokenRole::kWorker};
+
+// Any variable name the process environment can hold (CRONLEDGER_ names
+// too: nothing passes it on to steps).
+void ApplySecretEnv(const Value& v, const Site& site, TokenConfig& t) {
+  const auto word = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  if (v.text.empty() || (v.text[0] >= '0' && v.text[0] <= '9') ||
+      !std::all_of(v.text.begin(), v.text.end(), word)) {
+    return site.Error(fmt::format(
+        "{} is not a variable name: use A-Z a-z 0-9 _, not starting with a digit (the secret "
+        "itself goes in that environment variable, never in this file)",
+        Quote(v.text)));
+  }
+  t.secret_env = v.text;
+}
+
+const KeySpec<TokenConfig> kTokenKeys[] = {
+    {"name", Kind::kString, "string: 1-64 of A-Z a-z 0-9 . _ -", "required",
+     "Unique across tokens; names the caller in logs.", SetName<&TokenConfig::name>},
+    {"role", Kind::kChoice, "", "required",
+     "read: the GET routes; operate: read and the operator actions; worker: only the "
+     "external-worker routes.",
+     SetChoice<&TokenConfig::role, kRoles>, 0, 0, kRoleChoices},
+    {"secret_env", Kind::kString, "string: variable name", "required",
+     "The environment variable of serve that holds the secret (at least 16 bytes); the secret "
+     "is never written in the config, the ledger or a log.",
+     ApplySecretEnv},
+};
+
+void ApplyTokens(const Value&, const Site& site, AuthConfig& auth) {
+  std::size_t n = 0;
+  for (const toml::node& node : *site.node.as_array()) {
+    const toml::table& table = *node.as_table();
+    const std::string path = Label(table, site.path, ++n);
+    TokenConfig token;
+    token.line = LineOf(table);
+    ApplyTable<TokenConfig>(table, kTokenKeys, {}, "auth.token", path, site.reporter, token);
+    for (const TokenConfig& earlier : auth.tokens) {
+      if (!token.name.empty() && earlier.name == token.name) {
+        site.reporter.Add(LineOf(*table.get("name")), path + ".name",
+                          fmt::format("duplicate token name {} (first defined at line {})",
+                                      Quote(token.name), earlier.line));
+      }
+      if (!token.secret_env.empty() && earlier.secret_env == token.secret_env) {
+        site.reporter.Add(
+            LineOf(*table.get("secret_env")), path + ".secret_env",
+            fmt::format("{} is also the secret of token {}: each token needs its own secret",
+                        Quote(token.secret_env), Quote(earlier.name)));
+      }
+    }
+    auth.tokens.push_back(std::move(token));
+  }
+}
+
+const KeySpec<AuthConfig> kAuthKeys[] = {
+    {"token", Kind::kTableArray, "[[auth.token]] tables", "none",
+     "The API's bearer tokens; without any, serve makes one operator token in cronledger.token "
+     "beside the config file and listens only on loopback.",
+     ApplyTokens},
+};
+
 const KeySpec<Config> kRootKeys[] = {
     {"server", Kind::kTable, "[server] table", "required",
      "The process: store, listen address, workers, logs.",
@@ -767,6 +836,12 @@ const KeySpec<Config> kRootKeys[] = {
      }},
     {"job", Kind::kTableArray, "[[job]] tables", "none", "The jobs; a config may have none.",
      ApplyJobs},
+    {"auth", Kind::kTable, "[auth] table", "none",
+     "Who may call the HTTP API: the [[auth.token]] entries.",
+     +[](const Value&, const Site& site, Config& c) {
+       ApplyTable<AuthConfig>(*site.node.as_table(), kAuthKeys, {}, "auth", site.path,
+                              site.reporter, c.auth);
+     }},
 };
 
 template <typename T>
@@ -782,13 +857,82 @@ void AddDocs(std::string_view section, std::span<const KeySpec<T>> specs,
 
 std::span<const KeySpec<Config>> RootKeys() { return kRootKeys; }
 
+void CheckAcrossSections(const toml::table& root, Reporter& reporter, const Config& config) {
+  const toml::node* listen = root.at_path("server.listen").node();
+  if (listen == nullptr || !listen->is_string()) return;
+  // A malformed address was reported by ApplyListen already.
+  std::string host;
+  const std::string text = listen->as_string()->get();
+  if (!ListenSyntaxProblem(text, &host).empty()) return;
+  if (std::string problem = ListenProblem(text, !config.auth.tokens.empty()); !problem.empty()) {
+    reporter.Add(LineOf(*listen), "server.listen", std::move(problem));
+  }
+}
+
 }  // namespace internal
+
+std::string ListenProblem(std::string_view listen, bool tokens_configured) {
+  std::string host;
+  const std::string text(listen);
+  if (std::string problem = internal::ListenSyntaxProblem(text, &host); !problem.empty()) {
+    return problem;
+  }
+  if (tokens_configured || internal::IsLoopbackHost(host)) return "";
+  return fmt::format(
+      "host {} is not a loopback address: listening beyond this machine needs [[auth.token]] "
+      "entries; without them serve listens only on 127.x.x.x, ::1 or localhost",
+      internal::Quote(host));
+}
+
+std::variant<std::vector<TokenSecret>, ConfigErrors> ResolveTokenSecrets(
+    const Config& config, const std::function<const char*(const char*)>& getenv) {
+  constexpr std::size_t kMinSecretBytes = 16;
+  std::vector<ConfigProblem> problems;
+  std::vector<TokenSecret> out;
+  for (const TokenConfig& t : config.auth.tokens) {
+    const std::string key = fmt::format("auth.token[{}].secret_env", t.name);
+    const char* value = getenv(t.secret_env.c_str());
+    if (value == nullptr || *value == '\0') {
+      problems.push_back({config.path, t.line, key,
+                          fmt::format("environment variable {} is {}: it must hold the secret of "
+                                      "token {}",
+                                      internal::Quote(t.secret_env),
+                                      value == nullptr ? "not set" : "empty",
+                                      internal::Quote(t.name))});
+      continue;
+    }
+    const std::string secret(value);
+    if (secret.size() < kMinSecretBytes) {
+      problems.push_back(
+          {config.path, t.line, key,
+           fmt::format("the secret in {} is {} bytes; use at least {} (e.g. `openssl rand -hex "
+                       "32`)",
+                       internal::Quote(t.secret_env), secret.size(), kMinSecretBytes)});
+      continue;
+    }
+    for (const TokenSecret& earlier : out) {
+      if (earlier.secret == secret) {
+        problems.push_back({config.path, t.line, key,
+                            fmt::format("{} holds the same secret as {} (token {}): each token "
+                                        "needs its own secret",
+                                        internal::Quote(t.secret_env),
+                                        internal::Quote(earlier.token->secret_env),
+                                        internal::Quote(earlier.token->name))});
+      }
+    }
+    out.push_back({&t, secret});
+  }
+  if (!problems.empty()) return ConfigErrors{std::move(problems)};
+  return out;
+}
 
 std::vector<KeyDoc> DocumentedKeys() {
   using namespace internal;  // NOLINT(build/namespaces): the tables
   std::vector<KeyDoc> out;
   AddDocs<Config>("", kRootKeys, out);
   AddDocs<ServerConfig>("server", kServerKeys, out);
+  AddDocs<AuthConfig>("auth", kAuthKeys, out);
+  AddDocs<TokenConfig>("auth.token", kTokenKeys, out);
   AddDocs<JobConfig>("job", kJobKeys, out);
   AddDocs<BackfillConfig>("job.backfill", kBackfillKeys, out);
   AddDocs<AlertConfig>("job.alert", kAlertKeys, out);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -404,9 +405,9 @@ TEST(ConfigProblems, ListenMustBeLoopbackWithAPort) {
     EXPECT_EQ(listen(ok), Lines{}) << ok;
   }
   EXPECT_EQ(listen("0.0.0.0:8377"),
-            (Lines{"c.toml:3: server.listen: host \"0.0.0.0\" is not a loopback address; this "
-                   "release has no authentication yet, so it listens only on 127.x.x.x, ::1 or "
-                   "localhost"}));
+            (Lines{"c.toml:3: server.listen: host \"0.0.0.0\" is not a loopback address: "
+                   "listening beyond this machine needs [[auth.token]] entries; without them "
+                   "serve listens only on 127.x.x.x, ::1 or localhost"}));
   EXPECT_EQ(listen("example.com:80").size(), 1u);
   EXPECT_EQ(listen("[::]:80").size(), 1u);
   EXPECT_EQ(listen("127.0.0.1"),
@@ -419,6 +420,125 @@ TEST(ConfigProblems, ListenMustBeLoopbackWithAPort) {
   EXPECT_EQ(listen("::1:80"),
             (Lines{"c.toml:3: server.listen: \"::1:80\": write an IPv6 address in brackets, e.g. "
                    "\"[::1]:8377\""}));
+}
+
+// ---- [[auth.token]] -------------------------------------------------------------------------
+
+// kServer, then the [[auth.token]] tables of `tokens` (line 3 on).
+std::string WithTokens(const std::string& tokens) { return std::string(kServer) + tokens; }
+
+constexpr const char* kTwoTokens =
+    "[[auth.token]]\n"              // 3
+    "name = \"dash\"\n"             // 4
+    "role = \"read\"\n"             // 5
+    "secret_env = \"CL_DASH\"\n"    // 6
+    "[[auth.token]]\n"              // 7
+    "name = \"oncall\"\n"           // 8
+    "role = \"operate\"\n"          // 9
+    "secret_env = \"CL_ONCALL\"\n";  // 10
+
+TEST(ConfigAuth, TokensAreReadWithTheirRolesAndNoSecret) {
+  const Config none = MustParse(kServer);
+  EXPECT_TRUE(none.auth.tokens.empty());
+  const Config c = MustParse(WithTokens(kTwoTokens) +
+                             "[[auth.token]]\nname = \"w1\"\nrole = \"worker\"\n"
+                             "secret_env = \"CRONLEDGER_W1\"\n");
+  ASSERT_EQ(c.auth.tokens.size(), 3u);
+  EXPECT_EQ(c.auth.tokens[0].name, "dash");
+  EXPECT_EQ(c.auth.tokens[0].role, TokenRole::kRead);
+  EXPECT_EQ(c.auth.tokens[0].secret_env, "CL_DASH");
+  EXPECT_EQ(c.auth.tokens[0].line, 3);
+  EXPECT_EQ(c.auth.tokens[1].role, TokenRole::kOperate);
+  EXPECT_EQ(c.auth.tokens[2].role, TokenRole::kWorker);
+  EXPECT_EQ(c.auth.tokens[2].secret_env, "CRONLEDGER_W1");
+}
+
+TEST(ConfigAuth, EachMistakeInATokenIsNamed) {
+  EXPECT_EQ(Problems(WithTokens("[[auth.token]]\n")),
+            (Lines{"c.toml:3: auth.token[1].name: required key is missing",
+                   "c.toml:3: auth.token[1].role: required key is missing",
+                   "c.toml:3: auth.token[1].secret_env: required key is missing"}));
+  EXPECT_EQ(Problems(WithTokens("[[auth.token]]\nname = \"a\"\nrole = \"admin\"\n"
+                                "secret_env = \"X_1\"\n")),
+            (Lines{"c.toml:5: auth.token[a].role: \"admin\" is not allowed; use \"read\", "
+                   "\"operate\" or \"worker\""}));
+  EXPECT_EQ(Problems(WithTokens("[[auth.token]]\nname = \"a\"\nrole = \"read\"\n"
+                                "secret_env = \"s3cr3t-value!\"\n")),
+            (Lines{"c.toml:6: auth.token[a].secret_env: \"s3cr3t-value!\" is not a variable "
+                   "name: use A-Z a-z 0-9 _, not starting with a digit (the secret itself goes in "
+                   "that environment variable, never in this file)"}));
+  EXPECT_EQ(Problems(WithTokens("[[auth.token]]\nname = \"a\"\nrole = \"read\"\n"
+                                "secret_env = \"X\"\nsecret = \"abc\"\n")),
+            (Lines{"c.toml:7: auth.token[a].secret: unknown key"}));
+  EXPECT_EQ(Problems(WithTokens("[auth]\ntokens = []\n")),
+            (Lines{"c.toml:4: auth.tokens: unknown key; did you mean \"token\"?"}));
+}
+
+TEST(ConfigAuth, NamesAndSecretVariablesAreUnique) {
+  EXPECT_EQ(Problems(WithTokens(std::string(kTwoTokens) +
+                                "[[auth.token]]\nname = \"dash\"\nrole = \"read\"\n"
+                                "secret_env = \"CL_ONCALL\"\n")),
+            (Lines{"c.toml:12: auth.token[dash].name: duplicate token name \"dash\" (first "
+                   "defined at line 3)",
+                   "c.toml:14: auth.token[dash].secret_env: \"CL_ONCALL\" is also the secret of "
+                   "token \"oncall\": each token needs its own secret"}));
+}
+
+TEST(ConfigAuth, ANonLoopbackListenNeedsTokens) {
+  const std::string wide = "[server]\nstore = \"sqlite:cl.db\"\nlisten = \"0.0.0.0:8377\"\n";
+  EXPECT_EQ(Problems(wide).size(), 1u);
+  const Config c = MustParse(wide + kTwoTokens);
+  EXPECT_EQ(c.server.listen, "0.0.0.0:8377");
+  EXPECT_EQ(ListenProblem("0.0.0.0:1", true), "");
+  EXPECT_EQ(ListenProblem("127.0.0.1:1", false), "");
+  EXPECT_EQ(ListenProblem("[::]:1", false),
+            "host \"::\" is not a loopback address: listening beyond this machine needs "
+            "[[auth.token]] entries; without them serve listens only on 127.x.x.x, ::1 or "
+            "localhost");
+  EXPECT_EQ(ListenProblem("10.0.0.1", true),
+            "\"10.0.0.1\" has no port; use host:port, e.g. \"127.0.0.1:8377\"");
+}
+
+TEST(ConfigAuth, SecretsComeFromTheEnvironmentAndAreNeverInMessages) {
+  const Config c = MustParse(WithTokens(kTwoTokens), "c.toml");
+  std::map<std::string, std::string> env = {{"CL_DASH", "dash-secret-0123456789"},
+                                            {"CL_ONCALL", "oncall-secret-0123456789"}};
+  const auto lookup = [&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  auto ok = ResolveTokenSecrets(c, lookup);
+  ASSERT_TRUE(std::holds_alternative<std::vector<TokenSecret>>(ok));
+  const auto& secrets = std::get<std::vector<TokenSecret>>(ok);
+  ASSERT_EQ(secrets.size(), 2u);
+  EXPECT_EQ(secrets[0].token->name, "dash");
+  EXPECT_EQ(secrets[0].secret, "dash-secret-0123456789");
+  EXPECT_EQ(secrets[1].token->name, "oncall");
+
+  const auto problems = [&]() {
+    auto r = ResolveTokenSecrets(c, lookup);
+    std::vector<std::string> out;
+    if (auto* e = std::get_if<ConfigErrors>(&r)) {
+      for (const auto& p : e->problems) out.push_back(p.ToString());
+    }
+    return out;
+  };
+  env.erase("CL_DASH");
+  env["CL_ONCALL"] = "";
+  EXPECT_EQ(problems(),
+            (Lines{"c.toml:3: auth.token[dash].secret_env: environment variable \"CL_DASH\" is "
+                   "not set: it must hold the secret of token \"dash\"",
+                   "c.toml:7: auth.token[oncall].secret_env: environment variable \"CL_ONCALL\" "
+                   "is empty: it must hold the secret of token \"oncall\""}));
+  env["CL_DASH"] = "short-secret";
+  env["CL_ONCALL"] = "oncall-secret-0123456789";
+  EXPECT_EQ(problems(),
+            (Lines{"c.toml:3: auth.token[dash].secret_env: the secret in \"CL_DASH\" is 12 bytes; "
+                   "use at least 16 (e.g. `openssl rand -hex 32`)"}));
+  env["CL_DASH"] = env["CL_ONCALL"];
+  EXPECT_EQ(problems(),
+            (Lines{"c.toml:7: auth.token[oncall].secret_env: \"CL_ONCALL\" holds the same secret "
+                   "as \"CL_DASH\" (token \"dash\"): each token needs its own secret"}));
 }
 
 TEST(ConfigProblems, ServerRangesAndChoices) {
@@ -612,9 +732,9 @@ TEST(ConfigProblems, EveryProblemIsReportedInFileOrder) {
                 "c.toml:1: colour: unknown key",
                 "c.toml:3: server.store: PostgreSQL stores arrive in a later release; use "
                 "sqlite:FILE",
-                "c.toml:4: server.listen: host \"0.0.0.0\" is not a loopback address; this "
-                "release has no authentication yet, so it listens only on 127.x.x.x, ::1 or "
-                "localhost",
+                "c.toml:4: server.listen: host \"0.0.0.0\" is not a loopback address: "
+                "listening beyond this machine needs [[auth.token]] entries; without them serve "
+                "listens only on 127.x.x.x, ::1 or localhost",
                 "c.toml:8: job[a].timezone: unknown timezone \"Asia/Seol\"; did you mean "
                 "\"Asia/Seoul\" or \"Asia/Oral\"?",
                 "c.toml:9: job[a].misfire_grace: \"2 hours\" contains a space; write e.g. "

@@ -1,0 +1,456 @@
+#include "api/operator_api.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <initializer_list>
+#include <limits>
+
+#include "api/json_shapes.h"
+#include "api/ledger_json.h"
+#include "cronledger/schedule.h"
+#include "engine/status_report.h"
+#include "ledger/names.h"
+
+namespace cronledger::api {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr std::string_view kCursorPrefix = "run<";
+constexpr const char* kRunStates =
+    "pending, running, succeeded, failed, unknown, skipped, awaiting_approval, cancelled";
+
+// A value echoed in a message: never more than 64 bytes of it.
+std::string Shown(std::string_view value) {
+  if (value.size() <= 64) return fmt::format("\"{}\"", value);
+  return fmt::format("\"{}...\"", Utf8Prefix(value, 64));
+}
+
+// A positive decimal integer and nothing else.
+std::optional<int64_t> PositiveInteger(std::string_view text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v <= 0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+constexpr char kBase64Url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+std::string Base64Url(std::string_view bytes) {
+  std::string out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    buffer = (buffer << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kBase64Url[(buffer >> bits) & 0x3f];
+    }
+  }
+  if (bits > 0) out += kBase64Url[(buffer << (6 - bits)) & 0x3f];
+  return out;
+}
+
+std::optional<std::string> FromBase64Url(std::string_view text) {
+  std::string out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  for (char c : text) {
+    const char* at = std::find(kBase64Url, kBase64Url + 64, c);
+    if (at == kBase64Url + 64) return std::nullopt;
+    buffer = (buffer << 6) | static_cast<uint32_t>(at - kBase64Url);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buffer >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+// The query parameters of one request, read one by one; the first problem
+// is kept as the answer, naming its parameter. A parameter the route does
+// not take is a problem too.
+class Query {
+ public:
+  Query(const ApiRequest& request, std::initializer_list<std::string_view> known)
+      : request_(request) {
+    if (!request.repeated_query.empty()) {
+      Fail(fmt::format("query parameter {} is given more than once; give it once",
+                       Shown(request.repeated_query.front())));
+    }
+    for (const auto& [name, _] : request.query) {
+      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+      std::string list;
+      for (std::string_view k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
+      Fail(fmt::format("unknown query parameter {}; {} {} takes {}", Shown(name), request.method,
+                       request.path, list.empty() ? "none" : list));
+      break;
+    }
+  }
+
+  std::optional<std::string> Text(const char* name, bool required = false) {
+    const auto it = request_.query.find(name);
+    if (it == request_.query.end()) {
+      if (required) Fail(fmt::format("query parameter \"{}\" is required", name));
+      return std::nullopt;
+    }
+    return it->second;
+  }
+
+  std::optional<int64_t> Limit() {
+    const auto text = Text("limit");
+    if (!text) return kDefaultPageLimit;
+    const auto v = PositiveInteger(*text);
+    if (!v || *v > kMaxPageLimit) {
+      Fail(fmt::format("query parameter \"limit\" must be an integer from 1 to {}, got {}",
+                       kMaxPageLimit, Shown(*text)));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<std::chrono::year_month_day> Date(const char* name, bool required = false) {
+    const auto text = Text(name, required);
+    if (!text) return std::nullopt;
+    const auto date = ParseBusinessDate(*text);
+    if (!date) {
+      Fail(fmt::format("query parameter \"{}\" must be a date YYYY-MM-DD, e.g. 2026-11-28, got {}",
+                       name, Shown(*text)));
+    }
+    return date;
+  }
+
+  std::optional<bool> Bool(const char* name) {
+    const auto text = Text(name);
+    if (!text) return false;
+    if (*text == "true" || *text == "1") return true;
+    if (*text == "false" || *text == "0") return false;
+    Fail(fmt::format("query parameter \"{}\" must be true or false, got {}", name, Shown(*text)));
+    return std::nullopt;
+  }
+
+  void Fail(std::string message) {
+    if (!problem_) problem_ = Error(400, "invalid_request", std::move(message));
+  }
+  const std::optional<ApiResponse>& problem() const { return problem_; }
+
+ private:
+  const ApiRequest& request_;
+  std::optional<ApiResponse> problem_;
+};
+
+bool IsEventType(std::string_view type) {
+  return !type.empty() && type.size() <= 64 && std::all_of(type.begin(), type.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || c == '_';
+  });
+}
+
+}  // namespace
+
+std::string EncodeRunCursor(int64_t last_id) {
+  return Base64Url(fmt::format("{}{}", kCursorPrefix, last_id));
+}
+
+std::optional<int64_t> DecodeRunCursor(std::string_view cursor) {
+  if (cursor.empty() || cursor.size() > 64) return std::nullopt;
+  const auto text = FromBase64Url(cursor);
+  if (!text || !text->starts_with(kCursorPrefix)) return std::nullopt;
+  // Exactly what EncodeRunCursor gives, so a cursor has one spelling.
+  const auto id = PositiveInteger(std::string_view(*text).substr(kCursorPrefix.size()));
+  if (!id || EncodeRunCursor(*id) != cursor) return std::nullopt;
+  return id;
+}
+
+OperatorApi::OperatorApi(const config::Config& config, store::Store& store, Clock& clock,
+                         const TokenAuthenticator& tokens,
+                         const AttemptCredentials& step_credentials)
+    : config_(config),
+      store_(store),
+      clock_(clock),
+      tokens_(tokens),
+      step_credentials_(step_credentials) {}
+
+std::variant<const ApiToken*, ApiResponse> OperatorApi::Authenticate(
+    const ApiRequest& request) const {
+  if (request.authorization.empty()) {
+    return Error(401, "unauthenticated",
+                 "no token: send \"Authorization: Bearer TOKEN\" with an [[auth.token]] secret "
+                 "(or, without tokens configured, the one in cronledger.token beside the config)");
+  }
+  const auto credential = BearerCredential(request.authorization);
+  if (!credential) {
+    return Error(401, "unauthenticated", "the Authorization header is not \"Bearer TOKEN\"");
+  }
+  if (const ApiToken* token = tokens_.Find(*credential)) return token;
+  if (step_credentials_.Verify(*credential)) {
+    return Error(403, "forbidden",
+                 "a step's per-attempt credential reaches only its run's effects and "
+                 "checkpoints, not the operator API");
+  }
+  return Error(401, "unauthenticated", "the token is not valid here");
+}
+
+std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const {
+  std::string_view path = request.path;
+  enum class Route { kJobs, kJob, kRuns, kRun, kEvents, kGaps, kVerify };
+  Route route = Route::kJobs;
+  std::string argument;  // {name} or {id}
+  const auto child = [&](std::string_view parent) {
+    if (!path.starts_with(parent) || path.size() == parent.size()) return false;
+    const std::string_view rest = path.substr(parent.size());
+    if (rest.find('/') != std::string_view::npos) return false;
+    argument = std::string(rest);
+    return true;
+  };
+  if (path == "/v1/jobs") {
+    route = Route::kJobs;
+  } else if (child("/v1/jobs/")) {
+    route = Route::kJob;
+  } else if (path == "/v1/runs") {
+    route = Route::kRuns;
+  } else if (child("/v1/runs/")) {
+    route = Route::kRun;
+  } else if (path == "/v1/events") {
+    route = Route::kEvents;
+  } else if (path == "/v1/gaps") {
+    route = Route::kGaps;
+  } else if (path == "/v1/verify") {
+    route = Route::kVerify;
+  } else {
+    return std::nullopt;
+  }
+
+  auto who = Authenticate(request);
+  if (auto* refused = std::get_if<ApiResponse>(&who)) return *refused;
+  if (request.method != "GET" && request.method != "HEAD") {
+    return Error(
+        405, "method_not_allowed",
+        fmt::format("{} does not accept {}; it is read with GET", request.path, request.method));
+  }
+  const ApiToken& token = *std::get<const ApiToken*>(who);
+  if (!RoleAllows(token.role, TokenRole::kRead)) {
+    return Error(403, "forbidden",
+                 fmt::format("token \"{}\" has role {}; {} {} needs role read or operate",
+                             token.name, RoleName(token.role), request.method, request.path));
+  }
+  switch (route) {
+    case Route::kJobs:
+      return ListJobs(request);
+    case Route::kJob:
+      return GetJob(request, argument);
+    case Route::kRuns:
+      return ListRuns(request);
+    case Route::kRun:
+      return GetRun(request, argument);
+    case Route::kEvents:
+      return ListEvents(request);
+    case Route::kGaps:
+      return ListGaps(request);
+    case Route::kVerify:
+      return Verify(request);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiResponse> OperatorApi::UnknownJob(const std::string& job, bool config_only) const {
+  if (config_.FindJob(job) != nullptr) return std::nullopt;
+  if (!config_only) {
+    auto known = store_.JobGet(job);
+    if (known.ok()) return std::nullopt;
+    if (known.status().code() != StatusCode::kNotFound) return ErrorFor(known.status());
+  }
+  return Error(404, "not_found",
+               fmt::format("no job named {} (query parameter \"job\")", Shown(job)));
+}
+
+ApiResponse OperatorApi::ListJobs(const ApiRequest& request) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  auto report = engine::BuildStatus(config_, store_, clock_.Now());
+  if (!report.ok()) return ErrorFor(report.status());
+  ordered_json jobs = ordered_json::array();
+  for (const auto& s : report->jobs) jobs.push_back(JobStatusJson(s));
+  ApiResponse r;
+  r.body["jobs"] = std::move(jobs);
+  return r;
+}
+
+ApiResponse OperatorApi::GetJob(const ApiRequest& request, const std::string& name) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  if (config_.FindJob(name) == nullptr) {
+    return Error(404, "not_found", fmt::format("no job named {}", Shown(name)));
+  }
+  auto report = engine::BuildStatus(config_, store_, clock_.Now());
+  if (!report.ok()) return ErrorFor(report.status());
+  for (const auto& s : report->jobs) {
+    if (s.name == name) return ApiResponse{200, JobStatusJson(s)};
+  }
+  return Error(404, "not_found", fmt::format("no job named {}", Shown(name)));
+}
+
+ApiResponse OperatorApi::ListRuns(const ApiRequest& request) const {
+  Query q(request, {"job", "state", "date", "partition", "cursor", "limit"});
+  store::RunQuery query;
+  query.job = q.Text("job");
+  if (const auto state = q.Text("state")) {
+    query.state = ledger::ParseRunState(*state);
+    if (!query.state) {
+      q.Fail(fmt::format("query parameter \"state\" must be a run state ({}), got {}", kRunStates,
+                         Shown(*state)));
+    }
+  }
+  if (q.Date("date")) query.business_date = q.Text("date");
+  query.partition = q.Text("partition");
+  if (query.partition && !config::IsValidPartitionId(*query.partition)) {
+    q.Fail(
+        fmt::format("query parameter \"partition\" must be a partition id (1-128 characters "
+                    "from A-Z a-z 0-9 . _ - : @), got {}",
+                    Shown(*query.partition)));
+  }
+  if (const auto cursor = q.Text("cursor")) {
+    query.before_id = DecodeRunCursor(*cursor);
+    if (!query.before_id) {
+      q.Fail(
+          fmt::format("query parameter \"cursor\" is not a cursor this API gave out, got {}; "
+                      "pass the next_cursor of the previous page as it is",
+                      Shown(*cursor)));
+    }
+  }
+  const auto limit = q.Limit();
+  if (q.problem()) return *q.problem();
+  if (query.job) {
+    if (auto unknown = UnknownJob(*query.job, false)) return *unknown;
+  }
+  // One more than a page: whether another page follows.
+  query.limit = static_cast<int>(*limit) + 1;
+  auto runs = store_.RunList(query);  // newest first
+  if (!runs.ok()) return ErrorFor(runs.status());
+  const bool more = runs->size() > static_cast<std::size_t>(*limit);
+  if (more) runs->resize(static_cast<std::size_t>(*limit));
+  ordered_json list = ordered_json::array();
+  for (const auto& run : *runs) {
+    auto steps = store_.StepList(run.id);
+    if (!steps.ok()) return ErrorFor(steps.status());
+    list.push_back(RunJson(run, *steps));
+  }
+  ApiResponse r;
+  r.body["runs"] = std::move(list);
+  r.body["next_cursor"] = more ? ordered_json(EncodeRunCursor(runs->back().id)) : nullptr;
+  return r;
+}
+
+ApiResponse OperatorApi::GetRun(const ApiRequest& request, const std::string& id_text) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  const auto id = PositiveInteger(id_text);
+  if (!id) {
+    return Error(
+        400, "invalid_request",
+        fmt::format("the run id in the path must be a positive integer, got {}", Shown(id_text)));
+  }
+  auto detail = LoadRunDetail(store_, *id, kRunDetailEvents);
+  if (!detail.ok()) return ErrorFor(detail.status());
+  return ApiResponse{200, RunDetailJson(*detail)};
+}
+
+ApiResponse OperatorApi::ListEvents(const ApiRequest& request) const {
+  Query q(request, {"job", "run_id", "type", "since", "limit"});
+  store::EventQuery query;
+  query.job = q.Text("job");
+  if (const auto run = q.Text("run_id")) {
+    query.run_id = PositiveInteger(*run);
+    if (!query.run_id) {
+      q.Fail(fmt::format("query parameter \"run_id\" must be a positive integer, got {}",
+                         Shown(*run)));
+    }
+  }
+  query.type = q.Text("type");
+  if (query.type && !IsEventType(*query.type)) {
+    q.Fail(
+        fmt::format("query parameter \"type\" must be an event type (1-64 characters from "
+                    "a-z and _, e.g. succeeded), got {}",
+                    Shown(*query.type)));
+  }
+  if (const auto since = q.Text("since")) {
+    auto t = ParseRfc3339(*since);
+    if (t.ok()) {
+      query.since = store::Instant(*t);
+    } else {
+      q.Fail(
+          fmt::format("query parameter \"since\" must be an RFC 3339 time, e.g. "
+                      "2026-11-28T09:00:00Z: {}",
+                      t.status().message()));
+    }
+  }
+  const auto limit = q.Limit();
+  if (q.problem()) return *q.problem();
+  query.limit = static_cast<int>(*limit);
+  if (query.job) {
+    if (auto unknown = UnknownJob(*query.job, false)) return *unknown;
+  }
+  if (query.run_id) {
+    auto run = store_.RunGet(*query.run_id);
+    if (!run.ok() && run.status().code() == StatusCode::kNotFound) {
+      return Error(404, "not_found",
+                   fmt::format("no run with id {} (query parameter \"run_id\")", *query.run_id));
+    }
+    if (!run.ok()) return ErrorFor(run.status());
+  }
+  auto events = store_.EventList(query);  // oldest first
+  if (!events.ok()) return ErrorFor(events.status());
+  ordered_json list = ordered_json::array();
+  for (const auto& e : *events) list.push_back(EventJson(e));
+  ApiResponse r;
+  r.body["events"] = std::move(list);
+  return r;
+}
+
+ApiResponse OperatorApi::ListGaps(const ApiRequest& request) const {
+  Query q(request, {"job", "from", "to", "include_waived"});
+  GapQuery query;
+  const auto job = q.Text("job");
+  query.from = q.Date("from");
+  query.to = q.Date("to");
+  const auto include_waived = q.Bool("include_waived");
+  if (query.from && query.to &&
+      std::chrono::sys_days(*query.from) > std::chrono::sys_days(*query.to)) {
+    q.Fail(fmt::format("query parameter \"from\" ({}) is after \"to\" ({})", *q.Text("from"),
+                       *q.Text("to")));
+  }
+  if (q.problem()) return *q.problem();
+  if (job) {
+    if (auto unknown = UnknownJob(*job, true)) return *unknown;
+  }
+  query.include_waived = *include_waived;
+  for (const auto& j : config_.jobs) {
+    if (!job || j.name == *job) query.jobs.push_back(&j);
+  }
+  auto gaps = ScanGaps(store_, query, store::ToInstant(clock_.Now()));
+  if (!gaps.ok()) return ErrorFor(gaps.status());
+  ordered_json list = ordered_json::array();
+  for (const auto& g : *gaps) list.push_back(GapJson(g));
+  ApiResponse r;
+  r.body["gaps"] = std::move(list);
+  return r;
+}
+
+ApiResponse OperatorApi::Verify(const ApiRequest& request) const {
+  Query q(request, {"job", "date"});
+  const auto job = q.Text("job", true);
+  const auto date = q.Date("date", true);
+  if (q.problem()) return *q.problem();
+  if (auto unknown = UnknownJob(*job, true)) return *unknown;
+  auto report = VerifyJson(store_, *config_.FindJob(*job), *q.Text("date"), *date,
+                           store::ToInstant(clock_.Now()));
+  if (!report.ok()) return ErrorFor(report.status());
+  return ApiResponse{200, std::move(*report)};
+}
+
+}  // namespace cronledger::api

@@ -1,0 +1,69 @@
+// The read-only operator API (docs/api.md): the ledger documents of
+// DESIGN.md over HTTP, for operators, scripts and the dashboard.
+//   GET /v1/jobs         GET /v1/jobs/{name}   GET /v1/runs   GET /v1/runs/{id}
+//   GET /v1/events       GET /v1/gaps          GET /v1/verify
+// Every route needs a bearer token of role read or operate.
+#ifndef CRONLEDGER_API_OPERATOR_API_H_
+#define CRONLEDGER_API_OPERATOR_API_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "api/auth.h"
+#include "api/credential.h"
+#include "api/request.h"
+#include "config/config.h"
+#include "cronledger/clock.h"
+#include "store/store.h"
+
+namespace cronledger::api {
+
+// GET /v1/runs and /v1/events: `limit` when absent, and its largest value.
+inline constexpr int64_t kDefaultPageLimit = 100;
+inline constexpr int64_t kMaxPageLimit = 1000;
+// GET /v1/runs/{id}: the newest events of the run it includes.
+inline constexpr int kRunDetailEvents = 1000;
+
+// The opaque `cursor` of GET /v1/runs for "after the run with this id" (the
+// runs come newest first), and back; nullopt for text that is not one.
+std::string EncodeRunCursor(int64_t last_id);
+std::optional<int64_t> DecodeRunCursor(std::string_view cursor);
+
+class OperatorApi {
+ public:
+  // Everything must outlive it. `step_credentials` only tells a step's
+  // credential apart from an unknown token, for a clearer refusal.
+  OperatorApi(const config::Config& config, store::Store& store, Clock& clock,
+              const TokenAuthenticator& tokens, const AttemptCredentials& step_credentials);
+
+  // The answer, or nullopt when the path is none of these routes.
+  std::optional<ApiResponse> Handle(const ApiRequest& request) const;
+
+ private:
+  // The caller's token, or a 401/403 answer.
+  std::variant<const ApiToken*, ApiResponse> Authenticate(const ApiRequest& request) const;
+
+  ApiResponse ListJobs(const ApiRequest& request) const;
+  ApiResponse GetJob(const ApiRequest& request, const std::string& name) const;
+  ApiResponse ListRuns(const ApiRequest& request) const;
+  ApiResponse GetRun(const ApiRequest& request, const std::string& id) const;
+  ApiResponse ListEvents(const ApiRequest& request) const;
+  ApiResponse ListGaps(const ApiRequest& request) const;
+  ApiResponse Verify(const ApiRequest& request) const;
+
+  // A 404 naming the query parameter when `job` is neither configured nor
+  // in the ledger (a removed job's history stays readable).
+  std::optional<ApiResponse> UnknownJob(const std::string& job, bool config_only) const;
+
+  const config::Config& config_;
+  store::Store& store_;
+  Clock& clock_;
+  const TokenAuthenticator& tokens_;
+  const AttemptCredentials& step_credentials_;
+};
+
+}  // namespace cronledger::api
+
+#endif  // CRONLEDGER_API_OPERATOR_API_H_

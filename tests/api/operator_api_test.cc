@@ -1,0 +1,767 @@
+// The read-only operator API and its authentication, against a real
+// `cronledger serve` subprocess on a real SQLite ledger, called with
+// cpp-httplib's client.
+//
+// The ledger is planned in this process by the real planner on a fake
+// clock, on leap days only (schedule "0 9 29 2 *", 2000..2024), and every
+// run is put in an end state before serve starts, so serve (which runs on
+// the real clock) has nothing to plan, release or claim: its answers are
+// the seeded ledger's. Each answer is also compared with the command
+// line's --json output: one JSON shape for both.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cli/subprocess.h"
+#include "common/serve_process.h"
+#include "common/temp_dir.h"
+#include "config/config.h"
+#include "cronledger/clock.h"
+#include "cronledger/schedule.h"
+#include "engine/planner.h"
+#include "ledger/names.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cronledger {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::Cronledger;
+using testing::ReadFile;
+using testing::ServeProcess;
+using testing::TempDir;
+using testing::WaitFor;
+
+constexpr const char* kReadSecret = "read-secret-0123456789abcdef";
+constexpr const char* kOperateSecret = "operate-secret-0123456789abcdef";
+constexpr const char* kWorkerSecret = "worker-secret-0123456789abcdef";
+
+const std::vector<std::string> kPartitions = {"acme", "globex", "initech", "hooli", "umbrella"};
+const std::vector<std::string> kLeapDays = {"2000-02-29", "2004-02-29", "2008-02-29", "2012-02-29",
+                                            "2016-02-29", "2020-02-29", "2024-02-29"};
+
+Clock::TimePoint At(const std::string& rfc3339) {
+  return Clock::TimePoint{ParseRfc3339(rfc3339)->time_since_epoch()};
+}
+store::Instant Ms(const std::string& rfc3339) { return store::ToInstant(At(rfc3339)); }
+
+// [server] with `listen`, then the report job, then `extra`.
+std::string ConfigText(const std::string& listen, const std::string& extra) {
+  return R"([server]
+store = "sqlite:ledger.db"
+listen = ")" +
+         listen + R"("
+
+# Leap days only; the external executor: serve never claims its runs.
+[[job]]
+name = "report"
+schedule = "0 9 29 2 *"
+timezone = "UTC"
+partitions = ["acme", "globex", "initech", "hooli", "umbrella"]
+executor = "external"
+backfill = { horizon = "1d" }
+
+  [[job.step]]
+  name = "generate"
+
+  [[job.step]]
+  name = "deliver"
+)" + extra;
+}
+
+constexpr const char* kTokens = R"(
+[[auth.token]]
+name = "dash"
+role = "read"
+secret_env = "CL_TEST_READ"
+
+[[auth.token]]
+name = "oncall"
+role = "operate"
+secret_env = "CL_TEST_OPERATE"
+
+[[auth.token]]
+name = "w1"
+role = "worker"
+secret_env = "CL_TEST_WORKER"
+)";
+
+// The port serve logged ("serve: API listening on http://127.0.0.1:PORT"),
+// 0 until it has.
+int LoggedPort(const std::string& log) {
+  const std::string marker = "API listening on http://";
+  const std::size_t at = log.find(marker);
+  if (at == std::string::npos) return 0;
+  const std::size_t colon = log.find(':', at + marker.size());
+  const std::size_t end = log.find_first_not_of("0123456789", colon + 1);
+  if (colon == std::string::npos || end == std::string::npos) return 0;
+  return std::stoi(log.substr(colon + 1, end - colon - 1));
+}
+
+// Starts serve and waits until it answers; the port, or 0 (failure added).
+int StartServe(ServeProcess& serve, const std::string& log) {
+  int port = 0;
+  const bool up = WaitFor(
+      [&] {
+        if (!serve.Running()) return true;
+        port = LoggedPort(ReadFile(log));
+        return port > 0;
+      },
+      600);
+  if (!up || port == 0) ADD_FAILURE() << "serve did not start; its log:\n" << ReadFile(log);
+  return port;
+}
+
+struct Answer {
+  int status = 0;
+  Json body;
+  std::string text;
+};
+
+Answer Get(int port, const std::string& path, const std::string& token,
+           const std::string& header = "") {
+  httplib::Client client("127.0.0.1", port);
+  httplib::Headers headers;
+  if (!header.empty()) {
+    headers.emplace("Authorization", header);
+  } else if (!token.empty()) {
+    headers.emplace("Authorization", "Bearer " + token);
+  }
+  auto r = client.Get(path, headers);
+  Answer a;
+  if (!r) {
+    ADD_FAILURE() << "GET " << path << ": " << httplib::to_string(r.error());
+    return a;
+  }
+  a.status = r->status;
+  a.text = r->body;
+  a.body = Json::parse(r->body, nullptr, false);
+  return a;
+}
+
+// Where the seeding planner left the watermark (the last leap day's pass).
+constexpr const char* kSeededThrough = "2024-02-29T09:00:30Z";
+
+// A document without the jobs' `planned_through`, which serve's planner
+// may move between two reads.
+Json Stable(Json doc) {
+  if (doc.contains("jobs")) {
+    for (auto& j : doc["jobs"]) j.erase("planned_through");
+  }
+  if (doc.is_object()) doc.erase("planned_through");
+  return doc;
+}
+
+// ---- the shared ledger and serve, with the three tokens ----------------------------------------
+
+class OperatorApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir("cronledger-operator-api");
+    config_ = dir_->Write("cronledger.toml", ConfigText("127.0.0.1:0", kTokens));
+    Seed();
+    setenv("CL_TEST_READ", kReadSecret, 1);
+    setenv("CL_TEST_OPERATE", kOperateSecret, 1);
+    setenv("CL_TEST_WORKER", kWorkerSecret, 1);
+    serve_ = new ServeProcess(config_, dir_->File("serve.log"));
+    port_ = StartServe(*serve_, dir_->File("serve.log"));
+    // serve's first planner pass moves the watermark (nothing is due before
+    // 2028): wait for it, so that it does not move under a test.
+    const bool planned =
+        port_ > 0 && WaitFor(
+                         [] {
+                           const Answer a = Read("/v1/jobs/report");
+                           return a.status != 200 || a.body["planned_through"] != kSeededThrough;
+                         },
+                         600);
+    if (!planned)
+      ADD_FAILURE() << "serve never planned; its log:\n" << ReadFile(dir_->File("serve.log"));
+  }
+  static void TearDownTestSuite() {
+    delete serve_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_GT(port_, 0); }
+
+  // Plans every leap day as serve would have, on a fake clock. The keys
+  // before 2024 succeeded (umbrella's of 2020 coalesced, waived); of
+  // 2024-02-29, hooli's was misfired and umbrella's never planned, and one
+  // attempt each, through the store, made acme's succeed (an effect
+  // committed), globex's fail (exit 65, permanent) and initech's fail
+  // (exit 1, retries exhausted).
+  static void Seed() {
+    auto loaded = config::LoadConfig(config_);
+    ASSERT_TRUE(std::holds_alternative<config::Config>(loaded));
+    const config::Config config = std::get<config::Config>(loaded);
+    store::SqliteOptions o;
+    o.path = dir_->File("ledger.db");
+    o.synchronous_full = false;
+    auto opened = store::SqliteStore::Open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store::Store& store = **opened;
+    FakeClock clock(At("2000-02-28T00:00:00Z"));
+    engine::Planner planner(config, store, clock);
+    ASSERT_TRUE(planner.PlanOnce(At("2000-02-28T00:00:00Z")).ok());
+    for (const auto& day : kLeapDays) {
+      ASSERT_TRUE(planner.PlanOnce(At(day + "T08:59:30Z")).ok()) << day;
+    }
+    Sql("UPDATE runs SET state = 'succeeded', attempts = 1 WHERE business_date < '2024-01-01'");
+    Sql("UPDATE runs SET state = 'skipped', reason = 'coalesced', attempts = 0 WHERE partition = "
+        "'umbrella' AND business_date = '2020-02-29'");
+    Sql("UPDATE runs SET state = 'skipped', reason = 'misfired' WHERE partition = 'hooli' AND "
+        "business_date = '2024-02-29'");
+    Sql("DELETE FROM runs WHERE partition = 'umbrella' AND business_date = '2024-02-29'");
+
+    store::ReleaseParams release;
+    release.job = "report";
+    release.now = Ms("2024-02-29T09:00:01Z");
+    ASSERT_TRUE(store.RunRelease(release).ok());
+    store::ClaimRule rule;
+    rule.job = "report";
+    rule.overlap = config::Overlap::kAllow;
+    rule.steps = {"generate", "deliver"};
+    auto claimed = store.RunClaim({Ms("2024-02-29T09:00:02Z"), "node-a", 100, {rule}});
+    ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+    ASSERT_EQ(claimed->size(), 3u);
+    for (const auto& c : *claimed) {
+      store::FinishParams f;
+      f.run_id = c.run.id;
+      f.token = c.token;
+      f.node = "node-a";
+      f.now = Ms("2024-02-29T09:00:05Z");
+      if (c.run.partition == "acme") {
+        auto begun = store.EffectBegin(
+            {c.run.id, c.token, "mail-2024-02-29", "", Ms("2024-02-29T09:00:03Z"), "node-a", ""});
+        ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+        store::EffectCommitParams commit;
+        commit.run_id = c.run.id;
+        commit.token = c.token;
+        commit.key = "mail-2024-02-29";
+        commit.exit_status = 0;
+        commit.result = "message-id 42\n";
+        commit.now = Ms("2024-02-29T09:00:04Z");
+        commit.node = "node-a";
+        ASSERT_TRUE(store.EffectCommit(commit).ok());
+        f.exit_status = 0;
+        f.step = "deliver";
+        f.output_tail = "delivered\n";
+        f.decision.state = ledger::RunState::kSucceeded;
+      } else if (c.run.partition == "globex") {
+        f.end_class = ledger::EndClass::kPermanent;
+        f.exit_status = 65;
+        f.step = "generate";
+        f.output_tail = "bad input\n";
+        f.decision.state = ledger::RunState::kFailed;
+        f.decision.reason = "exit 65: permanent";
+      } else {
+        f.end_class = ledger::EndClass::kRetryable;
+        f.exit_status = 1;
+        f.step = "generate";
+        f.decision.state = ledger::RunState::kFailed;
+        f.decision.reason = "retries exhausted";
+      }
+      auto finished = store.RunFinishAttempts({f});
+      ASSERT_TRUE(finished.ok() && finished->at(0).ok()) << c.run.partition;
+    }
+  }
+
+  static void Sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir_->File("ledger.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    sqlite3_close(db);
+  }
+
+  // The command line's --json answer to `args`.
+  static Json Cli(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--config", config_});
+    args.push_back("--json");
+    auto r = Cronledger(args);
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+    return Json::parse(r.out, nullptr, false);
+  }
+
+  static Answer Read(const std::string& path) { return Get(port_, path, kReadSecret); }
+
+  static int64_t RunId(const std::string& partition, const std::string& date) {
+    const Answer a = Read("/v1/runs?partition=" + partition + "&date=" + date);
+    EXPECT_EQ(a.status, 200) << a.text;
+    EXPECT_EQ(a.body["runs"].size(), 1u) << a.text;
+    return a.body["runs"].empty() ? 0 : a.body["runs"][0]["id"].get<int64_t>();
+  }
+
+  static TempDir* dir_;
+  static std::string config_;
+  static ServeProcess* serve_;
+  static int port_;
+};
+
+TempDir* OperatorApi::dir_ = nullptr;
+std::string OperatorApi::config_;
+ServeProcess* OperatorApi::serve_ = nullptr;
+int OperatorApi::port_ = 0;
+
+// Every read route, as an operator calls it.
+std::vector<std::string> ReadRoutes(int64_t run_id) {
+  return {"/v1/jobs",
+          "/v1/jobs/report",
+          "/v1/runs",
+          "/v1/runs/" + std::to_string(run_id),
+          "/v1/events",
+          "/v1/gaps?from=2024-02-01&to=2024-03-01",
+          "/v1/verify?job=report&date=2024-02-29"};
+}
+
+TEST_F(OperatorApi, ReadAndOperateTokensReadEveryRouteAndOthersAreRefused) {
+  const int64_t id = RunId("acme", "2024-02-29");
+  for (const auto& path : ReadRoutes(id)) {
+    SCOPED_TRACE(path);
+    const Answer read = Get(port_, path, kReadSecret);
+    EXPECT_EQ(read.status, 200) << read.text;
+    const Answer operate = Get(port_, path, kOperateSecret);
+    EXPECT_EQ(operate.status, 200) << operate.text;
+    EXPECT_EQ(Stable(operate.body), Stable(read.body));
+
+    const Answer worker = Get(port_, path, kWorkerSecret);
+    EXPECT_EQ(worker.status, 403);
+    EXPECT_EQ(worker.body["error"], "forbidden");
+    EXPECT_NE(worker.body["message"].get<std::string>().find("token \"w1\" has role worker; GET " +
+                                                             path.substr(0, path.find('?')) +
+                                                             " needs role read or operate"),
+              std::string::npos)
+        << worker.text;
+
+    const Answer none = Get(port_, path, "");
+    EXPECT_EQ(none.status, 401);
+    EXPECT_EQ(none.body["error"], "unauthenticated");
+    const Answer wrong = Get(port_, path, "read-secret-0123456789abcdeX");
+    EXPECT_EQ(wrong.status, 401);
+    EXPECT_EQ(wrong.body["message"], "the token is not valid here");
+    const Answer prefix = Get(port_, path, "read-secret");
+    EXPECT_EQ(prefix.status, 401);
+    const Answer basic = Get(port_, path, "", std::string("Basic ") + kReadSecret);
+    EXPECT_EQ(basic.status, 401);
+    EXPECT_EQ(basic.body["message"], "the Authorization header is not \"Bearer TOKEN\"");
+    // The scheme in any case (RFC 7235).
+    EXPECT_EQ(Get(port_, path, "", std::string("bearer ") + kReadSecret).status, 200);
+  }
+  // Health needs no token; the step endpoints keep their own credentials.
+  const Answer health = Get(port_, "/healthz", "");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body["status"], "ok");
+  const Answer checkpoints = Get(port_, "/v1/checkpoints", kOperateSecret);
+  EXPECT_EQ(checkpoints.status, 401) << checkpoints.text;
+  // Not a route of this release, whatever the token.
+  EXPECT_EQ(Get(port_, "/v1/nowhere", kReadSecret).status, 404);
+  // No secret ever reaches serve's log.
+  const std::string log = ReadFile(dir_->File("serve.log"));
+  for (const char* secret : {kReadSecret, kOperateSecret, kWorkerSecret}) {
+    EXPECT_EQ(log.find(secret), std::string::npos) << log;
+  }
+  EXPECT_NE(log.find("serve: API tokens: dash (read), oncall (operate), w1 (worker)"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(OperatorApi, OtherMethodsOnReadRoutesAre405AfterAuthentication) {
+  httplib::Client client("127.0.0.1", port_);
+  auto unauthenticated = client.Post("/v1/jobs", "{}", "application/json");
+  ASSERT_TRUE(unauthenticated);
+  EXPECT_EQ(unauthenticated->status, 401);
+  client.set_bearer_token_auth(kOperateSecret);
+  auto post = client.Post("/v1/jobs", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(Json::parse(post->body)["error"], "method_not_allowed");
+  auto del = client.Delete("/v1/runs/1");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 405);
+}
+
+TEST_F(OperatorApi, JobsAnswerTheStatusShapeOfTheCommandLine) {
+  const Answer jobs = Read("/v1/jobs");
+  ASSERT_EQ(jobs.status, 200) << jobs.text;
+  EXPECT_EQ(Stable(jobs.body), Stable(Cli({"status"})));
+  ASSERT_EQ(jobs.body["jobs"].size(), 1u);
+  const Json& job = jobs.body["jobs"][0];
+  std::vector<std::string> fields;
+  for (const auto& [field, _] : job.items()) fields.push_back(field);
+  const std::vector<std::string> contract = {"name",
+                                             "state",
+                                             "last_success_at",
+                                             "last_success_business_date",
+                                             "business_date",
+                                             "expected",
+                                             "succeeded",
+                                             "failed",
+                                             "unknown",
+                                             "waived",
+                                             "in_progress",
+                                             "missing",
+                                             "lag_seconds",
+                                             "next_at",
+                                             "steps"};
+  ASSERT_GE(fields.size(), contract.size());
+  EXPECT_EQ(std::vector<std::string>(fields.begin(), fields.begin() + 15), contract);
+  EXPECT_EQ(job["name"], "report");
+  EXPECT_EQ(job["state"], "active");
+  EXPECT_EQ(job["last_success_business_date"], "2024-02-29");
+
+  const Answer one = Read("/v1/jobs/report");
+  ASSERT_EQ(one.status, 200);
+  EXPECT_EQ(Stable(one.body), Stable(job));
+
+  const Answer missing = Read("/v1/jobs/nightly");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body, (Json{{"error", "not_found"}, {"message", "no job named \"nightly\""}}));
+}
+
+TEST_F(OperatorApi, RunPagesWalkEveryRunNewestFirstWithoutDuplicatesOrGaps) {
+  // Every run, as the command line lists them (newest first).
+  std::vector<int64_t> all;
+  const Json listed = Cli({"runs", "--limit", "1000"});  // kept: the loop ranges over a part
+  for (const auto& r : listed["runs"]) all.push_back(r["id"]);
+  ASSERT_EQ(all.size(), kPartitions.size() * kLeapDays.size() - 1);  // one never planned
+
+  for (const std::string filter : {"", "&partition=acme", "&state=succeeded"}) {
+    SCOPED_TRACE(filter);
+    std::vector<int64_t> walked;
+    std::string cursor;
+    int pages = 0;
+    std::set<std::string> cursors;
+    while (true) {
+      const std::string path =
+          "/v1/runs?limit=4" + filter + (cursor.empty() ? "" : "&cursor=" + cursor);
+      const Answer page = Read(path);
+      ASSERT_EQ(page.status, 200) << path << ": " << page.text;
+      ++pages;
+      ASSERT_LE(page.body["runs"].size(), 4u);
+      for (const auto& r : page.body["runs"]) walked.push_back(r["id"]);
+      if (page.body["next_cursor"].is_null()) break;
+      cursor = page.body["next_cursor"].get<std::string>();
+      EXPECT_TRUE(cursors.insert(cursor).second) << "a cursor came twice: " << cursor;
+      ASSERT_LT(pages, 100);
+    }
+    std::vector<int64_t> expected;
+    std::vector<std::string> args = {"runs", "--limit", "1000"};
+    if (!filter.empty()) {
+      const std::string name = filter.substr(1, filter.find('=') - 1);
+      args.push_back("--" + name);
+      args.push_back(filter.substr(filter.find('=') + 1));
+    }
+    const Json filtered = Cli(args);
+    for (const auto& r : filtered["runs"]) expected.push_back(r["id"]);
+    EXPECT_EQ(walked, expected);
+    EXPECT_TRUE(std::is_sorted(walked.rbegin(), walked.rend()));
+    EXPECT_EQ(pages, static_cast<int>((expected.size() + 3) / 4));
+  }
+
+  // A full page that is the last one says so: no empty page follows.
+  const Answer exact = Read("/v1/runs?partition=acme&limit=7");
+  EXPECT_EQ(exact.body["runs"].size(), 7u);
+  EXPECT_TRUE(exact.body["next_cursor"].is_null()) << exact.text;
+  // The default page holds them all (100), and says there is no more.
+  const Answer first = Read("/v1/runs");
+  EXPECT_EQ(first.body["runs"].size(), all.size());
+  EXPECT_TRUE(first.body["next_cursor"].is_null());
+}
+
+TEST_F(OperatorApi, RunFiltersAnswerWhatTheCommandLineLists) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"job=report", {"--job", "report"}},
+      {"state=failed", {"--state", "failed"}},
+      {"state=skipped", {"--state", "skipped"}},
+      {"date=2024-02-29", {"--date", "2024-02-29"}},
+      {"partition=hooli&date=2004-02-29", {"--partition", "hooli", "--date", "2004-02-29"}},
+      {"date=2023-02-28", {"--date", "2023-02-28"}},
+  };
+  for (const auto& [query, args] : cases) {
+    SCOPED_TRACE(query);
+    const Answer a = Read("/v1/runs?" + query);
+    ASSERT_EQ(a.status, 200) << a.text;
+    std::vector<std::string> cli = {"runs"};
+    cli.insert(cli.end(), args.begin(), args.end());
+    EXPECT_EQ(a.body["runs"], Cli(cli)["runs"]);
+  }
+  const Answer failed = Read("/v1/runs?state=failed");
+  ASSERT_EQ(failed.body["runs"].size(), 2u) << failed.text;
+  for (const auto& r : failed.body["runs"]) EXPECT_EQ(r["state"], "failed");
+  const Answer none = Read("/v1/runs?date=2023-02-28");
+  EXPECT_EQ(none.body, (Json{{"runs", Json::array()}, {"next_cursor", nullptr}}));
+}
+
+TEST_F(OperatorApi, OneRunHasItsStepsAttemptsEffectsEventsAndLogTail) {
+  const int64_t id = RunId("acme", "2024-02-29");
+  const Answer a = Read("/v1/runs/" + std::to_string(id));
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body, Cli({"runs", "--run", std::to_string(id)}));
+  EXPECT_EQ(a.body["run_key"], "report/acme/2024-02-29");
+  EXPECT_EQ(a.body["state"], "succeeded");
+  ASSERT_EQ(a.body["steps"].size(), 2u);
+  ASSERT_EQ(a.body["attempt_list"].size(), 1u);
+  const Json& attempt = a.body["attempt_list"][0];
+  EXPECT_EQ(attempt["number"], 1);
+  EXPECT_EQ(attempt["node"], "node-a");
+  EXPECT_EQ(attempt["end_class"], "succeeded");
+  EXPECT_EQ(attempt["exit_status"], 0);
+  EXPECT_EQ(attempt["output_tail"], "delivered\n");
+  ASSERT_EQ(a.body["effects"].size(), 1u);
+  EXPECT_EQ(a.body["effects"][0]["key"], "mail-2024-02-29");
+  EXPECT_EQ(a.body["effects"][0]["state"], "committed");
+  EXPECT_EQ(a.body["effects"][0]["result"], "message-id 42\n");
+  std::vector<std::string> types;
+  for (const auto& e : a.body["events"]) types.push_back(e["type"]);
+  EXPECT_NE(std::find(types.begin(), types.end(), "claimed"), types.end());
+  EXPECT_NE(std::find(types.begin(), types.end(), "succeeded"), types.end());
+
+  const int64_t failed = RunId("globex", "2024-02-29");
+  const Answer f = Read("/v1/runs/" + std::to_string(failed));
+  ASSERT_EQ(f.body["attempt_list"].size(), 1u) << f.text;
+  EXPECT_EQ(f.body["attempt_list"][0]["end_class"], "permanent");
+  EXPECT_EQ(f.body["attempt_list"][0]["exit_status"], 65);
+  EXPECT_EQ(f.body["attempt_list"][0]["output_tail"], "bad input\n");
+}
+
+TEST_F(OperatorApi, EventsAreFilteredLikeTheCommandLine) {
+  const int64_t id = RunId("acme", "2024-02-29");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"", {}},
+      {"job=report", {"--job", "report"}},
+      {"run_id=" + std::to_string(id), {"--run", std::to_string(id)}},
+      {"since=2024-02-29T09:00:03Z", {"--since", "2024-02-29T09:00:03Z"}},
+      {"limit=3", {"--limit", "3"}},
+  };
+  for (const auto& [query, args] : cases) {
+    SCOPED_TRACE(query);
+    const Answer a = Read("/v1/events?" + query);
+    ASSERT_EQ(a.status, 200) << a.text;
+    std::vector<std::string> cli = {"events"};
+    cli.insert(cli.end(), args.begin(), args.end());
+    EXPECT_EQ(a.body, Cli(cli));
+  }
+  EXPECT_EQ(Read("/v1/events?limit=3").body["events"].size(), 3u);
+  const Answer typed = Read("/v1/events?type=effect_committed");
+  ASSERT_EQ(typed.body["events"].size(), 1u) << typed.text;
+  EXPECT_EQ(typed.body["events"][0]["run_id"], id);
+  EXPECT_EQ(Read("/v1/events?type=no_such_type").body["events"], Json::array());
+}
+
+TEST_F(OperatorApi, GapsAndVerifyAnswerWhatTheCommandLineFinds) {
+  const Answer gaps = Read("/v1/gaps?job=report&from=2024-02-01&to=2024-03-31");
+  ASSERT_EQ(gaps.status, 200) << gaps.text;
+  EXPECT_EQ(gaps.body,
+            Cli({"gaps", "--job", "report", "--from", "2024-02-01", "--to", "2024-03-31"}));
+  std::map<std::string, std::string> causes;
+  for (const auto& g : gaps.body["gaps"]) causes[g["partition"]] = g["cause"];
+  EXPECT_EQ(causes, (std::map<std::string, std::string>{{"globex", "failed"},
+                                                        {"hooli", "misfired"},
+                                                        {"initech", "failed"},
+                                                        {"umbrella", "never_planned"}}));
+  const Answer waived = Read("/v1/gaps?from=2020-02-29&to=2020-02-29&include_waived=true");
+  ASSERT_EQ(waived.body["gaps"].size(), 1u) << waived.text;
+  EXPECT_EQ(waived.body["gaps"][0]["cause"], "coalesced");
+  EXPECT_EQ(waived.body["gaps"][0]["waived"], true);
+  EXPECT_EQ(Read("/v1/gaps?from=2020-02-29&to=2020-02-29&include_waived=false").body["gaps"],
+            Json::array());
+
+  const Answer complete = Read("/v1/verify?job=report&date=2016-02-29");
+  ASSERT_EQ(complete.status, 200) << complete.text;
+  EXPECT_EQ(complete.body, Cli({"verify", "--job", "report", "--date", "2016-02-29"}));
+  EXPECT_EQ(complete.body["complete"], true);
+  EXPECT_EQ(complete.body["expected"], 5);
+  const Answer incomplete = Read("/v1/verify?job=report&date=2024-02-29");
+  ASSERT_EQ(incomplete.status, 200) << incomplete.text;
+  EXPECT_EQ(incomplete.body, Cli({"verify", "--job", "report", "--date", "2024-02-29"}));
+  EXPECT_EQ(incomplete.body["complete"], false);
+  EXPECT_EQ(incomplete.body["succeeded"], 1);
+  EXPECT_EQ(incomplete.body["missing"].size(), 4u);
+}
+
+TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
+  struct Case {
+    std::string path;
+    int status;
+    std::string message;
+  };
+  const std::string cursor_of_7 = [&] {
+    const Answer a = Read("/v1/runs?limit=1");
+    return a.body["next_cursor"].get<std::string>();
+  }();
+  const std::vector<Case> cases = {
+      {"/v1/runs?job=nightly", 404, "no job named \"nightly\" (query parameter \"job\")"},
+      {"/v1/runs?state=done", 400,
+       "query parameter \"state\" must be a run state (pending, running, succeeded, failed, "
+       "unknown, skipped, awaiting_approval, cancelled), got \"done\""},
+      {"/v1/runs?date=2024-02-30", 400,
+       "query parameter \"date\" must be a date YYYY-MM-DD, e.g. 2026-11-28, got \"2024-02-30\""},
+      {"/v1/runs?partition=a%20b", 400,
+       "query parameter \"partition\" must be a partition id (1-128 characters from A-Z a-z 0-9 "
+       ". _ - : @), got \"a b\""},
+      {"/v1/runs?limit=0", 400,
+       "query parameter \"limit\" must be an integer from 1 to 1000, got \"0\""},
+      {"/v1/runs?limit=1001", 400,
+       "query parameter \"limit\" must be an integer from 1 to 1000, got \"1001\""},
+      {"/v1/runs?limit=ten", 400,
+       "query parameter \"limit\" must be an integer from 1 to 1000, got \"ten\""},
+      {"/v1/runs?cursor=abc", 400,
+       "query parameter \"cursor\" is not a cursor this API gave out, got \"abc\"; pass the "
+       "next_cursor of the previous page as it is"},
+      {"/v1/runs?cursor=" + cursor_of_7 + "x", 400,
+       "query parameter \"cursor\" is not a cursor this API gave out"},
+      {"/v1/runs?sort=id", 400,
+       "unknown query parameter \"sort\"; GET /v1/runs takes job, state, date, partition, "
+       "cursor, limit"},
+      {"/v1/runs?limit=1&limit=2", 400,
+       "query parameter \"limit\" is given more than once; give it once"},
+      {"/v1/events?job=report&job=nightly", 400, "query parameter \"job\" is given more than once"},
+      {"/v1/runs/abc", 400, "the run id in the path must be a positive integer, got \"abc\""},
+      {"/v1/runs/0", 400, "the run id in the path must be a positive integer, got \"0\""},
+      {"/v1/runs/999999", 404, "no run with id 999999"},
+      {"/v1/jobs?verbose=1", 400, "unknown query parameter \"verbose\"; GET /v1/jobs takes none"},
+      {"/v1/jobs/report?x=1", 400, "unknown query parameter \"x\""},
+      {"/v1/events?job=nightly", 404, "no job named \"nightly\" (query parameter \"job\")"},
+      {"/v1/events?run_id=x", 400,
+       "query parameter \"run_id\" must be a positive integer, got \"x\""},
+      {"/v1/events?run_id=999999", 404, "no run with id 999999 (query parameter \"run_id\")"},
+      {"/v1/events?type=Succeeded", 400,
+       "query parameter \"type\" must be an event type (1-64 characters from a-z and _, e.g. "
+       "succeeded), got \"Succeeded\""},
+      {"/v1/events?since=yesterday", 400,
+       "query parameter \"since\" must be an RFC 3339 time, e.g. 2026-11-28T09:00:00Z: "},
+      {"/v1/events?limit=-1", 400,
+       "query parameter \"limit\" must be an integer from 1 to 1000, got \"-1\""},
+      {"/v1/events?cursor=x", 400,
+       "unknown query parameter \"cursor\"; GET /v1/events takes "
+       "job, run_id, type, since, limit"},
+      {"/v1/gaps?job=nightly", 404, "no job named \"nightly\" (query parameter \"job\")"},
+      {"/v1/gaps?from=2024-13-01", 400, "query parameter \"from\" must be a date YYYY-MM-DD"},
+      {"/v1/gaps?to=tomorrow", 400, "query parameter \"to\" must be a date YYYY-MM-DD"},
+      {"/v1/gaps?from=2024-03-01&to=2024-02-01", 400,
+       "query parameter \"from\" (2024-03-01) is after \"to\" (2024-02-01)"},
+      {"/v1/gaps?include_waived=yes", 400,
+       "query parameter \"include_waived\" must be true or false, got \"yes\""},
+      {"/v1/verify?date=2024-02-29", 400, "query parameter \"job\" is required"},
+      {"/v1/verify?job=report", 400, "query parameter \"date\" is required"},
+      {"/v1/verify?job=report&date=2024-2-29", 400,
+       "query parameter \"date\" must be a date YYYY-MM-DD"},
+      {"/v1/verify?job=nightly&date=2024-02-29", 404,
+       "no job named \"nightly\" (query parameter \"job\")"},
+      {"/v1/verify?job=report&date=2024-02-29&partition=acme", 400,
+       "unknown query parameter \"partition\"; GET /v1/verify takes job, date"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    const Answer a = Read(c.path);
+    ASSERT_EQ(a.status, c.status) << a.text;
+    EXPECT_EQ(a.body.value("error", ""), c.status == 404 ? "not_found" : "invalid_request")
+        << a.text;
+    EXPECT_EQ(a.body.value("message", "").rfind(c.message, 0), 0u) << a.text;
+    EXPECT_EQ(a.body.size(), 2u) << a.text;
+  }
+}
+
+// ---- servers of their own --------------------------------------------------------------------
+
+TEST(OperatorApiAuth, WithoutTokensServeKeepsALocalOperatorTokenInAPrivateFile) {
+  TempDir dir("cronledger-local-token");
+  const std::string config = dir.Write("cronledger.toml", ConfigText("127.0.0.1:0", ""));
+  const std::string token_path = dir.File("cronledger.token");
+  std::string token;
+  {
+    ServeProcess serve(config, dir.File("serve1.log"));
+    const int port = StartServe(serve, dir.File("serve1.log"));
+    ASSERT_GT(port, 0);
+    struct stat st {};
+    ASSERT_EQ(stat(token_path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    token = ReadFile(token_path);
+    ASSERT_EQ(token.size(), 65u) << token;  // 32 random bytes in hex, a newline
+    token.pop_back();
+    EXPECT_EQ(Get(port, "/v1/jobs", token).status, 200);
+    EXPECT_EQ(Get(port, "/v1/jobs", "").status, 401);
+    const std::string log = ReadFile(dir.File("serve1.log"));
+    EXPECT_EQ(log.find(token), std::string::npos) << "the token was logged";
+    EXPECT_NE(log.find("the operator token is in " + token_path +
+                       " (created now, mode 0600); "
+                       "dashboard at http://127.0.0.1:" +
+                       std::to_string(port) + "/"),
+              std::string::npos)
+        << log;
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  {
+    ServeProcess serve(config, dir.File("serve2.log"));
+    const int port = StartServe(serve, dir.File("serve2.log"));
+    ASSERT_GT(port, 0);
+    EXPECT_EQ(ReadFile(token_path), token + "\n");
+    EXPECT_EQ(Get(port, "/v1/runs", token).status, 200);
+    EXPECT_NE(ReadFile(dir.File("serve2.log")).find("(as before)"), std::string::npos);
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  // A token file others may read is refused, not used.
+  ASSERT_EQ(chmod(token_path.c_str(), 0644), 0);
+  auto refused = Cronledger({"serve", "--config", config});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find(token_path + " may be read by others (mode 0644)"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.err.find(token), std::string::npos);
+}
+
+TEST(OperatorApiAuth, ANonLoopbackAddressIsRefusedWithoutTokens) {
+  TempDir dir("cronledger-wide-listen");
+  const std::string wide = dir.Write("wide.toml", ConfigText("0.0.0.0:0", ""));
+  auto r = Cronledger({"serve", "--config", wide});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("server.listen: host \"0.0.0.0\" is not a loopback address: listening "
+                       "beyond this machine needs [[auth.token]] entries"),
+            std::string::npos)
+      << r.err;
+  const std::string narrow = dir.Write("narrow.toml", ConfigText("127.0.0.1:0", ""));
+  r = Cronledger({"serve", "--config", narrow, "--listen", "0.0.0.0:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "cronledger serve: --listen: host \"0.0.0.0\" is not a loopback address: listening "
+            "beyond this machine needs [[auth.token]] entries; without them serve listens only "
+            "on 127.x.x.x, ::1 or localhost\n");
+  // Nothing was created: the refusal comes before the token file and store.
+  EXPECT_FALSE(std::filesystem::exists(dir.File("cronledger.token")));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
+}
+
+TEST(OperatorApiAuth, AMissingSecretStopsServeNamingTheTokenAndNeverTheSecret) {
+  TempDir dir("cronledger-missing-secret");
+  const std::string config = dir.Write("cronledger.toml", ConfigText("127.0.0.1:0", kTokens));
+  unsetenv("CL_TEST_READ");
+  setenv("CL_TEST_OPERATE", kOperateSecret, 1);
+  setenv("CL_TEST_WORKER", "", 1);
+  auto r = Cronledger({"serve", "--config", config});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.err.find(config + ":20: auth.token[dash].secret_env: environment variable "
+                          "\"CL_TEST_READ\" is not set: it must hold the secret of token \"dash\""),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("auth.token[w1].secret_env: environment variable \"CL_TEST_WORKER\" is "
+                       "empty"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find(kOperateSecret), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.File("cronledger.token")));
+  setenv("CL_TEST_READ", kReadSecret, 1);
+  setenv("CL_TEST_WORKER", kWorkerSecret, 1);
+}
+
+}  // namespace
+}  // namespace cronledger
