@@ -54,6 +54,7 @@
 #include "cronledger/clock.h"
 #include "cronledger/schedule.h"
 #include "engine/gap_scanner.h"
+#include "engine/gap_watch.h"
 #include "engine/job_definition.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -390,6 +391,57 @@ int ScanChild(bool include_waived) {
   return 0;
 }
 
+// `--watch`: the scanner inside `serve` (engine::GapWatch) on a copy of
+// the ledger, with every job's backfill.horizon covering the 100 dates, at
+// a fake `now` just after the last one: the first full pass (which writes a
+// gap_found event per gap and queues the old never-planned and misfired
+// keys for approval), an incremental pass a minute later, the next hourly
+// full pass (nothing new: the steady state) and the incremental pass after
+// it. Prints wall and CPU seconds of each, and the share of one core the
+// steady state costs: full / 3600 s + incremental / 60 s.
+int WatchChild() {
+  const std::string copy = std::string(kDir) + "/watch.db";
+  fs::copy_file(DbPath(), copy, fs::copy_options::overwrite_existing);
+  config::Config config = LoadBenchConfig();
+  for (auto& job : config.jobs) job.backfill.horizon = std::chrono::days{101};
+  store::SqliteOptions o;
+  o.path = copy;
+  o.create_if_missing = false;
+  auto store = Check(store::SqliteStore::Open(o), "opening the copy");
+  engine::GapWatch watch(config, *store);
+  const Clock::TimePoint start{
+      std::chrono::sys_days(kToDate) + std::chrono::days{1} + std::chrono::hours{1}};
+  nlohmann::json passes = nlohmann::json::array();
+  const std::pair<const char*, Clock::Duration> kPasses[] = {
+      {"first full", std::chrono::seconds{0}},
+      {"incremental", std::chrono::seconds{60}},
+      {"full, steady", std::chrono::seconds{3600 + 60}},
+      {"incremental, steady", std::chrono::seconds{3600 + 120}}};
+  for (const auto& [name, offset] : kPasses) {
+    const auto t0 = RealClock().Now();
+    const double cpu0 = SelfCpuSeconds();
+    engine::GapWatchStats stats;
+    Check(watch.ScanOnce(start + offset, &stats), name);
+    passes.push_back({{"pass", name},
+                      {"wall_s", SecondsSince(t0)},
+                      {"cpu_s", SelfCpuSeconds() - cpu0},
+                      {"new_gaps", stats.new_gaps},
+                      {"awaiting_approval", stats.awaiting_approval}});
+  }
+  store.reset();
+  fs::remove(copy);
+  fs::remove(copy + "-wal");
+  fs::remove(copy + "-shm");
+  const double share = passes[2]["cpu_s"].get<double>() / 3600 +
+                       passes[3]["cpu_s"].get<double>() / 60;
+  std::printf("%s\n", nlohmann::json{{"passes", passes},
+                                     {"steady_core_share_percent", share * 100},
+                                     {"hwm_kb", VmHwmKb()}}
+                          .dump(2)
+                          .c_str());
+  return 0;
+}
+
 struct ChildResult {
   int exit_code = -1;
   double wall_s = 0;
@@ -483,6 +535,10 @@ int Main(int argc, char** argv) {
     if (a == "--scan-child") return ScanChild(false);
     if (a == "--scan-child-waived") return ScanChild(true);
     if (a == "--spawn") return Spawn(argc, argv, i + 1);
+    if (a == "--watch") {
+      EnsureLedger(false);
+      return WatchChild();
+    }
     if (a == "--runs" && i + 1 < argc) {
       runs = std::stoi(argv[++i]);
     } else if (a == "--cli" && i + 1 < argc) {
@@ -490,7 +546,7 @@ int Main(int argc, char** argv) {
     } else if (a == "--rebuild") {
       rebuild = true;
     } else {
-      Die("usage: gaps_bench [--runs N] [--cli PATH/TO/cronledger] [--rebuild]");
+      Die("usage: gaps_bench [--runs N] [--cli PATH/TO/cronledger] [--rebuild] | --watch");
     }
   }
   cli = fs::absolute(cli).string();
