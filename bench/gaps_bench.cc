@@ -403,7 +403,10 @@ int WatchChild() {
   const std::string copy = std::string(kDir) + "/watch.db";
   fs::copy_file(DbPath(), copy, fs::copy_options::overwrite_existing);
   config::Config config = LoadBenchConfig();
-  for (auto& job : config.jobs) job.backfill.horizon = std::chrono::days{101};
+  // From 2026-08-01 00:00 UTC, the first seeded date, to `start`.
+  for (auto& job : config.jobs) {
+    job.backfill.horizon = std::chrono::days{100} + std::chrono::hours{1};
+  }
   store::SqliteOptions o;
   o.path = copy;
   o.create_if_missing = false;
