@@ -54,6 +54,24 @@ struct ImpactCommand {
   bool json = false;
 };
 
+// What backfill and rerun take alike.
+template <typename Args>
+ImpactCommand CommonImpact(std::string name, std::string title, const Args& args) {
+  ImpactCommand c;
+  c.name = std::move(name);
+  c.title = std::move(title);
+  c.config_path = args.config_path;
+  c.job = args.job;
+  c.request.partitions = args.partitions;
+  c.request.include_waived = args.include_waived;
+  c.reason = args.reason;
+  c.by = args.by;
+  c.yes = args.yes;
+  c.preview_digest = args.preview_digest;
+  c.json = args.json;
+  return c;
+}
+
 // Impact first: prints the preview, or with --yes acts on it (DESIGN.md).
 int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
                      std::ostream& err) {
@@ -124,21 +142,11 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   if (Blank(args.reason)) {
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
-  ImpactCommand c;
-  c.name = "backfill";
-  c.title = "backfill of " + args.job + " " + args.from + ".." + args.to;
-  c.config_path = args.config_path;
-  c.job = args.job;
+  ImpactCommand c = CommonImpact(
+      "backfill", "backfill of " + args.job + " " + args.from + ".." + args.to, args);
   c.request.action = api::ImpactAction::kBackfill;
   c.request.from = *from;
   c.request.to = *to;
-  c.request.partitions = args.partitions;
-  c.request.include_waived = args.include_waived;
-  c.reason = args.reason;
-  c.by = args.by;
-  c.yes = args.yes;
-  c.preview_digest = args.preview_digest;
-  c.json = args.json;
   return RunImpactCommand(c, clock, out, err);
 }
 
@@ -156,23 +164,14 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
   if (Blank(args.reason)) {
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
-  ImpactCommand c;
-  c.name = "rerun";
-  c.title = "rerun of " + args.job + " " + args.date + " (" + args.only +
-            (args.force ? ", forced" : "") + ")";
-  c.config_path = args.config_path;
-  c.job = args.job;
+  ImpactCommand c = CommonImpact("rerun",
+                                 "rerun of " + args.job + " " + args.date + " (" + args.only +
+                                     (args.force ? ", forced" : "") + ")",
+                                 args);
   c.request.action = api::ImpactAction::kRerun;
   c.request.from = c.request.to = *date;
-  c.request.partitions = args.partitions;
-  c.request.include_waived = args.include_waived;
   c.request.only = *only;
   c.request.force = args.force;
-  c.reason = args.reason;
-  c.by = args.by;
-  c.yes = args.yes;
-  c.preview_digest = args.preview_digest;
-  c.json = args.json;
   return RunImpactCommand(c, clock, out, err);
 }
 
