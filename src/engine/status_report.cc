@@ -1,5 +1,7 @@
 #include "engine/status_report.h"
 
+#include <algorithm>
+
 #include "ledger/names.h"
 
 namespace cronledger::engine {
@@ -9,16 +11,19 @@ using std::chrono::sys_seconds;
 
 std::optional<Occurrence> PreviousOccurrence(const Schedule& schedule, sys_seconds t) {
   // Widen the window until it holds an occurrence: cheap for frequent
-  // schedules (a minute-long window) and still finds a yearly one.
-  for (seconds window{60}; window <= seconds{5LL * 366 * 86400}; window *= 4) {
+  // schedules (a minute-long window) and still finds a yearly one. The last
+  // window is exactly the limit (quadrupling alone stops near two years,
+  // short of a leap-day schedule's last firing).
+  constexpr seconds kLimit{5LL * 366 * 86400};
+  for (seconds window{60};; window = std::min(window * 4, kLimit)) {
     std::optional<Occurrence> last;
     for (auto occ = schedule.Next(t - window); occ && occ->utc <= t;
          occ = schedule.Next(occ->utc)) {
       last = occ;
     }
     if (last) return last;
+    if (window >= kLimit) return std::nullopt;
   }
-  return std::nullopt;
 }
 
 Result<StatusReport> BuildStatus(const config::Config& config, store::Store& store,
