@@ -69,6 +69,12 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
       return;
     }
     const ApiRequest request = FromHttplib(req);
+    if (metrics_ != nullptr && req.path == "/metrics") {
+      const MetricsEndpoint::Answer answer = metrics_->Handle(request);
+      res.status = answer.status;
+      res.set_content(answer.body, answer.content_type.c_str());
+      return;
+    }
     if (auto answer = attempts_->Handle(request)) {
       Send(*answer, res);
       return;
@@ -131,9 +137,11 @@ Status HttpServer::Bind(const std::string& listen) {
   return Status::Ok();
 }
 
-void HttpServer::Serve(const AttemptApi& attempts, const OperatorApi* operators) {
+void HttpServer::Serve(const AttemptApi& attempts, const OperatorApi* operators,
+                       const MetricsEndpoint* metrics) {
   attempts_ = &attempts;
   operators_ = operators;
+  metrics_ = metrics;
   server_->set_payload_max_length(attempts.MaxBodyBytes());
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // stop() before the loop runs would be lost, and join would wait forever.

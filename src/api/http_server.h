@@ -1,6 +1,7 @@
 // The HTTP server of `serve` (cpp-httplib): routes requests to the API's
 // handlers on its own threads: GET /healthz, the step endpoints
-// (AttemptApi), the operator routes (OperatorApi).
+// (AttemptApi), the operator routes (OperatorApi), GET /metrics
+// (MetricsEndpoint).
 #ifndef CRONLEDGER_API_HTTP_SERVER_H_
 #define CRONLEDGER_API_HTTP_SERVER_H_
 
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "api/attempt_api.h"
+#include "api/metrics.h"
 #include "api/operator_api.h"
 #include "cronledger/status.h"
 
@@ -32,8 +34,10 @@ class HttpServer {
   // are known (the node id may use them), and Serve starts answering.
   Status Bind(const std::string& listen);
   // Serves on a thread of its own; the APIs must outlive it. Without
-  // `operators` only /healthz and the step endpoints are served.
-  void Serve(const AttemptApi& attempts, const OperatorApi* operators = nullptr);
+  // `operators` only /healthz and the step endpoints are served; without
+  // `metrics`, no /metrics.
+  void Serve(const AttemptApi& attempts, const OperatorApi* operators = nullptr,
+             const MetricsEndpoint* metrics = nullptr);
   // Stops accepting, finishes the requests in progress and joins.
   void Stop();
 
@@ -44,6 +48,7 @@ class HttpServer {
  private:
   const AttemptApi* attempts_ = nullptr;
   const OperatorApi* operators_ = nullptr;
+  const MetricsEndpoint* metrics_ = nullptr;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

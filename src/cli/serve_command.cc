@@ -17,12 +17,14 @@
 #include "api/auth.h"
 #include "api/credential.h"
 #include "api/http_server.h"
+#include "api/metrics.h"
 #include "api/operator_api.h"
 #include "cli/context.h"
 #include "common/logging.h"
 #include "cli/exit_codes.h"
 #include "engine/status_report.h"
 #include "engine/dispatcher.h"
+#include "engine/node_metrics.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
 #include "engine/serve_loop.h"
@@ -164,7 +166,11 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   api::AttemptApi attempt_api(*store, dispatcher.effect_writer(), clock, credentials,
                               {.node = node_id, .output_cap = config.server.output_cap});
   api::OperatorApi operator_api(config, *store, clock, authenticator, credentials);
-  http.Serve(attempt_api, &operator_api);
+  engine::NodeMetrics node_metrics;
+  const api::MetricsEndpoint metrics(config, *store, clock, authenticator, [&] {
+    return engine::Snapshot(node_metrics, &dispatcher, config.server.max_workers);
+  });
+  http.Serve(attempt_api, &operator_api, &metrics);
   spdlog::info("serve: API listening on {}", http.url());
   if (local_token) {
     // Never the token itself: logs are read by more people than the file.
@@ -185,6 +191,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   engine::GapWatch gap_watch(config, *store);
   engine::ServeLoopOptions loop_options;
   loop_options.gap_watch = &gap_watch;
+  loop_options.metrics = &node_metrics;
   engine::ServeLoop loop(config, planner, reaper, dispatcher, clock, loop_options);
   loop.Run(stop.get_token());
 

@@ -39,6 +39,7 @@ struct ServerConfig {
   std::string log_dir;  // absolute; default: "logs" beside the config file
   std::chrono::seconds log_retention{30 * 86400};
   uint64_t output_cap = 1 << 20;  // bytes, per attempt and stream
+  bool metrics_public = false;    // GET /metrics without a token
 };
 
 // Retry policy (DESIGN.md, Configuration): max_attempts counts the first;

@@ -25,7 +25,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // Keys of DESIGN.md that later releases implement: named as such when used.
-constexpr std::string_view kLaterServerKeys[] = {"retention", "metrics_public"};
+constexpr std::string_view kLaterServerKeys[] = {"retention"};
 
 template <typename T>
 std::string TypeDoc(const KeySpec<T>& spec) {
@@ -435,6 +435,10 @@ const KeySpec<ServerConfig> kServerKeys[] = {
     {"output_cap", Kind::kSize, "", "1MiB",
      "Output of one attempt and stream written to its log; the rest is dropped.",
      SetSize<&ServerConfig::output_cap>, int64_t{1} << 10, int64_t{1} << 30},
+    {"metrics_public", Kind::kBool, "", "false",
+     "`GET /metrics` answers without a token (for a Prometheus that cannot send one); otherwise "
+     "it needs a token of role read or operate.",
+     SetBool<&ServerConfig::metrics_public>},
 };
 
 const KeySpec<BackfillConfig> kBackfillKeys[] = {

@@ -119,7 +119,11 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
   if (limit) *limit = p.limit;
   p.rules = rules_;
   auto claimed = store_.RunClaim(p);
-  if (!claimed.ok()) return claimed.status();
+  if (!claimed.ok()) {
+    ++counters_.claim_errors;
+    return claimed.status();
+  }
+  if (claimed->empty()) ++counters_.claim_empty;
   if (!claimed->empty() && spdlog::should_log(spdlog::level::debug)) {
     spdlog::debug("dispatcher: claimed {} of {} in {} us", claimed->size(), p.limit,
                   std::chrono::duration_cast<std::chrono::microseconds>(clock_.Now() - now).count());

@@ -67,6 +67,9 @@ struct DispatcherCounters {
   std::atomic<int64_t> polls{0};
   // Claim transactions that claimed anything (claimed / this = batch size).
   std::atomic<int64_t> claim_transactions{0};
+  // Claim transactions that found nothing claimable, and that failed.
+  std::atomic<int64_t> claim_empty{0};
+  std::atomic<int64_t> claim_errors{0};
   // Group commit: transactions, and the writes they carried.
   std::atomic<int64_t> write_batches{0};
   std::atomic<int64_t> writes{0};

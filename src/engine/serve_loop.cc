@@ -50,9 +50,15 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
     spdlog::info("serve: planned {} run(s), released {}, skipped {}", stats.runs_planned,
                  stats.released, stats.skipped);
   }
+  if (options_.metrics != nullptr) {
+    options_.metrics->deduplicated += stats.runs_deduplicated;
+    if (plan.ok() && release.ok()) options_.metrics->PlannerPassed(now);
+  }
   if (auto reaped = reaper_.RunOnce(now); !reaped.ok()) {
     spdlog::error("serve: reaper pass failed, retrying next pass: {}",
                   reaped.status().ToString());
+  } else if (options_.metrics != nullptr) {
+    options_.metrics->leases_expired += *reaped;
   }
   if (options_.gap_watch != nullptr && now >= options_.gap_watch->NextAt()) {
     // Its errors are logged per job; the next pass tries again.

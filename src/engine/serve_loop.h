@@ -12,6 +12,7 @@
 #include "cronledger/clock.h"
 #include "engine/dispatcher.h"
 #include "engine/gap_watch.h"
+#include "engine/node_metrics.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
 
@@ -27,6 +28,9 @@ struct ServeLoopOptions {
   std::chrono::milliseconds plan_deferral{250};
   // The gap scanner, run when it is due (GapWatch::NextAt); none: no scans.
   GapWatch* gap_watch = nullptr;
+  // Where the loop counts for GET /metrics (planner passes, reaped leases,
+  // deduplicated occurrences); none: not counted.
+  NodeMetrics* metrics = nullptr;
 };
 
 class ServeLoop {

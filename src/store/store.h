@@ -223,6 +223,31 @@ struct JobStats {
   std::map<std::string, std::map<std::string, int>> steps;
 };
 
+// ---- metrics: ledger-wide aggregates (GET /metrics) --------------------------
+
+struct LedgerMetricsParams {
+  // Upper bounds (inclusive, ascending) of the attempt-duration histogram.
+  std::vector<std::chrono::milliseconds> duration_bounds;
+  // The event types that count as manual recoveries.
+  std::vector<std::string> recovery_events;
+  // Events by this actor are automatic, not manual ("scanner").
+  std::string automatic_actor;
+};
+struct DurationHistogram {
+  std::vector<int64_t> cumulative;  // attempts at or under each bound, in order
+  int64_t count = 0;                // every ended attempt
+  int64_t sum_ms = 0;
+};
+// Everything counted over the whole ledger (every date), by job.
+struct LedgerMetrics {
+  std::map<std::string, std::map<std::string, int64_t>> runs;      // job -> run state -> runs
+  std::map<std::string, std::map<std::string, int64_t>> attempts;  // job -> end class -> ended
+  // job -> succeeded attempts whose previous attempt did not succeed.
+  std::map<std::string, int64_t> retry_successes;
+  std::map<std::string, std::map<std::string, int64_t>> recoveries;  // job -> event type -> events
+  std::map<std::string, DurationHistogram> durations;  // job -> ended attempts' durations
+};
+
 // ---- execution: claims, leases, attempts, steps -----------------------------
 
 // How the runs of one job may be claimed by the caller.
@@ -642,6 +667,9 @@ class Store {
   virtual Result<std::vector<EventRecord>> EventList(const EventQuery& q) = 0;
 
   virtual Result<JobStats> StatsGet(const StatsParams& p) = 0;
+  // Aggregates over the whole ledger for GET /metrics: a handful of GROUP BY
+  // queries, one read transaction.
+  virtual Result<LedgerMetrics> MetricsGet(const LedgerMetricsParams& p) = 0;
 
   // ---- execution ----
 

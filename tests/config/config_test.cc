@@ -139,6 +139,7 @@ TEST(ConfigLoad, EveryDefaultIsApplied) {
   EXPECT_EQ(c.server.log_dir, "/srv/cl/logs");
   EXPECT_EQ(c.server.log_retention, hours(24 * 30));
   EXPECT_EQ(c.server.output_cap, 1048576u);
+  EXPECT_FALSE(c.server.metrics_public);
   ASSERT_EQ(c.jobs.size(), 1u);
   const JobConfig& j = c.jobs[0];
   EXPECT_EQ(j.line, 3);
@@ -325,9 +326,14 @@ TEST(ConfigProblems, KeysOfLaterReleasesAreUnknownAndSaySo) {
   EXPECT_EQ(Problems(std::string(kServer) + "retention = \"400d\"\n"),
             (Lines{"c.toml:3: server.retention: unknown key: \"retention\" is not supported by "
                    "this release"}));
-  EXPECT_EQ(Problems(std::string(kServer) + "metrics_public = false\n"),
-            (Lines{"c.toml:3: server.metrics_public: unknown key: \"metrics_public\" is not "
-                   "supported by this release"}));
+}
+
+TEST(ConfigLoad, MetricsPublicIsABoolean) {
+  EXPECT_TRUE(MustParse(std::string(kServer) + "metrics_public = true\n").server.metrics_public);
+  EXPECT_FALSE(MustParse(std::string(kServer) + "metrics_public = false\n").server.metrics_public);
+  EXPECT_EQ(Problems(std::string(kServer) + "metrics_public = \"yes\"\n"),
+            (Lines{"c.toml:3: server.metrics_public: expected a boolean (true or false), got a "
+                   "string"}));
 }
 
 // ---- problems: types and required keys -------------------------------------------------

@@ -848,4 +848,63 @@ Result<JobStats> SqliteStore::StatsGet(const StatsParams& p) {
   return stats;
 }
 
+Result<LedgerMetrics> SqliteStore::MetricsGet(const LedgerMetricsParams& p) {
+  std::lock_guard lock(mu_);
+  LedgerMetrics m;
+  {
+    // Covered by the index runs_job_state.
+    ASSIGN_OR_RETURN(s, db_->Prepare("SELECT job, state, count(*) FROM runs GROUP BY job, state"));
+    RETURN_IF_ERROR(ForEachRow(s, [&] { m.runs[s.Text(0)][s.Text(1)] = s.Int(2); }));
+  }
+  {
+    // Attempts by end class, the retry successes (a success whose previous
+    // attempt did not succeed: found by the primary key) and the
+    // duration histogram, in one pass over the ended attempts.
+    std::string sql =
+        "SELECT r.job, a.end_class, count(*), "
+        "sum(a.end_class = 'succeeded' AND a.number > 1 AND EXISTS (SELECT 1 FROM attempts b "
+        "WHERE b.run_id = a.run_id AND b.number = a.number - 1 AND "
+        "coalesce(b.end_class, '') <> 'succeeded')), "
+        "sum(max(a.ended_at - a.started_at, 0))";
+    for (std::size_t i = 0; i < p.duration_bounds.size(); ++i) {
+      sql += fmt::format(", sum(a.ended_at - a.started_at <= ?{})", i + 1);
+    }
+    sql += " FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.ended_at IS NOT NULL "
+           "GROUP BY r.job, a.end_class";
+    ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+    for (std::size_t i = 0; i < p.duration_bounds.size(); ++i) {
+      s.Bind(static_cast<int>(i + 1), static_cast<int64_t>(p.duration_bounds[i].count()));
+    }
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      const std::string job = s.Text(0);
+      const int64_t n = s.Int(2);
+      if (!s.IsNull(1)) m.attempts[job][s.Text(1)] += n;
+      if (const int64_t retried = s.Int(3); retried > 0) m.retry_successes[job] += retried;
+      DurationHistogram& h = m.durations[job];
+      h.cumulative.resize(p.duration_bounds.size(), 0);
+      h.count += n;
+      h.sum_ms += s.Int(4);
+      for (std::size_t i = 0; i < p.duration_bounds.size(); ++i) {
+        h.cumulative[i] += s.Int(static_cast<int>(5 + i));
+      }
+    }));
+  }
+  if (!p.recovery_events.empty()) {
+    std::string sql =
+        "SELECT job, type, count(*) FROM events "
+        "WHERE job IS NOT NULL AND actor <> ?1 AND type IN (";
+    for (std::size_t i = 0; i < p.recovery_events.size(); ++i) {
+      sql += fmt::format("{}?{}", i == 0 ? "" : ", ", i + 2);
+    }
+    sql += ") GROUP BY job, type";
+    ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+    s.Bind(1, p.automatic_actor);
+    for (std::size_t i = 0; i < p.recovery_events.size(); ++i) {
+      s.Bind(static_cast<int>(i + 2), p.recovery_events[i]);
+    }
+    RETURN_IF_ERROR(ForEachRow(s, [&] { m.recoveries[s.Text(0)][s.Text(1)] = s.Int(2); }));
+  }
+  return m;
+}
+
 }  // namespace cronledger::store

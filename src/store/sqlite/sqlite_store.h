@@ -66,6 +66,7 @@ class SqliteStore final : public Store {
   Result<std::vector<EventRecord>> EventList(const EventQuery& q) override;
 
   Result<JobStats> StatsGet(const StatsParams& p) override;
+  Result<LedgerMetrics> MetricsGet(const LedgerMetricsParams& p) override;
 
   Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) override;
   Status RunHeartbeat(const HeartbeatParams& p) override;

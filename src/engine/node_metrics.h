@@ -1,0 +1,45 @@
+// What one `serve` process counts for GET /metrics (docs/metrics.md): the
+// node-local counters that the ledger does not hold. They start at zero
+// with the process, as Prometheus counters do; what the ledger holds
+// (attempts, recoveries) is counted from the store instead.
+#ifndef CRONLEDGER_ENGINE_NODE_METRICS_H_
+#define CRONLEDGER_ENGINE_NODE_METRICS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include "cronledger/clock.h"
+
+namespace cronledger::engine {
+
+class Dispatcher;
+
+// Counted by the serve loop (engine/serve_loop.h).
+struct NodeMetrics {
+  std::atomic<int64_t> leases_expired{0};         // leases the reaper took back
+  std::atomic<int64_t> deduplicated{0};           // occurrences planned onto an existing run key
+  std::atomic<int64_t> planner_last_pass_ms{-1};  // Unix ms of the last good pass; -1: none
+
+  void PlannerPassed(Clock::TimePoint now);
+};
+
+// One reading of everything node-local, for the renderer.
+struct NodeSnapshot {
+  int64_t claims_claimed = 0;  // runs claimed
+  int64_t claims_empty = 0;    // claim transactions that found nothing
+  int64_t claims_error = 0;    // claim transactions that failed
+  int64_t leases_expired = 0;
+  int64_t stale_writes_rejected = 0;
+  int64_t deduplicated = 0;
+  int64_t executor_busy = 0;  // runs this node executes now
+  int64_t executor_capacity = 0;
+  std::optional<double> planner_last_pass_seconds;  // Unix time
+};
+
+// `dispatcher` may be null (no claims, no executor).
+NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, int max_workers);
+
+}  // namespace cronledger::engine
+
+#endif  // CRONLEDGER_ENGINE_NODE_METRICS_H_
