@@ -9,6 +9,7 @@
 // the seeded ledger's. Each answer is also compared with the command
 // line's --json output: one JSON shape for both.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <httplib.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -1093,6 +1094,98 @@ TEST_F(OperatorActions, TriggerWithNothingDueWithinTheHorizonIsRefused) {
   EXPECT_EQ(a.body, (Json{{"error", "nothing_to_do"}, {"message", "nothing due yet for report"}}));
   EXPECT_EQ(Act("/v1/trigger", {{"job", "nightly"}, {"reason", "x"}}).status, 404);
   EXPECT_EQ(Ledger(), before);
+}
+
+// Trigger queues the latest due period when it has no run. serve's planner
+// and gap scanner would plan or hold any due key themselves, so the ledger
+// is seeded as they leave one they have passed over: a yearly job whose
+// only occurrence within its horizon was two hours ago, planned and then
+// lost (the run deleted), its gap already reported (so the scanner, which
+// reports a gap once, leaves it alone).
+TEST(OperatorActionsTrigger, TriggerQueuesTheLatestDuePeriodOnceWithActorAndReason) {
+  using namespace std::chrono;
+  TempDir dir("cronledger-operator-trigger");
+  const auto key_at = floor<minutes>(RealClock().Now()) - hours{2};
+  const auto day = floor<days>(key_at);
+  const year_month_day date(day);
+  const hh_mm_ss<minutes> time(duration_cast<minutes>(key_at - day));
+  const std::string schedule =
+      fmt::format("{} {} {} {} *", time.minutes().count(), time.hours().count(),
+                  static_cast<unsigned>(date.day()), static_cast<unsigned>(date.month()));
+  const std::string config = dir.Write(
+      "cronledger.toml", ConfigText("127.0.0.1:0", std::string(kTokens) + R"(
+[[job]]
+name = "tick"
+schedule = ")" + schedule + R"("
+timezone = "UTC"
+partitions = ["a"]
+executor = "external"
+backfill = { horizon = "1d" }
+
+  [[job.step]]
+  name = "send"
+)"));
+  const std::string db = dir.File("ledger.db");
+  const std::string period = FormatDate(date);
+  const std::string run_key = "tick/a/" + period;
+  {
+    auto loaded = config::LoadConfig(config);
+    ASSERT_TRUE(std::holds_alternative<config::Config>(loaded));
+    const config::Config parsed = std::get<config::Config>(loaded);
+    store::SqliteOptions o;
+    o.path = db;
+    o.synchronous_full = false;
+    auto opened = store::SqliteStore::Open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    const auto start = Clock::TimePoint(duration_cast<Clock::Duration>(
+        (key_at - hours{1}).time_since_epoch()));
+    FakeClock clock(start);
+    engine::Planner planner(parsed, **opened, clock);
+    ASSERT_TRUE(planner.PlanOnce(start).ok());
+    ASSERT_TRUE(planner.PlanOnce(start + hours{1} + minutes{1}).ok());
+    store::EventRecord gap;
+    gap.at = store::ToInstant(start + hours{1} + minutes{2});
+    gap.type = "gap_found";
+    gap.job = "tick";
+    gap.run_key = run_key;
+    gap.actor = "scanner";
+    gap.details = Json{{"cause", "never_planned"}, {"business_date", period}}.dump();
+    ASSERT_TRUE((*opened)->EventAppend(gap).ok());
+  }
+  SqlOn(db, "DELETE FROM runs WHERE job = 'tick'");
+  setenv("CL_TEST_READ", kReadSecret, 1);
+  setenv("CL_TEST_OPERATE", kOperateSecret, 1);
+  setenv("CL_TEST_WORKER", kWorkerSecret, 1);
+  ServeProcess serve(config, dir.File("serve.log"));
+  const int port = StartServe(serve, dir.File("serve.log"));
+  ASSERT_GT(port, 0);
+  const Answer none = Get(port, "/v1/runs?job=tick", kReadSecret);
+  ASSERT_EQ(none.status, 200) << none.text;
+  ASSERT_EQ(none.body["runs"], Json::array()) << none.text;
+
+  const std::string body = Json{{"job", "tick"}, {"reason", "customer asked"}}.dump();
+  const Answer done = Post(port, "/v1/trigger", body, kOperateSecret);
+  ASSERT_EQ(done.status, 200) << done.text;
+  EXPECT_EQ(done.body["run_keys"], (Json{run_key}));
+  EXPECT_EQ(done.body["period"], period);
+  ASSERT_EQ(done.body["queued"].size(), 1u) << done.text;
+  const Answer events = Get(port, "/v1/events?type=trigger", kReadSecret);
+  ASSERT_EQ(events.body["events"].size(), 1u) << events.text;
+  const Json e = events.body["events"][0];
+  EXPECT_EQ(e["id"], done.body["event_id"]);
+  EXPECT_EQ(e["actor"], "oncall");
+  EXPECT_EQ(e["reason"], "customer asked");
+  const Answer runs = Get(port, "/v1/runs?job=tick", kReadSecret);
+  ASSERT_EQ(runs.body["runs"].size(), 1u) << runs.text;
+  EXPECT_EQ(runs.body["runs"][0]["run_key"], run_key);
+  EXPECT_EQ(runs.body["runs"][0]["state"], "pending");
+
+  const Answer again = Post(port, "/v1/trigger", body, kOperateSecret);
+  EXPECT_EQ(again.status, 409) << again.text;
+  EXPECT_EQ(again.body["error"], "conflict");
+  EXPECT_NE(again.text.find(run_key + " (pending, run "), std::string::npos) << again.text;
+  EXPECT_EQ(Get(port, "/v1/events?type=trigger", kReadSecret).body["events"].size(), 1u);
+  EXPECT_EQ(serve.Stop(), 0);
 }
 
 // ---- servers of their own --------------------------------------------------------------------
