@@ -13,7 +13,8 @@
 namespace cronledger::api {
 
 Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
-                 const std::string& actor, const std::string& reason, store::Instant now) {
+                 const std::string& actor, const std::string& reason, store::Instant now,
+                 std::string_view job_hint, std::string_view all_hint) {
   if (job != nullptr) {
     auto existing = store.JobGet(job->name);
     if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) {
@@ -37,14 +38,17 @@ Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
   if (s.ok() || s.code() != StatusCode::kConflict || pause) return s;
   if (job == nullptr) {
     return Status(StatusCode::kConflict,
-                  "everything is not paused (a job paused on its own is resumed with --job)");
+                  fmt::format("everything is not paused (a job paused on its own is resumed "
+                              "with {})",
+                              job_hint));
   }
   auto all = store.IsPausedAll();
   return Status(StatusCode::kConflict,
                 fmt::format("job \"{}\" is not paused{}", job->name,
-                            all.ok() && *all ? " on its own; everything is paused: "
-                                               "resume it with --all"
-                                             : ""));
+                            all.ok() && *all ? fmt::format(" on its own; everything is paused: "
+                                                           "resume it with {}",
+                                                           all_hint)
+                                             : std::string()));
 }
 
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,

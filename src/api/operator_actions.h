@@ -7,6 +7,7 @@
 #define CRONLEDGER_API_OPERATOR_ACTIONS_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -20,9 +21,12 @@ namespace cronledger::api {
 // not recorded yet is recorded first (as serve would), so that it can be
 // paused before it ever runs. kConflict when it is already in that state;
 // resuming what is not paused says what is (the job's own flag and the
-// global switch are separate).
+// global switch are separate), naming how to give a job (`job_hint`) and
+// everything (`all_hint`) in the caller's words: "--job" and "--all" on
+// the command line.
 Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
-                 const std::string& actor, const std::string& reason, store::Instant now);
+                 const std::string& actor, const std::string& reason, store::Instant now,
+                 std::string_view job_hint = "--job", std::string_view all_hint = "--all");
 
 struct TriggerOutcome {
   enum class Kind {

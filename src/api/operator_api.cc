@@ -607,7 +607,8 @@ ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token,
     }
   }
   const Status s =
-      SetPaused(store_, config_job, pause, who.actor, who.reason, store::ToInstant(clock_.Now()));
+      SetPaused(store_, config_job, pause, who.actor, who.reason, store::ToInstant(clock_.Now()),
+                "\"job\"", "\"all\": true");
   if (!s.ok()) return ActionError(s);
   ApiResponse r;
   r.body = {{"job", job ? ordered_json(*job) : ordered_json(nullptr)}, {"paused", pause}};
@@ -690,6 +691,7 @@ ApiResponse OperatorApi::Approve(const ApiRequest& request, const ApiToken& toke
   }
   if (auto problem = body.Problem()) return *problem;
   if (auto unknown = UnknownJob(*job, false)) {
+    if (unknown->status != 404) return *unknown;
     return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
   }
   store::ApproveParams p;

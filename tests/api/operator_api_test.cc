@@ -918,6 +918,12 @@ TEST_F(OperatorActions, PauseAndResumeRoundTripRecordingActorAndReason) {
   EXPECT_EQ(a.body, (Json{{"job", nullptr}, {"paused", true}}));
   EXPECT_EQ(LastEvent()["type"], "paused");
   EXPECT_EQ(Read("/v1/jobs/report").body["state"], "paused");
+  // The global switch is not the job's own flag; the refusal says how.
+  a = Act("/v1/resume", {{"job", "report"}, {"reason", "only this one"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body["message"],
+            "job \"report\" is not paused on its own; everything is paused: resume it with "
+            "\"all\": true");
   a = Act("/v1/resume", {{"all", true}, {"reason", "maintenance over"}});
   ASSERT_EQ(a.status, 200) << a.text;
   EXPECT_EQ(LastEvent()["reason"], "maintenance over");
