@@ -52,9 +52,8 @@ Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
 }
 
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
-                               const std::vector<std::string>& partitions,
-                               const std::string& actor, const std::string& reason,
-                               Clock::TimePoint now) {
+                               const std::vector<std::string>& partitions, const std::string& actor,
+                               const std::string& reason, Clock::TimePoint now) {
   // The latest due occurrence within the backfill horizon, by its keys.
   engine::GapScanner scanner(store);
   engine::GapScanParams params;

@@ -35,9 +35,9 @@ struct TriggerOutcome {
     kExists,      // the latest due period has runs already: existing
   };
   Kind kind = Kind::kDone;
-  std::string period;                  // of the latest due occurrence
-  std::vector<std::string> run_keys;   // its keys (kDone)
-  std::vector<std::string> existing;   // "job/partition/period (state, run ID)" (kExists)
+  std::string period;                 // of the latest due occurrence
+  std::vector<std::string> run_keys;  // its keys (kDone)
+  std::vector<std::string> existing;  // "job/partition/period (state, run ID)" (kExists)
   store::RequeueResult result;
 };
 
@@ -46,9 +46,8 @@ struct TriggerOutcome {
 // one of its keys has a run already. kFailedPrecondition when one appeared
 // between the check and the write (nothing written).
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
-                               const std::vector<std::string>& partitions,
-                               const std::string& actor, const std::string& reason,
-                               Clock::TimePoint now);
+                               const std::vector<std::string>& partitions, const std::string& actor,
+                               const std::string& reason, Clock::TimePoint now);
 
 }  // namespace cronledger::api
 

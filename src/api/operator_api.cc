@@ -9,8 +9,8 @@
 
 #include "api/impact_preview.h"
 #include "api/json_shapes.h"
-#include "api/operator_actions.h"
 #include "api/ledger_json.h"
+#include "api/operator_actions.h"
 #include "cronledger/schedule.h"
 #include "engine/status_report.h"
 #include "ledger/names.h"
@@ -201,9 +201,21 @@ std::variant<const ApiToken*, ApiResponse> OperatorApi::Authenticate(
 std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const {
   std::string_view path = request.path;
   enum class Route {
-    kJobs, kJob, kRuns, kRun, kEvents, kGaps, kVerify,
+    kJobs,
+    kJob,
+    kRuns,
+    kRun,
+    kEvents,
+    kGaps,
+    kVerify,
     // the actions (POST, role operate)
-    kPause, kResume, kRunAction, kApprove, kBackfill, kRerun, kTrigger
+    kPause,
+    kResume,
+    kRunAction,
+    kApprove,
+    kBackfill,
+    kRerun,
+    kTrigger
   };
   Route route = Route::kJobs;
   std::string argument;  // {name} or {id}
@@ -530,7 +542,7 @@ ApiResponse ActionError(const Status& s) {
 }
 
 struct Actor {
-  std::string actor;   // `by`, else the token's name
+  std::string actor;  // `by`, else the token's name
   std::string reason;
 };
 
@@ -552,8 +564,8 @@ std::optional<std::chrono::year_month_day> ReadDate(BodyReader& body, const char
   if (!text) return std::nullopt;
   const auto date = ParseBusinessDate(*text);
   if (!date) {
-    body.Invalid(field, fmt::format("must be a date YYYY-MM-DD, e.g. 2026-11-28, got {}",
-                                    Shown(*text)));
+    body.Invalid(field,
+                 fmt::format("must be a date YYYY-MM-DD, e.g. 2026-11-28, got {}", Shown(*text)));
   }
   return date;
 }
@@ -583,8 +595,7 @@ ApiResponse OperatorApi::RunNow(int64_t run_id) const {
   return ApiResponse{200, RunJson(*run, *steps)};
 }
 
-ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token,
-                               bool pause) const {
+ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token, bool pause) const {
   Query q(request, {});
   if (q.problem()) return *q.problem();
   BodyReader body(request.body);
@@ -606,9 +617,8 @@ ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token,
       return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
     }
   }
-  const Status s =
-      SetPaused(store_, config_job, pause, who.actor, who.reason, store::ToInstant(clock_.Now()),
-                "\"job\"", "\"all\": true");
+  const Status s = SetPaused(store_, config_job, pause, who.actor, who.reason,
+                             store::ToInstant(clock_.Now()), "\"job\"", "\"all\": true");
   if (!s.ok()) return ActionError(s);
   ApiResponse r;
   r.body = {{"job", job ? ordered_json(*job) : ordered_json(nullptr)}, {"paused", pause}};
@@ -707,7 +717,7 @@ ApiResponse OperatorApi::Approve(const ApiRequest& request, const ApiToken& toke
   if (approved->empty()) {
     return Error(409, "nothing_to_do",
                  fmt::format("no run of {} is awaiting approval{}", *job,
-                             run ? fmt::format(" with id {}", *run)
+                             run            ? fmt::format(" with id {}", *run)
                              : (from || to) ? std::string(" in that range")
                                             : std::string()));
   }
@@ -808,8 +818,7 @@ ApiResponse OperatorApi::Trigger(const ApiRequest& request, const ApiToken& toke
   if (config_job == nullptr) {
     return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
   }
-  auto outcome =
-      api::Trigger(store_, *config_job, partitions, who.actor, who.reason, clock_.Now());
+  auto outcome = api::Trigger(store_, *config_job, partitions, who.actor, who.reason, clock_.Now());
   if (!outcome.ok()) return ActionError(outcome.status());
   switch (outcome->kind) {
     case TriggerOutcome::Kind::kNothingDue:

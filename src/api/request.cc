@@ -122,8 +122,8 @@ std::optional<std::vector<std::string>> BodyReader::Strings(const char* field, b
   std::vector<std::string> out;
   for (const auto& item : *v) {
     if (!item.is_string() || item.get_ref<const std::string&>().size() > max_bytes) {
-      Fail(fmt::format("field \"{}{}\" must be an array of strings of at most {} bytes",
-                       prefix_, field, max_bytes));
+      Fail(fmt::format("field \"{}{}\" must be an array of strings of at most {} bytes", prefix_,
+                       field, max_bytes));
       return std::nullopt;
     }
     out.push_back(item.get<std::string>());

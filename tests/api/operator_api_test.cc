@@ -8,8 +8,8 @@
 // the real clock) has nothing to plan, release or claim: its answers are
 // the seeded ledger's. Each answer is also compared with the command
 // line's --json output: one JSON shape for both.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -195,10 +195,12 @@ void SeedLedger(const std::string& config_path, const std::string& db) {
     ASSERT_TRUE(planner.PlanOnce(At(day + "T08:59:30Z")).ok()) << day;
   }
   SqlOn(db, "UPDATE runs SET state = 'succeeded', attempts = 1 WHERE business_date < '2024-01-01'");
-  SqlOn(db, "UPDATE runs SET state = 'skipped', reason = 'coalesced', attempts = 0 WHERE partition = "
-      "'umbrella' AND business_date = '2020-02-29'");
-  SqlOn(db, "UPDATE runs SET state = 'skipped', reason = 'misfired' WHERE partition = 'hooli' AND "
-      "business_date = '2024-02-29'");
+  SqlOn(db,
+        "UPDATE runs SET state = 'skipped', reason = 'coalesced', attempts = 0 WHERE partition = "
+        "'umbrella' AND business_date = '2020-02-29'");
+  SqlOn(db,
+        "UPDATE runs SET state = 'skipped', reason = 'misfired' WHERE partition = 'hooli' AND "
+        "business_date = '2024-02-29'");
   SqlOn(db, "DELETE FROM runs WHERE partition = 'umbrella' AND business_date = '2024-02-29'");
 
   store::ReleaseParams release;
@@ -253,8 +255,6 @@ void SeedLedger(const std::string& config_path, const std::string& db) {
     ASSERT_TRUE(finished.ok() && finished->at(0).ok()) << c.run.partition;
   }
 }
-
-
 
 // ---- the shared ledger and serve, with the three tokens ----------------------------------------
 
@@ -706,12 +706,15 @@ class OperatorActions : public ::testing::Test {
     config_ = dir_->Write("cronledger.toml", ConfigText("127.0.0.1:0", kTokens));
     const std::string db = dir_->File("ledger.db");
     SeedLedger(config_, db);
-    SqlOn(db, "UPDATE runs SET state = 'unknown' WHERE partition = 'acme' AND "
-              "business_date = '2016-02-29'");
-    SqlOn(db, "UPDATE runs SET state = 'awaiting_approval' WHERE partition = 'hooli' AND "
-              "business_date = '2012-02-29'");
-    SqlOn(db, "UPDATE runs SET state = 'failed' WHERE partition IN ('globex', 'initech') AND "
-              "business_date IN ('2008-02-29', '2004-02-29')");
+    SqlOn(db,
+          "UPDATE runs SET state = 'unknown' WHERE partition = 'acme' AND "
+          "business_date = '2016-02-29'");
+    SqlOn(db,
+          "UPDATE runs SET state = 'awaiting_approval' WHERE partition = 'hooli' AND "
+          "business_date = '2012-02-29'");
+    SqlOn(db,
+          "UPDATE runs SET state = 'failed' WHERE partition IN ('globex', 'initech') AND "
+          "business_date IN ('2008-02-29', '2004-02-29')");
     setenv("CL_TEST_READ", kReadSecret, 1);
     setenv("CL_TEST_OPERATE", kOperateSecret, 1);
     setenv("CL_TEST_WORKER", kWorkerSecret, 1);
@@ -828,8 +831,7 @@ TEST_F(OperatorActions, MalformedBodiesAreRefusedNamingTheFieldWithNoSideEffect)
       {"/v1/pause", R"({"reason": "x"})", 400, "field \"job\" is required: give \"job\": NAME"},
       {"/v1/pause", R"({"job": "report", "all": true, "reason": "x"})", 400,
        "field \"all\" cannot be given with \"job\""},
-      {"/v1/pause", R"({"all": "yes", "reason": "x"})", 400,
-       "field \"all\" must be true or false"},
+      {"/v1/pause", R"({"all": "yes", "reason": "x"})", 400, "field \"all\" must be true or false"},
       {"/v1/pause", R"({"job": "nightly", "reason": "x"})", 404,
        "no job named \"nightly\" (field \"job\")"},
       {"/v1/pause?job=report", R"({"job": "report", "reason": "x"})", 400,
@@ -1050,8 +1052,11 @@ TEST_F(OperatorActions, RerunAnswersThePreviewAndActsOnlyWithItsDigest) {
 }
 
 TEST_F(OperatorActions, BackfillQueuesTheMissingKeysOfItsPreview) {
-  const Json ask = {{"job", "report"}, {"from", "2024-02-29"}, {"to", "2024-02-29"},
-                    {"partitions", {"hooli", "umbrella"}}, {"reason", "outage"}};
+  const Json ask = {{"job", "report"},
+                    {"from", "2024-02-29"},
+                    {"to", "2024-02-29"},
+                    {"partitions", {"hooli", "umbrella"}},
+                    {"reason", "outage"}};
   const Answer preview = Act("/v1/backfill", ask);
   ASSERT_EQ(preview.status, 200) << preview.text;
   EXPECT_EQ(preview.body["would_queue"],
@@ -1118,8 +1123,8 @@ TEST(OperatorActionsTrigger, TriggerQueuesTheLatestDuePeriodOnceWithActorAndReas
   const std::string schedule =
       fmt::format("{} {} {} {} *", time.minutes().count(), time.hours().count(),
                   static_cast<unsigned>(date.day()), static_cast<unsigned>(date.month()));
-  const std::string config = dir.Write(
-      "cronledger.toml", ConfigText("127.0.0.1:0", std::string(kTokens) + R"(
+  const std::string config =
+      dir.Write("cronledger.toml", ConfigText("127.0.0.1:0", std::string(kTokens) + R"(
 [[job]]
 name = "tick"
 schedule = ")" + schedule + R"("
@@ -1143,8 +1148,8 @@ backfill = { horizon = "1d" }
     o.synchronous_full = false;
     auto opened = store::SqliteStore::Open(o);
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    const auto start = Clock::TimePoint(duration_cast<Clock::Duration>(
-        (key_at - hours{1}).time_since_epoch()));
+    const auto start =
+        Clock::TimePoint(duration_cast<Clock::Duration>((key_at - hours{1}).time_since_epoch()));
     FakeClock clock(start);
     engine::Planner planner(parsed, **opened, clock);
     ASSERT_TRUE(planner.PlanOnce(start).ok());
