@@ -715,6 +715,7 @@ class OperatorActions : public ::testing::Test {
     SqlOn(db,
           "UPDATE runs SET state = 'failed' WHERE partition IN ('globex', 'initech') AND "
           "business_date IN ('2008-02-29', '2004-02-29')");
+    InDoubt(db);
     setenv("CL_TEST_READ", kReadSecret, 1);
     setenv("CL_TEST_OPERATE", kOperateSecret, 1);
     setenv("CL_TEST_WORKER", kWorkerSecret, 1);
@@ -726,6 +727,47 @@ class OperatorActions : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override { ASSERT_GT(port_, 0); }
+
+  // 2000's globex run ends unknown: its attempt began the effect "fax-1"
+  // and was lost, so the effect is in doubt.
+  static void InDoubt(const std::string& db) {
+    SqlOn(db,
+          "UPDATE runs SET state = 'pending', attempts = 0 WHERE partition = 'globex' AND "
+          "business_date = '2000-02-29'");
+    store::SqliteOptions o;
+    o.path = db;
+    o.synchronous_full = false;
+    auto opened = store::SqliteStore::Open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store::Store& store = **opened;
+    store::ReleaseParams release;
+    release.job = "report";
+    release.now = Ms("2000-02-29T09:00:01Z");
+    ASSERT_TRUE(store.RunRelease(release).ok());
+    store::ClaimRule rule;
+    rule.job = "report";
+    rule.overlap = config::Overlap::kAllow;
+    rule.steps = {"generate", "deliver"};
+    auto claimed = store.RunClaim({Ms("2000-02-29T09:00:02Z"), "node-a", 10, {rule}});
+    ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+    ASSERT_EQ(claimed->size(), 1u);
+    const auto& c = claimed->front();
+    ASSERT_TRUE(store
+                    .EffectBegin({c.run.id, c.token, "fax-1", "", Ms("2000-02-29T09:00:03Z"),
+                                  "node-a", ""})
+                    .ok());
+    store::FinishParams f;
+    f.run_id = c.run.id;
+    f.token = c.token;
+    f.node = "node-a";
+    f.now = Ms("2000-02-29T09:00:05Z");
+    f.end_class = ledger::EndClass::kInDoubt;
+    f.step = "deliver";
+    f.decision.state = ledger::RunState::kUnknown;
+    f.decision.reason = "effect in doubt";
+    auto finished = store.RunFinishAttempts({f});
+    ASSERT_TRUE(finished.ok() && finished->at(0).ok());
+  }
 
   static Answer Act(const std::string& path, const Json& body) {
     return Post(port_, path, body.dump(), kOperateSecret);
@@ -973,6 +1015,21 @@ TEST_F(OperatorActions, RetryResolveAndCancelMoveRunsOutOfEndStates) {
   EXPECT_EQ(e["run_id"], unknown);
   EXPECT_EQ(e["reason"], "report was sent");
   EXPECT_EQ(e["actor"], "oncall");
+
+  // An effect in doubt is settled by its key; then the run goes again.
+  const int64_t in_doubt = RunId("globex", "2000-02-29");
+  ASSERT_EQ(Read("/v1/runs/" + std::to_string(in_doubt)).body["state"], "unknown");
+  a = Act(RunPath(in_doubt, "resolve"), {{"as", "succeeded"}, {"reason", "x"}});
+  EXPECT_EQ(a.status, 409) << a.text;  // the effect is still in doubt
+  a = Act(RunPath(in_doubt, "resolve"),
+          {{"as", "committed"}, {"effect", "fax-1"}, {"reason", "the fax log shows it"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body["state"], "pending");
+  EXPECT_EQ(a.body["still_in_doubt"], Json::array());
+  e = LastEvent();
+  EXPECT_EQ(e["type"], "resolve");
+  EXPECT_EQ(e["run_id"], in_doubt);
+  EXPECT_EQ(e["reason"], "the fax log shows it");
 }
 
 TEST_F(OperatorActions, ApproveLetsARunAwaitingApprovalGo) {
