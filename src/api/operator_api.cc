@@ -7,8 +7,10 @@
 #include <initializer_list>
 #include <limits>
 
+#include "api/impact_preview.h"
 #include "api/json_shapes.h"
 #include "api/ledger_json.h"
+#include "api/operator_actions.h"
 #include "cronledger/schedule.h"
 #include "engine/status_report.h"
 #include "ledger/names.h"
@@ -198,14 +200,44 @@ std::variant<const ApiToken*, ApiResponse> OperatorApi::Authenticate(
 
 std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const {
   std::string_view path = request.path;
-  enum class Route { kJobs, kJob, kRuns, kRun, kEvents, kGaps, kVerify };
+  enum class Route {
+    kJobs,
+    kJob,
+    kRuns,
+    kRun,
+    kEvents,
+    kGaps,
+    kVerify,
+    // the actions (POST, role operate)
+    kPause,
+    kResume,
+    kRunAction,
+    kApprove,
+    kBackfill,
+    kRerun,
+    kTrigger
+  };
   Route route = Route::kJobs;
   std::string argument;  // {name} or {id}
+  std::string action;    // retry, resolve, cancel of /v1/runs/{id}/{action}
   const auto child = [&](std::string_view parent) {
     if (!path.starts_with(parent) || path.size() == parent.size()) return false;
     const std::string_view rest = path.substr(parent.size());
     if (rest.find('/') != std::string_view::npos) return false;
     argument = std::string(rest);
+    return true;
+  };
+  // /v1/runs/{id}/retry, /resolve, /cancel
+  const auto run_action = [&] {
+    constexpr std::string_view kRuns = "/v1/runs/";
+    if (!path.starts_with(kRuns)) return false;
+    const std::string_view rest = path.substr(kRuns.size());
+    const std::size_t slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0) return false;
+    const std::string_view verb = rest.substr(slash + 1);
+    if (verb != "retry" && verb != "resolve" && verb != "cancel") return false;
+    argument = std::string(rest.substr(0, slash));
+    action = std::string(verb);
     return true;
   };
   if (path == "/v1/jobs") {
@@ -222,22 +254,50 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
     route = Route::kGaps;
   } else if (path == "/v1/verify") {
     route = Route::kVerify;
+  } else if (path == "/v1/pause") {
+    route = Route::kPause;
+  } else if (path == "/v1/resume") {
+    route = Route::kResume;
+  } else if (run_action()) {
+    route = Route::kRunAction;
+  } else if (path == "/v1/approve") {
+    route = Route::kApprove;
+  } else if (path == "/v1/backfill") {
+    route = Route::kBackfill;
+  } else if (path == "/v1/rerun") {
+    route = Route::kRerun;
+  } else if (path == "/v1/trigger") {
+    route = Route::kTrigger;
   } else {
     return std::nullopt;
   }
+  const bool acts = route >= Route::kPause;
 
   auto who = Authenticate(request);
   if (auto* refused = std::get_if<ApiResponse>(&who)) return *refused;
-  if (request.method != "GET" && request.method != "HEAD") {
+  if (acts && request.method != "POST") {
+    return Error(405, "method_not_allowed",
+                 fmt::format("{} does not accept {}; it is an action, sent with POST and a JSON "
+                             "body",
+                             request.path, request.method));
+  }
+  if (!acts && request.method != "GET" && request.method != "HEAD") {
     return Error(
         405, "method_not_allowed",
         fmt::format("{} does not accept {}; it is read with GET", request.path, request.method));
   }
   const ApiToken& token = *std::get<const ApiToken*>(who);
-  if (!RoleAllows(token.role, TokenRole::kRead)) {
+  const TokenRole need = acts ? TokenRole::kOperate : TokenRole::kRead;
+  if (!RoleAllows(token.role, need)) {
     return Error(403, "forbidden",
-                 fmt::format("token \"{}\" has role {}; {} {} needs role read or operate",
-                             token.name, RoleName(token.role), request.method, request.path));
+                 fmt::format("token \"{}\" has role {}; {} {} needs role {}", token.name,
+                             RoleName(token.role), request.method, request.path,
+                             acts ? "operate" : "read or operate"));
+  }
+  if (acts && request.body.size() > kMaxActionBodyBytes) {
+    return Error(413, "too_large",
+                 fmt::format("the body is {} bytes; {} accepts at most {}", request.body.size(),
+                             request.path, kMaxActionBodyBytes));
   }
   switch (route) {
     case Route::kJobs:
@@ -254,6 +314,20 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
       return ListGaps(request);
     case Route::kVerify:
       return Verify(request);
+    case Route::kPause:
+      return Pause(request, token, true);
+    case Route::kResume:
+      return Pause(request, token, false);
+    case Route::kRunAction:
+      return RunAction(request, token, argument, action);
+    case Route::kApprove:
+      return Approve(request, token);
+    case Route::kBackfill:
+      return Impact(request, token, false);
+    case Route::kRerun:
+      return Impact(request, token, true);
+    case Route::kTrigger:
+      return Trigger(request, token);
   }
   return std::nullopt;
 }
@@ -451,6 +525,323 @@ ApiResponse OperatorApi::Verify(const ApiRequest& request) const {
                            store::ToInstant(clock_.Now()));
   if (!report.ok()) return ErrorFor(report.status());
   return ApiResponse{200, std::move(*report)};
+}
+
+// ---- the actions --------------------------------------------------------------------------------
+
+namespace {
+
+bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
+// What the ledger's state refused is a 409 with the store's message.
+ApiResponse ActionError(const Status& s) {
+  if (s.code() == StatusCode::kConflict || s.code() == StatusCode::kFailedPrecondition) {
+    return Error(409, "conflict", s.message());
+  }
+  return ErrorFor(s);
+}
+
+struct Actor {
+  std::string actor;  // `by`, else the token's name
+  std::string reason;
+};
+
+// `reason` (required, not blank) and `by` (default: the token's name).
+Actor ReadActor(BodyReader& body, const ApiToken& token) {
+  const auto reason = body.String("reason", true, kMaxReasonBytes);
+  const auto by = body.String("by", false, kMaxActorBytes);
+  if (reason && Blank(*reason)) {
+    body.Invalid("reason", "is blank: say why, it is recorded in the ledger");
+  }
+  if (by && Blank(*by)) body.Invalid("by", "is blank: name who acts, or leave it out");
+  return Actor{by.value_or(token.name), reason.value_or("")};
+}
+
+// A business date field; nullopt (a problem recorded) when malformed.
+std::optional<std::chrono::year_month_day> ReadDate(BodyReader& body, const char* field,
+                                                    bool required) {
+  const auto text = body.String(field, required, 64);
+  if (!text) return std::nullopt;
+  const auto date = ParseBusinessDate(*text);
+  if (!date) {
+    body.Invalid(field,
+                 fmt::format("must be a date YYYY-MM-DD, e.g. 2026-11-28, got {}", Shown(*text)));
+  }
+  return date;
+}
+
+std::vector<std::string> ReadPartitions(BodyReader& body) {
+  auto list = body.Strings("partitions", false, 10000, 128);
+  if (!list) return {};
+  for (const auto& p : *list) {
+    if (!config::IsValidPartitionId(p)) {
+      body.Invalid("partitions",
+                   fmt::format("must hold partition ids (1-128 characters from A-Z a-z 0-9 . _ "
+                               "- : @), got {}",
+                               Shown(p)));
+      break;
+    }
+  }
+  return *list;
+}
+
+}  // namespace
+
+ApiResponse OperatorApi::RunNow(int64_t run_id) const {
+  auto run = store_.RunGet(run_id);
+  if (!run.ok()) return ErrorFor(run.status());
+  auto steps = store_.StepList(run_id);
+  if (!steps.ok()) return ErrorFor(steps.status());
+  return ApiResponse{200, RunJson(*run, *steps)};
+}
+
+ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token, bool pause) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  BodyReader body(request.body);
+  const auto job = body.String("job", false, 256);
+  const auto all = body.Bool("all", false);
+  const Actor who = ReadActor(body, token);
+  if (job && all) {
+    body.Invalid("all", "cannot be given with \"job\": give one of them");
+  } else if (!job && !all) {
+    body.Invalid("job", "is required: give \"job\": NAME, or \"all\": true for everything");
+  } else if (all && !*all) {
+    body.Invalid("all", "must be true when given: give \"job\": NAME for one job");
+  }
+  if (auto problem = body.Problem()) return *problem;
+  const config::JobConfig* config_job = nullptr;
+  if (job) {
+    config_job = config_.FindJob(*job);
+    if (config_job == nullptr) {
+      return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
+    }
+  }
+  const Status s = SetPaused(store_, config_job, pause, who.actor, who.reason,
+                             store::ToInstant(clock_.Now()), "\"job\"", "\"all\": true");
+  if (!s.ok()) return ActionError(s);
+  ApiResponse r;
+  r.body = {{"job", job ? ordered_json(*job) : ordered_json(nullptr)}, {"paused", pause}};
+  return r;
+}
+
+ApiResponse OperatorApi::RunAction(const ApiRequest& request, const ApiToken& token,
+                                   const std::string& id_text, const std::string& action) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  BodyReader body(request.body);
+  std::optional<std::string> as, effect;
+  if (action == "resolve") {
+    as = body.String("as", true, 64);
+    effect = body.String("effect", false, store::kMaxEffectKeyBytes);
+    if (effect && effect->empty()) body.Invalid("effect", "is empty: give the effect's key");
+  }
+  const Actor who = ReadActor(body, token);
+  std::optional<ledger::EffectState> effect_as;
+  std::optional<store::RunResolution> run_as;
+  if (as && effect) {
+    effect_as = ledger::ParseEffectState(*as);
+    if (!effect_as || *effect_as == ledger::EffectState::kStarted) {
+      body.Invalid("as", fmt::format("must be \"committed\" or \"failed\" with \"effect\", got {}",
+                                     Shown(*as)));
+    }
+  } else if (as) {
+    run_as = store::ParseRunResolution(*as);
+    if (!run_as) {
+      body.Invalid("as", fmt::format("must be \"succeeded\", \"failed\" or \"retry\" (or, with "
+                                     "\"effect\", \"committed\" or \"failed\"), got {}",
+                                     Shown(*as)));
+    }
+  }
+  const auto id = PositiveInteger(id_text);
+  if (!id) {
+    return Error(
+        400, "invalid_request",
+        fmt::format("the run id in the path must be a positive integer, got {}", Shown(id_text)));
+  }
+  if (auto problem = body.Problem()) return *problem;
+  const store::Instant now = store::ToInstant(clock_.Now());
+  if (action == "retry") {
+    if (Status s = store_.RunRetry({*id, who.actor, who.reason, now}); !s.ok()) {
+      return ActionError(s);
+    }
+    return RunNow(*id);
+  }
+  if (action == "cancel") {
+    if (Status s = store_.RunCancel({*id, who.actor, who.reason, now}); !s.ok()) {
+      return ActionError(s);
+    }
+    return RunNow(*id);
+  }
+  if (effect_as) {
+    auto r = store_.EffectResolve({*id, *effect, *effect_as, who.actor, who.reason, now});
+    if (!r.ok()) return ActionError(r.status());
+    ApiResponse answer = RunNow(*id);
+    if (answer.status == 200) answer.body["still_in_doubt"] = r->still_in_doubt;
+    return answer;
+  }
+  if (Status s = store_.RunResolve({*id, *run_as, who.actor, who.reason, now}); !s.ok()) {
+    return ActionError(s);
+  }
+  return RunNow(*id);
+}
+
+ApiResponse OperatorApi::Approve(const ApiRequest& request, const ApiToken& token) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  BodyReader body(request.body);
+  const auto job = body.String("job", true, 256);
+  const auto from = ReadDate(body, "from", false);
+  const auto to = ReadDate(body, "to", false);
+  const auto run = body.Integer("run", false, 1, std::numeric_limits<int64_t>::max());
+  const Actor who = ReadActor(body, token);
+  if (run && (from || to)) body.Invalid("run", "cannot be given with \"from\" or \"to\"");
+  if (from && to && std::chrono::sys_days(*from) > std::chrono::sys_days(*to)) {
+    body.Invalid("from", "is after \"to\"");
+  }
+  if (auto problem = body.Problem()) return *problem;
+  if (auto unknown = UnknownJob(*job, false)) {
+    if (unknown->status != 404) return *unknown;
+    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
+  }
+  store::ApproveParams p;
+  p.job = *job;
+  p.run_id = run;
+  if (from) p.from = FormatDate(*from);
+  if (to) p.to = FormatDate(*to);
+  p.actor = who.actor;
+  p.reason = who.reason;
+  p.now = store::ToInstant(clock_.Now());
+  auto approved = store_.RunApprove(p);
+  if (!approved.ok()) return ActionError(approved.status());
+  if (approved->empty()) {
+    return Error(409, "nothing_to_do",
+                 fmt::format("no run of {} is awaiting approval{}", *job,
+                             run            ? fmt::format(" with id {}", *run)
+                             : (from || to) ? std::string(" in that range")
+                                            : std::string()));
+  }
+  ApiResponse r;
+  r.body["approved"] = *approved;
+  return r;
+}
+
+ApiResponse OperatorApi::Impact(const ApiRequest& request, const ApiToken& token,
+                                bool rerun) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  BodyReader body(request.body);
+  ImpactRequest impact;
+  impact.action = rerun ? ImpactAction::kRerun : ImpactAction::kBackfill;
+  const auto job = body.String("job", true, 256);
+  std::optional<std::chrono::year_month_day> from, to;
+  if (rerun) {
+    from = to = ReadDate(body, "date", true);
+  } else {
+    from = ReadDate(body, "from", true);
+    to = ReadDate(body, "to", true);
+    if (from && to && std::chrono::sys_days(*from) > std::chrono::sys_days(*to)) {
+      body.Invalid("from", "is after \"to\"");
+    }
+  }
+  impact.partitions = ReadPartitions(body);
+  impact.include_waived = body.Bool("include_waived", false).value_or(false);
+  if (rerun) {
+    if (const auto only = body.String("only", false, 64)) {
+      const auto scope = ParseRerunScope(*only);
+      if (!scope) {
+        body.Invalid("only", fmt::format("must be \"failed\", \"unknown\", \"missing\" or "
+                                         "\"all\", got {}",
+                                         Shown(*only)));
+      }
+      impact.only = scope.value_or(RerunScope::kAll);
+    }
+    impact.force = body.Bool("force", false).value_or(false);
+  }
+  const Actor who = ReadActor(body, token);
+  const bool yes = body.Bool("yes", false).value_or(false);
+  const auto digest = body.String("preview_digest", false, 128);
+  if (yes && !digest) {
+    body.Invalid("preview_digest",
+                 "is required with \"yes\": true: send the preview_digest of the preview you "
+                 "confirm (ask without \"yes\" for it)");
+  }
+  if (auto problem = body.Problem()) return *problem;
+  const config::JobConfig* config_job = config_.FindJob(*job);
+  if (config_job == nullptr) {
+    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
+  }
+  impact.from = *from;
+  impact.to = *to;
+  const store::Instant now = store::ToInstant(clock_.Now());
+  if (!yes) {
+    auto preview = PreviewImpact(store_, *config_job, impact, now);
+    if (!preview.ok()) return ErrorFor(preview.status());
+    return ApiResponse{200, preview->Json()};
+  }
+  auto outcome = ApplyImpact(store_, *config_job, impact, digest, who.actor, who.reason, now);
+  if (!outcome.ok()) return ActionError(outcome.status());
+  switch (outcome->kind) {
+    case ImpactOutcome::Kind::kStale: {
+      ApiResponse r = Error(409, "stale_preview",
+                            fmt::format("the ledger changed since the preview {}; nothing done: "
+                                        "confirm the new preview (\"preview\") instead",
+                                        *digest));
+      r.body["preview"] = outcome->preview.Json();
+      return r;
+    }
+    case ImpactOutcome::Kind::kNothingToDo:
+      return Error(409, "nothing_to_do",
+                   fmt::format("nothing to queue{}",
+                               outcome->preview.succeeded_left_alone > 0
+                                   ? " (rerunning a succeeded run needs \"force\": true)"
+                                   : ""));
+    case ImpactOutcome::Kind::kDone:
+      break;
+  }
+  ApiResponse r;
+  r.body = {{"event_id", outcome->result.event_id},
+            {"queued", outcome->result.queued},
+            {"run_keys", outcome->preview.would_queue}};
+  return r;
+}
+
+ApiResponse OperatorApi::Trigger(const ApiRequest& request, const ApiToken& token) const {
+  Query q(request, {});
+  if (q.problem()) return *q.problem();
+  BodyReader body(request.body);
+  const auto job = body.String("job", true, 256);
+  const auto partitions = ReadPartitions(body);
+  const Actor who = ReadActor(body, token);
+  if (auto problem = body.Problem()) return *problem;
+  const config::JobConfig* config_job = config_.FindJob(*job);
+  if (config_job == nullptr) {
+    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
+  }
+  auto outcome = api::Trigger(store_, *config_job, partitions, who.actor, who.reason, clock_.Now());
+  if (!outcome.ok()) return ActionError(outcome.status());
+  switch (outcome->kind) {
+    case TriggerOutcome::Kind::kNothingDue:
+      return Error(409, "nothing_to_do",
+                   fmt::format("nothing due yet for {}{}", *job,
+                               partitions.empty() ? "" : " in those partitions"));
+    case TriggerOutcome::Kind::kExists: {
+      std::string list;
+      for (const auto& e : outcome->existing) list += (list.empty() ? "" : ", ") + e;
+      return Error(409, "conflict",
+                   fmt::format("the latest due period exists already, nothing done (retry or "
+                               "rerun repeats work): {}",
+                               list));
+    }
+    case TriggerOutcome::Kind::kDone:
+      break;
+  }
+  ApiResponse r;
+  r.body = {{"event_id", outcome->result.event_id},
+            {"queued", outcome->result.queued},
+            {"run_keys", outcome->run_keys},
+            {"period", outcome->period}};
+  return r;
 }
 
 }  // namespace cronledger::api

@@ -1,8 +1,11 @@
-// The read-only operator API (docs/api.md): the ledger documents of
-// DESIGN.md over HTTP, for operators, scripts and the dashboard.
+// The operator API (docs/api.md): the ledger documents of DESIGN.md over
+// HTTP, for operators, scripts and the dashboard, and the operator actions.
 //   GET /v1/jobs         GET /v1/jobs/{name}   GET /v1/runs   GET /v1/runs/{id}
 //   GET /v1/events       GET /v1/gaps          GET /v1/verify
-// Every route needs a bearer token of role read or operate.
+// need a bearer token of role read or operate;
+//   POST /v1/pause  /v1/resume  /v1/runs/{id}/retry  /v1/runs/{id}/resolve
+//   POST /v1/runs/{id}/cancel  /v1/approve  /v1/backfill  /v1/rerun  /v1/trigger
+// need role operate, and record the actor and the reason of a JSON body.
 #ifndef CRONLEDGER_API_OPERATOR_API_H_
 #define CRONLEDGER_API_OPERATOR_API_H_
 
@@ -25,6 +28,10 @@ inline constexpr int64_t kDefaultPageLimit = 100;
 inline constexpr int64_t kMaxPageLimit = 1000;
 // GET /v1/runs/{id}: the newest events of the run it includes.
 inline constexpr int kRunDetailEvents = 1000;
+// The operator actions: the largest body, and of its `reason` and `by`.
+inline constexpr std::size_t kMaxActionBodyBytes = 64 * 1024;
+inline constexpr std::size_t kMaxReasonBytes = 4096;
+inline constexpr std::size_t kMaxActorBytes = 256;
 
 // The opaque `cursor` of GET /v1/runs for "after the run with this id" (the
 // runs come newest first), and back; nullopt for text that is not one.
@@ -52,6 +59,16 @@ class OperatorApi {
   ApiResponse ListEvents(const ApiRequest& request) const;
   ApiResponse ListGaps(const ApiRequest& request) const;
   ApiResponse Verify(const ApiRequest& request) const;
+
+  // The actions; `token` is the caller's (the actor when the body has no `by`).
+  ApiResponse Pause(const ApiRequest& request, const ApiToken& token, bool pause) const;
+  ApiResponse RunAction(const ApiRequest& request, const ApiToken& token, const std::string& id,
+                        const std::string& action) const;
+  ApiResponse Approve(const ApiRequest& request, const ApiToken& token) const;
+  ApiResponse Impact(const ApiRequest& request, const ApiToken& token, bool rerun) const;
+  ApiResponse Trigger(const ApiRequest& request, const ApiToken& token) const;
+  // The run as it is now (RunJson), after an action on it.
+  ApiResponse RunNow(int64_t run_id) const;
 
   // A 404 naming the query parameter when `job` is neither configured nor
   // in the ledger (a removed job's history stays readable).

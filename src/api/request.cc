@@ -99,6 +99,38 @@ std::optional<int64_t> BodyReader::Integer(const char* field, bool required, int
   return v->get<int64_t>();
 }
 
+std::optional<bool> BodyReader::Bool(const char* field, bool required) {
+  const nlohmann::json* v = Find(field, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_boolean()) {
+    Fail(fmt::format("field \"{}{}\" must be true or false", prefix_, field));
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+std::optional<std::vector<std::string>> BodyReader::Strings(const char* field, bool required,
+                                                            std::size_t max_items,
+                                                            std::size_t max_bytes) {
+  const nlohmann::json* v = Find(field, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_array() || v->size() > max_items) {
+    Fail(fmt::format("field \"{}{}\" must be an array of at most {} strings", prefix_, field,
+                     max_items));
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& item : *v) {
+    if (!item.is_string() || item.get_ref<const std::string&>().size() > max_bytes) {
+      Fail(fmt::format("field \"{}{}\" must be an array of strings of at most {} bytes", prefix_,
+                       field, max_bytes));
+      return std::nullopt;
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 std::optional<ApiResponse> BodyReader::Problem() {
   if (!problem_) {
     for (const auto& [name, _] : value_.items()) {

@@ -48,6 +48,11 @@ class BodyReader {
 
   std::optional<std::string> String(const char* field, bool required, std::size_t max_bytes);
   std::optional<int64_t> Integer(const char* field, bool required, int64_t min, int64_t max);
+  // true or false (JSON booleans only).
+  std::optional<bool> Bool(const char* field, bool required);
+  // An array of at most `max_items` strings of at most `max_bytes` each.
+  std::optional<std::vector<std::string>> Strings(const char* field, bool required,
+                                                  std::size_t max_items, std::size_t max_bytes);
   // Reads a nested object with `read` when present; false when absent or
   // not an object (a problem then).
   template <typename Read>

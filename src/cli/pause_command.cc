@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "api/operator_actions.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "engine/job_definition.h"
 
 namespace cronledger::cli {
 namespace {
@@ -49,43 +49,8 @@ int RunPause(const PauseArgs& args, Clock& clock, std::ostream& out, std::ostrea
     return ExitCodeFor(s);
   };
 
-  if (job != nullptr) {
-    // A configured job serve has not planned yet: record it (as serve would)
-    // so that it can be paused before it ever runs.
-    auto existing = store->JobGet(job->name);
-    if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) {
-      return failed(existing.status());
-    }
-    if (!existing.ok()) {
-      store::JobSyncParams sync;
-      sync.job = job->name;
-      sync.definition = engine::CanonicalDefinition(*job);
-      sync.now = now;
-      if (auto r = store->JobSync(sync); !r.ok()) return failed(r.status());
-    }
-  }
-
-  store::PauseParams p;
-  p.job = args.job;
-  p.paused = args.pause;
-  p.actor = actor;
-  p.reason = *args.reason;
-  p.now = now;
-  if (Status s = store->JobSetPaused(p); !s.ok()) {
-    if (s.code() != StatusCode::kConflict || args.pause) return failed(s);
-    // Resuming what is not paused: say what is, since the job's own flag and
-    // the global switch are separate.
-    if (!args.job) {
-      return failed(Status(StatusCode::kConflict,
-                           "everything is not paused (a job paused on its own is resumed with "
-                           "--job)"));
-    }
-    auto all = store->IsPausedAll();
-    return failed(Status(StatusCode::kConflict,
-                         fmt::format("job \"{}\" is not paused{}", *args.job,
-                                     all.ok() && *all ? " on its own; everything is paused: "
-                                                        "resume it with --all"
-                                                      : "")));
+  if (Status s = api::SetPaused(*store, job, args.pause, actor, *args.reason, now); !s.ok()) {
+    return failed(s);
   }
 
   out << (args.pause ? "paused " : "resumed ")

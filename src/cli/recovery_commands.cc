@@ -7,6 +7,7 @@
 
 #include "api/impact_preview.h"
 #include "api/json_shapes.h"
+#include "api/operator_actions.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
@@ -262,76 +263,27 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
     return rc;
   }
   const config::JobConfig* job = ctx.job;
-  store::Store* store = ctx.store.get();
-  // The latest due occurrence within the backfill horizon, by its keys.
-  const Clock::TimePoint now = clock.Now();
-  engine::GapScanner scanner(*store);
-  engine::GapScanParams params;
-  params.from = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(
-      now - job->backfill.horizon));
-  params.to = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(now) +
-                                          std::chrono::days{1});
-  params.now = store::ToInstant(now);
-  params.include_waived = true;
-  std::vector<engine::ExpectedKey> latest;
-  std::vector<store::RunRecord> runs;  // the keys' runs, copied while valid
-  Status s = scanner.ForEachKey(*job, params, [&](const engine::ExpectedKey& k) -> Status {
-    if (!args.partitions.empty() &&
-        std::find(args.partitions.begin(), args.partitions.end(), k.partition) ==
-            args.partitions.end()) {
-      return Status::Ok();
-    }
-    if (!latest.empty() && k.scheduled_at > latest.front().scheduled_at) {
-      latest.clear();
-      runs.clear();
-    }
-    engine::ExpectedKey copy = k;
-    copy.run = nullptr;
-    latest.push_back(copy);
-    runs.push_back(k.run ? *k.run : store::RunRecord{});
-    return Status::Ok();
-  });
-  if (!s.ok()) {
-    err << "cronledger trigger: " << s.message() << "\n";
-    return ExitCodeFor(s);
+  auto outcome = api::Trigger(*ctx.store, *job, args.partitions, args.by.value_or(DefaultActor()),
+                              *args.reason, clock.Now());
+  if (!outcome.ok()) {
+    err << "cronledger trigger: " << outcome.status().message() << "\n";
+    return outcome.status().code() == StatusCode::kFailedPrecondition
+               ? kExitFound
+               : ExitCodeFor(outcome.status());
   }
-  if (latest.empty()) {
+  if (outcome->kind == api::TriggerOutcome::Kind::kNothingDue) {
     err << "cronledger trigger: nothing due yet for " << job->name
         << (args.partitions.empty() ? "" : " in those partitions") << "\n";
     return kExitFound;
   }
-  std::vector<std::string> existing;
-  for (std::size_t i = 0; i < latest.size(); ++i) {
-    if (runs[i].id != 0) {
-      existing.push_back(fmt::format("{}/{}/{} ({}, run {})", job->name, latest[i].partition,
-                                     latest[i].period, ledger::Name(runs[i].state), runs[i].id));
-    }
-  }
-  if (!existing.empty()) {
+  if (outcome->kind == api::TriggerOutcome::Kind::kExists) {
     err << "cronledger trigger: the latest due period exists already, nothing done (use "
            "`cronledger retry` or a rerun to repeat work):\n";
-    for (const auto& e : existing) err << "  " << e << "\n";
+    for (const auto& e : outcome->existing) err << "  " << e << "\n";
     return kExitFound;
   }
-  // One `trigger` event for the occurrence's keys; the store refuses, with
-  // nothing written, if one of them appeared since the check above.
-  store::RequeueParams q;
-  q.job = job->name;
-  const std::string tzdata = TzdataVersion();
-  for (const auto& k : latest) q.keys.push_back({k.ToQueueKey(tzdata), std::nullopt});
-  q.event_type = std::string(ledger::event::kTrigger);
-  q.actor = args.by.value_or(DefaultActor());
-  q.reason = *args.reason;
-  q.now = store::ToInstant(now);
-  q.details = nlohmann::json{{"period", latest.front().period}}.dump();
-  auto queued = store->RunRequeue(q);
-  if (!queued.ok()) {
-    err << "cronledger trigger: " << queued.status().message() << "\n";
-    return queued.status().code() == StatusCode::kFailedPrecondition ? kExitFound
-                                                                      : ExitCodeFor(queued.status());
-  }
-  out << fmt::format("queued {} run(s) of {} for {}\n", queued->queued.size(), job->name,
-                     latest.front().period);
+  out << fmt::format("queued {} run(s) of {} for {}\n", outcome->result.queued.size(), job->name,
+                     outcome->period);
   return kExitOk;
 }
 

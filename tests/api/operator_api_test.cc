@@ -8,6 +8,7 @@
 // the real clock) has nothing to plan, release or claim: its answers are
 // the seeded ledger's. Each answer is also compared with the command
 // line's --json output: one JSON shape for both.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sqlite3.h>
@@ -164,6 +165,97 @@ Json Stable(Json doc) {
   return doc;
 }
 
+void SqlOn(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  sqlite3_close(db);
+}
+
+// Plans every leap day as serve would have, on a fake clock. The keys
+// before 2024 succeeded (umbrella's of 2020 coalesced, waived); of
+// 2024-02-29, hooli's was misfired and umbrella's never planned, and one
+// attempt each, through the store, made acme's succeed (an effect
+// committed), globex's fail (exit 65, permanent) and initech's fail
+// (exit 1, retries exhausted).
+void SeedLedger(const std::string& config_path, const std::string& db) {
+  auto loaded = config::LoadConfig(config_path);
+  ASSERT_TRUE(std::holds_alternative<config::Config>(loaded));
+  const config::Config config = std::get<config::Config>(loaded);
+  store::SqliteOptions o;
+  o.path = db;
+  o.synchronous_full = false;
+  auto opened = store::SqliteStore::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  store::Store& store = **opened;
+  FakeClock clock(At("2000-02-28T00:00:00Z"));
+  engine::Planner planner(config, store, clock);
+  ASSERT_TRUE(planner.PlanOnce(At("2000-02-28T00:00:00Z")).ok());
+  for (const auto& day : kLeapDays) {
+    ASSERT_TRUE(planner.PlanOnce(At(day + "T08:59:30Z")).ok()) << day;
+  }
+  SqlOn(db, "UPDATE runs SET state = 'succeeded', attempts = 1 WHERE business_date < '2024-01-01'");
+  SqlOn(db,
+        "UPDATE runs SET state = 'skipped', reason = 'coalesced', attempts = 0 WHERE partition = "
+        "'umbrella' AND business_date = '2020-02-29'");
+  SqlOn(db,
+        "UPDATE runs SET state = 'skipped', reason = 'misfired' WHERE partition = 'hooli' AND "
+        "business_date = '2024-02-29'");
+  SqlOn(db, "DELETE FROM runs WHERE partition = 'umbrella' AND business_date = '2024-02-29'");
+
+  store::ReleaseParams release;
+  release.job = "report";
+  release.now = Ms("2024-02-29T09:00:01Z");
+  ASSERT_TRUE(store.RunRelease(release).ok());
+  store::ClaimRule rule;
+  rule.job = "report";
+  rule.overlap = config::Overlap::kAllow;
+  rule.steps = {"generate", "deliver"};
+  auto claimed = store.RunClaim({Ms("2024-02-29T09:00:02Z"), "node-a", 100, {rule}});
+  ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+  ASSERT_EQ(claimed->size(), 3u);
+  for (const auto& c : *claimed) {
+    store::FinishParams f;
+    f.run_id = c.run.id;
+    f.token = c.token;
+    f.node = "node-a";
+    f.now = Ms("2024-02-29T09:00:05Z");
+    if (c.run.partition == "acme") {
+      auto begun = store.EffectBegin(
+          {c.run.id, c.token, "mail-2024-02-29", "", Ms("2024-02-29T09:00:03Z"), "node-a", ""});
+      ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+      store::EffectCommitParams commit;
+      commit.run_id = c.run.id;
+      commit.token = c.token;
+      commit.key = "mail-2024-02-29";
+      commit.exit_status = 0;
+      commit.result = "message-id 42\n";
+      commit.now = Ms("2024-02-29T09:00:04Z");
+      commit.node = "node-a";
+      ASSERT_TRUE(store.EffectCommit(commit).ok());
+      f.exit_status = 0;
+      f.step = "deliver";
+      f.output_tail = "delivered\n";
+      f.decision.state = ledger::RunState::kSucceeded;
+    } else if (c.run.partition == "globex") {
+      f.end_class = ledger::EndClass::kPermanent;
+      f.exit_status = 65;
+      f.step = "generate";
+      f.output_tail = "bad input\n";
+      f.decision.state = ledger::RunState::kFailed;
+      f.decision.reason = "exit 65: permanent";
+    } else {
+      f.end_class = ledger::EndClass::kRetryable;
+      f.exit_status = 1;
+      f.step = "generate";
+      f.decision.state = ledger::RunState::kFailed;
+      f.decision.reason = "retries exhausted";
+    }
+    auto finished = store.RunFinishAttempts({f});
+    ASSERT_TRUE(finished.ok() && finished->at(0).ok()) << c.run.partition;
+  }
+}
+
 // ---- the shared ledger and serve, with the three tokens ----------------------------------------
 
 class OperatorApi : public ::testing::Test {
@@ -195,94 +287,8 @@ class OperatorApi : public ::testing::Test {
   }
   void SetUp() override { ASSERT_GT(port_, 0); }
 
-  // Plans every leap day as serve would have, on a fake clock. The keys
-  // before 2024 succeeded (umbrella's of 2020 coalesced, waived); of
-  // 2024-02-29, hooli's was misfired and umbrella's never planned, and one
-  // attempt each, through the store, made acme's succeed (an effect
-  // committed), globex's fail (exit 65, permanent) and initech's fail
-  // (exit 1, retries exhausted).
-  static void Seed() {
-    auto loaded = config::LoadConfig(config_);
-    ASSERT_TRUE(std::holds_alternative<config::Config>(loaded));
-    const config::Config config = std::get<config::Config>(loaded);
-    store::SqliteOptions o;
-    o.path = dir_->File("ledger.db");
-    o.synchronous_full = false;
-    auto opened = store::SqliteStore::Open(o);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    store::Store& store = **opened;
-    FakeClock clock(At("2000-02-28T00:00:00Z"));
-    engine::Planner planner(config, store, clock);
-    ASSERT_TRUE(planner.PlanOnce(At("2000-02-28T00:00:00Z")).ok());
-    for (const auto& day : kLeapDays) {
-      ASSERT_TRUE(planner.PlanOnce(At(day + "T08:59:30Z")).ok()) << day;
-    }
-    Sql("UPDATE runs SET state = 'succeeded', attempts = 1 WHERE business_date < '2024-01-01'");
-    Sql("UPDATE runs SET state = 'skipped', reason = 'coalesced', attempts = 0 WHERE partition = "
-        "'umbrella' AND business_date = '2020-02-29'");
-    Sql("UPDATE runs SET state = 'skipped', reason = 'misfired' WHERE partition = 'hooli' AND "
-        "business_date = '2024-02-29'");
-    Sql("DELETE FROM runs WHERE partition = 'umbrella' AND business_date = '2024-02-29'");
-
-    store::ReleaseParams release;
-    release.job = "report";
-    release.now = Ms("2024-02-29T09:00:01Z");
-    ASSERT_TRUE(store.RunRelease(release).ok());
-    store::ClaimRule rule;
-    rule.job = "report";
-    rule.overlap = config::Overlap::kAllow;
-    rule.steps = {"generate", "deliver"};
-    auto claimed = store.RunClaim({Ms("2024-02-29T09:00:02Z"), "node-a", 100, {rule}});
-    ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
-    ASSERT_EQ(claimed->size(), 3u);
-    for (const auto& c : *claimed) {
-      store::FinishParams f;
-      f.run_id = c.run.id;
-      f.token = c.token;
-      f.node = "node-a";
-      f.now = Ms("2024-02-29T09:00:05Z");
-      if (c.run.partition == "acme") {
-        auto begun = store.EffectBegin(
-            {c.run.id, c.token, "mail-2024-02-29", "", Ms("2024-02-29T09:00:03Z"), "node-a", ""});
-        ASSERT_TRUE(begun.ok()) << begun.status().ToString();
-        store::EffectCommitParams commit;
-        commit.run_id = c.run.id;
-        commit.token = c.token;
-        commit.key = "mail-2024-02-29";
-        commit.exit_status = 0;
-        commit.result = "message-id 42\n";
-        commit.now = Ms("2024-02-29T09:00:04Z");
-        commit.node = "node-a";
-        ASSERT_TRUE(store.EffectCommit(commit).ok());
-        f.exit_status = 0;
-        f.step = "deliver";
-        f.output_tail = "delivered\n";
-        f.decision.state = ledger::RunState::kSucceeded;
-      } else if (c.run.partition == "globex") {
-        f.end_class = ledger::EndClass::kPermanent;
-        f.exit_status = 65;
-        f.step = "generate";
-        f.output_tail = "bad input\n";
-        f.decision.state = ledger::RunState::kFailed;
-        f.decision.reason = "exit 65: permanent";
-      } else {
-        f.end_class = ledger::EndClass::kRetryable;
-        f.exit_status = 1;
-        f.step = "generate";
-        f.decision.state = ledger::RunState::kFailed;
-        f.decision.reason = "retries exhausted";
-      }
-      auto finished = store.RunFinishAttempts({f});
-      ASSERT_TRUE(finished.ok() && finished->at(0).ok()) << c.run.partition;
-    }
-  }
-
-  static void Sql(const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(dir_->File("ledger.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
-    sqlite3_close(db);
-  }
+  static void Seed() { SeedLedger(config_, dir_->File("ledger.db")); }
+  static void Sql(const std::string& sql) { SqlOn(dir_->File("ledger.db"), sql); }
 
   // The command line's --json answer to `args`.
   static Json Cli(std::vector<std::string> args) {
@@ -670,6 +676,584 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
     EXPECT_EQ(a.body.value("message", "").rfind(c.message, 0), 0u) << a.text;
     EXPECT_EQ(a.body.size(), 2u) << a.text;
   }
+}
+
+// ---- the operator actions, on a ledger and serve of their own ---------------------------------
+
+Answer Post(int port, const std::string& path, const std::string& body, const std::string& token) {
+  httplib::Client client("127.0.0.1", port);
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  auto r = client.Post(path, headers, body, "application/json");
+  Answer a;
+  if (!r) {
+    ADD_FAILURE() << "POST " << path << ": " << httplib::to_string(r.error());
+    return a;
+  }
+  a.status = r->status;
+  a.text = r->body;
+  a.body = Json::parse(r->body, nullptr, false);
+  return a;
+}
+
+// The seeded ledger, changed a little more before serve starts: 2016's acme
+// run is unknown, 2012's hooli run awaits approval, 2008's and 2004's
+// globex and initech runs failed.
+class OperatorActions : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir("cronledger-operator-actions");
+    config_ = dir_->Write("cronledger.toml", ConfigText("127.0.0.1:0", kTokens));
+    const std::string db = dir_->File("ledger.db");
+    SeedLedger(config_, db);
+    SqlOn(db,
+          "UPDATE runs SET state = 'unknown' WHERE partition = 'acme' AND "
+          "business_date = '2016-02-29'");
+    SqlOn(db,
+          "UPDATE runs SET state = 'awaiting_approval' WHERE partition = 'hooli' AND "
+          "business_date = '2012-02-29'");
+    SqlOn(db,
+          "UPDATE runs SET state = 'failed' WHERE partition IN ('globex', 'initech') AND "
+          "business_date IN ('2008-02-29', '2004-02-29')");
+    InDoubt(db);
+    setenv("CL_TEST_READ", kReadSecret, 1);
+    setenv("CL_TEST_OPERATE", kOperateSecret, 1);
+    setenv("CL_TEST_WORKER", kWorkerSecret, 1);
+    serve_ = new ServeProcess(config_, dir_->File("serve.log"));
+    port_ = StartServe(*serve_, dir_->File("serve.log"));
+  }
+  static void TearDownTestSuite() {
+    delete serve_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_GT(port_, 0); }
+
+  // 2000's globex run ends unknown: its attempt began the effect "fax-1"
+  // and was lost, so the effect is in doubt.
+  static void InDoubt(const std::string& db) {
+    SqlOn(db,
+          "UPDATE runs SET state = 'pending', attempts = 0 WHERE partition = 'globex' AND "
+          "business_date = '2000-02-29'");
+    store::SqliteOptions o;
+    o.path = db;
+    o.synchronous_full = false;
+    auto opened = store::SqliteStore::Open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store::Store& store = **opened;
+    store::ReleaseParams release;
+    release.job = "report";
+    release.now = Ms("2000-02-29T09:00:01Z");
+    ASSERT_TRUE(store.RunRelease(release).ok());
+    store::ClaimRule rule;
+    rule.job = "report";
+    rule.overlap = config::Overlap::kAllow;
+    rule.steps = {"generate", "deliver"};
+    auto claimed = store.RunClaim({Ms("2000-02-29T09:00:02Z"), "node-a", 10, {rule}});
+    ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+    ASSERT_EQ(claimed->size(), 1u);
+    const auto& c = claimed->front();
+    ASSERT_TRUE(store
+                    .EffectBegin({c.run.id, c.token, "fax-1", "", Ms("2000-02-29T09:00:03Z"),
+                                  "node-a", ""})
+                    .ok());
+    store::FinishParams f;
+    f.run_id = c.run.id;
+    f.token = c.token;
+    f.node = "node-a";
+    f.now = Ms("2000-02-29T09:00:05Z");
+    f.end_class = ledger::EndClass::kInDoubt;
+    f.step = "deliver";
+    f.decision.state = ledger::RunState::kUnknown;
+    f.decision.reason = "effect in doubt";
+    auto finished = store.RunFinishAttempts({f});
+    ASSERT_TRUE(finished.ok() && finished->at(0).ok());
+  }
+
+  static Answer Act(const std::string& path, const Json& body) {
+    return Post(port_, path, body.dump(), kOperateSecret);
+  }
+  static Answer Read(const std::string& path) { return Get(port_, path, kReadSecret); }
+
+  static int64_t RunId(const std::string& partition, const std::string& date) {
+    const Answer a = Read("/v1/runs?partition=" + partition + "&date=" + date);
+    EXPECT_EQ(a.status, 200) << a.text;
+    EXPECT_EQ(a.body["runs"].size(), 1u) << a.text;
+    return a.body["runs"].empty() ? 0 : a.body["runs"][0]["id"].get<int64_t>();
+  }
+  static std::string RunPath(int64_t id, const std::string& action) {
+    return "/v1/runs/" + std::to_string(id) + "/" + action;
+  }
+
+  // The newest event, which an action must have appended.
+  static Json LastEvent() {
+    const Answer a = Read("/v1/events?limit=1");
+    EXPECT_EQ(a.status, 200) << a.text;
+    return a.body["events"].empty() ? Json() : a.body["events"][0];
+  }
+  // Everything an action may change: every event and every run.
+  static std::string Ledger() {
+    return Read("/v1/events?limit=1000").text + Read("/v1/runs?limit=1000").text;
+  }
+
+  static TempDir* dir_;
+  static std::string config_;
+  static ServeProcess* serve_;
+  static int port_;
+};
+
+TempDir* OperatorActions::dir_ = nullptr;
+std::string OperatorActions::config_;
+ServeProcess* OperatorActions::serve_ = nullptr;
+int OperatorActions::port_ = 0;
+
+TEST_F(OperatorActions, OnlyOperateTokensActAndARefusalChangesNothing) {
+  const std::string before = Ledger();
+  ASSERT_NE(before.find("\"events\""), std::string::npos);
+  const int64_t id = RunId("initech", "2024-02-29");
+  const Json reason = {{"reason", "x"}};
+  const std::vector<std::pair<std::string, Json>> routes = {
+      {"/v1/pause", {{"job", "report"}, {"reason", "x"}}},
+      {"/v1/resume", {{"job", "report"}, {"reason", "x"}}},
+      {RunPath(id, "retry"), reason},
+      {RunPath(id, "resolve"), {{"as", "succeeded"}, {"reason", "x"}}},
+      {RunPath(id, "cancel"), reason},
+      {"/v1/approve", {{"job", "report"}, {"reason", "x"}}},
+      {"/v1/backfill",
+       {{"job", "report"}, {"from", "2024-02-29"}, {"to", "2024-02-29"}, {"reason", "x"}}},
+      {"/v1/rerun", {{"job", "report"}, {"date", "2024-02-29"}, {"reason", "x"}}},
+      {"/v1/trigger", {{"job", "report"}, {"reason", "x"}}},
+  };
+  for (const auto& [path, body] : routes) {
+    SCOPED_TRACE(path);
+    const Answer read = Post(port_, path, body.dump(), kReadSecret);
+    EXPECT_EQ(read.status, 403) << read.text;
+    EXPECT_EQ(read.body["error"], "forbidden");
+    EXPECT_EQ(read.body["message"],
+              "token \"dash\" has role read; POST " + path + " needs role operate");
+    const Answer worker = Post(port_, path, body.dump(), kWorkerSecret);
+    EXPECT_EQ(worker.status, 403) << worker.text;
+    EXPECT_EQ(worker.body["error"], "forbidden");
+    const Answer none = Post(port_, path, body.dump(), "");
+    EXPECT_EQ(none.status, 401) << none.text;
+    EXPECT_EQ(none.body["error"], "unauthenticated");
+    const Answer wrong = Post(port_, path, body.dump(), "operate-secret-0123456789abcdeX");
+    EXPECT_EQ(wrong.status, 401) << wrong.text;
+    const Answer get = Get(port_, path, kOperateSecret);
+    EXPECT_EQ(get.status, 405) << get.text;
+    EXPECT_EQ(get.body["error"], "method_not_allowed");
+  }
+  EXPECT_EQ(Ledger(), before);
+  // An action on no such run is 404 after the body is read; a bad id is 400.
+  EXPECT_EQ(Act("/v1/runs/999999/retry", reason).status, 404);
+  EXPECT_EQ(Act("/v1/runs/abc/retry", reason).status, 400);
+  EXPECT_EQ(Act("/v1/runs/" + std::to_string(id) + "/restart", reason).status, 404);
+  EXPECT_EQ(Ledger(), before);
+}
+
+TEST_F(OperatorActions, MalformedBodiesAreRefusedNamingTheFieldWithNoSideEffect) {
+  const std::string before = Ledger();
+  const int64_t id = RunId("initech", "2024-02-29");
+  struct Case {
+    std::string path;
+    std::string body;
+    int status;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"/v1/pause", "{\"job\": \"report\", \"reason\": ", 400, "the body is not valid JSON"},
+      {"/v1/pause", "[\"report\"]", 400, "the body must be a JSON object"},
+      {"/v1/pause", "", 400, "field \"reason\" is required"},
+      {"/v1/pause", R"({"job": "report", "reason": "x", "until": "noon"})", 400,
+       "unknown field \"until\""},
+      {"/v1/pause", R"({"job": "report"})", 400, "field \"reason\" is required"},
+      {"/v1/pause", R"({"job": "report", "reason": " \n"})", 400,
+       "field \"reason\" is blank: say why, it is recorded in the ledger"},
+      {"/v1/pause", R"({"job": "report", "reason": 5})", 400, "field \"reason\" must be a string"},
+      {"/v1/pause", R"({"job": "report", "reason": "x", "by": ""})", 400, "field \"by\" is blank"},
+      {"/v1/pause", R"({"reason": "x"})", 400, "field \"job\" is required: give \"job\": NAME"},
+      {"/v1/pause", R"({"job": "report", "all": true, "reason": "x"})", 400,
+       "field \"all\" cannot be given with \"job\""},
+      {"/v1/pause", R"({"all": "yes", "reason": "x"})", 400, "field \"all\" must be true or false"},
+      {"/v1/pause", R"({"job": "nightly", "reason": "x"})", 404,
+       "no job named \"nightly\" (field \"job\")"},
+      {"/v1/pause?job=report", R"({"job": "report", "reason": "x"})", 400,
+       "unknown query parameter \"job\""},
+      {RunPath(id, "retry"), R"({"reason": "x", "run_id": 1})", 400, "unknown field \"run_id\""},
+      {RunPath(id, "resolve"), R"({"reason": "x"})", 400, "field \"as\" is required"},
+      {RunPath(id, "resolve"), R"({"as": "done", "reason": "x"})", 400,
+       "field \"as\" must be \"succeeded\", \"failed\" or \"retry\""},
+      {RunPath(id, "resolve"), R"({"as": "succeeded", "effect": "k", "reason": "x"})", 400,
+       "field \"as\" must be \"committed\" or \"failed\" with \"effect\", got \"succeeded\""},
+      {RunPath(id, "cancel"), R"({"reason": ["x"]})", 400, "field \"reason\" must be a string"},
+      {"/v1/approve", R"({"job": "report", "run": 1, "from": "2012-02-29", "reason": "x"})", 400,
+       "field \"run\" cannot be given with \"from\" or \"to\""},
+      {"/v1/approve", R"({"job": "report", "run": "7", "reason": "x"})", 400,
+       "field \"run\" must be an integer"},
+      {"/v1/backfill", R"({"job": "report", "from": "2024-02-29", "reason": "x"})", 400,
+       "field \"to\" is required"},
+      {"/v1/backfill",
+       R"({"job": "report", "from": "2024-03-01", "to": "2024-02-29", "reason": "x"})", 400,
+       "field \"from\" is after \"to\""},
+      {"/v1/backfill",
+       R"({"job": "report", "from": "2024-02-30", "to": "2024-03-01", "reason": "x"})", 400,
+       "field \"from\" must be a date YYYY-MM-DD"},
+      {"/v1/backfill",
+       R"({"job": "report", "from": "2024-02-29", "to": "2024-02-29", "partitions": ["a b"], "reason": "x"})",
+       400, "field \"partitions\" must hold partition ids"},
+      {"/v1/backfill",
+       R"({"job": "report", "from": "2024-02-29", "to": "2024-02-29", "reason": "x", "yes": true})",
+       400, "field \"preview_digest\" is required with \"yes\": true"},
+      {"/v1/rerun", R"({"job": "report", "date": "2024-02-29", "only": "some", "reason": "x"})",
+       400, "field \"only\" must be \"failed\", \"unknown\", \"missing\" or \"all\""},
+      {"/v1/rerun", R"({"job": "report", "date": "2024-02-29", "force": 1, "reason": "x"})", 400,
+       "field \"force\" must be true or false"},
+      {"/v1/rerun", R"({"job": "report", "date": "2024-02-29", "reason": "x", "yes": true})", 400,
+       "field \"preview_digest\" is required with \"yes\": true"},
+      {"/v1/rerun", R"({"job": "nightly", "date": "2024-02-29", "reason": "x"})", 404,
+       "no job named \"nightly\""},
+      {"/v1/trigger", R"({"job": "report", "partitions": "acme", "reason": "x"})", 400,
+       "field \"partitions\" must be an array of at most"},
+      {"/v1/trigger", R"({"job": "report", "reason": "x", "yes": true})", 400,
+       "unknown field \"yes\""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path + " " + c.body);
+    const Answer a = Post(port_, c.path, c.body, kOperateSecret);
+    ASSERT_EQ(a.status, c.status) << a.text;
+    EXPECT_EQ(a.body.value("error", ""), c.status == 404 ? "not_found" : "invalid_request");
+    EXPECT_EQ(a.body.value("message", "").rfind(c.message, 0), 0u) << a.text;
+  }
+  // Larger than an action accepts: 413 before anything is read.
+  const std::string big = Json{{"job", "report"}, {"reason", std::string(70 * 1024, 'x')}}.dump();
+  const Answer large = Post(port_, "/v1/pause", big, kOperateSecret);
+  EXPECT_EQ(large.status, 413) << large.text;
+  EXPECT_EQ(large.body["error"], "too_large");
+  EXPECT_EQ(Ledger(), before);
+}
+
+TEST_F(OperatorActions, PauseAndResumeRoundTripRecordingActorAndReason) {
+  Answer a = Act("/v1/pause", {{"job", "report"}, {"reason", "upstream outage"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body, (Json{{"job", "report"}, {"paused", true}}));
+  EXPECT_EQ(Read("/v1/jobs/report").body["state"], "paused");
+  Json e = LastEvent();
+  EXPECT_EQ(e["type"], "paused");
+  EXPECT_EQ(e["job"], "report");
+  EXPECT_EQ(e["actor"], "oncall");  // the token's name: no "by"
+  EXPECT_EQ(e["reason"], "upstream outage");
+  a = Act("/v1/pause", {{"job", "report"}, {"reason", "again"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body["error"], "conflict");
+
+  a = Act("/v1/resume", {{"job", "report"}, {"reason", "upstream back"}, {"by", "alice"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body, (Json{{"job", "report"}, {"paused", false}}));
+  EXPECT_EQ(Read("/v1/jobs/report").body["state"], "active");
+  e = LastEvent();
+  EXPECT_EQ(e["type"], "resumed");
+  EXPECT_EQ(e["actor"], "alice");
+  EXPECT_EQ(e["reason"], "upstream back");
+  a = Act("/v1/resume", {{"job", "report"}, {"reason", "again"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body["message"], "job \"report\" is not paused");
+
+  a = Act("/v1/pause", {{"all", true}, {"reason", "maintenance"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body, (Json{{"job", nullptr}, {"paused", true}}));
+  EXPECT_EQ(LastEvent()["type"], "paused");
+  EXPECT_EQ(Read("/v1/jobs/report").body["state"], "paused");
+  // The global switch is not the job's own flag; the refusal says how.
+  a = Act("/v1/resume", {{"job", "report"}, {"reason", "only this one"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body["message"],
+            "job \"report\" is not paused on its own; everything is paused: resume it with "
+            "\"all\": true");
+  a = Act("/v1/resume", {{"all", true}, {"reason", "maintenance over"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(LastEvent()["reason"], "maintenance over");
+  EXPECT_EQ(Read("/v1/jobs/report").body["state"], "active");
+}
+
+TEST_F(OperatorActions, RetryResolveAndCancelMoveRunsOutOfEndStates) {
+  const int64_t failed = RunId("globex", "2024-02-29");
+  Answer a = Act(RunPath(failed, "retry"), {{"reason", "input fixed"}, {"by", "bob"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body["id"], failed);
+  EXPECT_EQ(a.body["state"], "pending");
+  Json e = LastEvent();
+  EXPECT_EQ(e["type"], "retry");
+  EXPECT_EQ(e["run_id"], failed);
+  EXPECT_EQ(e["actor"], "bob");
+  EXPECT_EQ(e["reason"], "input fixed");
+  // Pending is no end state: retry again is refused with the store's word.
+  a = Act(RunPath(failed, "retry"), {{"reason", "again"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body["error"], "conflict");
+
+  a = Act(RunPath(failed, "cancel"), {{"reason", "customer left"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body["state"], "cancelled");
+  e = LastEvent();
+  EXPECT_EQ(e["type"], "cancel");
+  EXPECT_EQ(e["actor"], "oncall");
+  EXPECT_EQ(e["reason"], "customer left");
+  a = Act(RunPath(failed, "cancel"), {{"reason", "again"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+
+  const int64_t unknown = RunId("acme", "2016-02-29");
+  const int64_t not_unknown = RunId("initech", "2024-02-29");
+  a = Act(RunPath(not_unknown, "resolve"), {{"as", "succeeded"}, {"reason", "checked"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  a = Act(RunPath(unknown, "resolve"),
+          {{"as", "committed"}, {"effect", "no-such-key"}, {"reason", "checked"}});
+  EXPECT_EQ(a.status, 404) << a.text;
+  a = Act(RunPath(unknown, "resolve"), {{"as", "succeeded"}, {"reason", "report was sent"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body["state"], "succeeded");
+  e = LastEvent();
+  EXPECT_EQ(e["type"], "resolve");
+  EXPECT_EQ(e["run_id"], unknown);
+  EXPECT_EQ(e["reason"], "report was sent");
+  EXPECT_EQ(e["actor"], "oncall");
+
+  // An effect in doubt is settled by its key; then the run goes again.
+  const int64_t in_doubt = RunId("globex", "2000-02-29");
+  ASSERT_EQ(Read("/v1/runs/" + std::to_string(in_doubt)).body["state"], "unknown");
+  a = Act(RunPath(in_doubt, "resolve"), {{"as", "succeeded"}, {"reason", "x"}});
+  EXPECT_EQ(a.status, 409) << a.text;  // the effect is still in doubt
+  a = Act(RunPath(in_doubt, "resolve"),
+          {{"as", "committed"}, {"effect", "fax-1"}, {"reason", "the fax log shows it"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body["state"], "pending");
+  EXPECT_EQ(a.body["still_in_doubt"], Json::array());
+  e = LastEvent();
+  EXPECT_EQ(e["type"], "resolve");
+  EXPECT_EQ(e["run_id"], in_doubt);
+  EXPECT_EQ(e["reason"], "the fax log shows it");
+}
+
+TEST_F(OperatorActions, ApproveLetsARunAwaitingApprovalGo) {
+  const int64_t id = RunId("hooli", "2012-02-29");
+  Answer a = Act("/v1/approve", {{"job", "report"}, {"run", id}, {"reason", "old gap, do it"}});
+  ASSERT_EQ(a.status, 200) << a.text;
+  EXPECT_EQ(a.body, (Json{{"approved", {id}}}));
+  const Json e = LastEvent();
+  EXPECT_EQ(e["type"], "approve");
+  EXPECT_EQ(e["run_id"], id);
+  EXPECT_EQ(e["reason"], "old gap, do it");
+  EXPECT_EQ(Read("/v1/runs/" + std::to_string(id)).body["state"], "pending");
+  // That run is pending now: the store refuses it; a range with none left
+  // awaiting approval has nothing to do.
+  a = Act("/v1/approve", {{"job", "report"}, {"run", id}, {"reason", "again"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body["error"], "conflict");
+  a = Act("/v1/approve",
+          {{"job", "report"}, {"from", "2012-02-29"}, {"to", "2012-02-29"}, {"reason", "again"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body, (Json{{"error", "nothing_to_do"},
+                          {"message", "no run of report is awaiting approval in that range"}}));
+  a = Act("/v1/approve", {{"job", "nightly"}, {"reason", "x"}});
+  EXPECT_EQ(a.status, 404) << a.text;
+}
+
+TEST_F(OperatorActions, RerunAnswersThePreviewAndActsOnlyWithItsDigest) {
+  const Json ask = {{"job", "report"}, {"date", "2008-02-29"}, {"reason", "upstream re-sent"}};
+  const std::string before = Ledger();
+  Answer preview = Act("/v1/rerun", ask);
+  ASSERT_EQ(preview.status, 200) << preview.text;
+  EXPECT_EQ(preview.body["would_queue"],
+            (Json{"report/globex/2008-02-29", "report/initech/2008-02-29"}));
+  EXPECT_EQ(preview.body["expected"], 5);
+  EXPECT_EQ(preview.body["failed"], 2);
+  EXPECT_EQ(preview.body["succeeded"], 3);
+  const std::string digest = preview.body["preview_digest"];
+  EXPECT_EQ(digest.size(), 64u);
+  EXPECT_EQ(Ledger(), before) << "a preview changed the ledger";
+  // The digest without "yes" is still a preview.
+  Json with_digest = ask;
+  with_digest["preview_digest"] = digest;
+  EXPECT_EQ(Act("/v1/rerun", with_digest).body, preview.body);
+
+  Json confirm = with_digest;
+  confirm["yes"] = true;
+  const Answer done = Act("/v1/rerun", confirm);
+  ASSERT_EQ(done.status, 200) << done.text;
+  EXPECT_EQ(done.body["run_keys"], preview.body["would_queue"]);
+  EXPECT_EQ(done.body["queued"].size(), 2u);
+  const Json e = LastEvent();
+  EXPECT_EQ(e["type"], "rerun");
+  EXPECT_EQ(e["id"], done.body["event_id"]);
+  EXPECT_EQ(e["actor"], "oncall");
+  EXPECT_EQ(e["reason"], "upstream re-sent");
+  EXPECT_EQ(Read("/v1/runs?date=2008-02-29&state=pending").body["runs"].size(), 2u);
+
+  // A preview the ledger moved away from is refused, with the new one.
+  const Json ask2 = {{"job", "report"}, {"date", "2004-02-29"}, {"reason", "again"}};
+  const Answer old = Act("/v1/rerun", ask2);
+  ASSERT_EQ(old.status, 200) << old.text;
+  ASSERT_EQ(old.body["would_queue"].size(), 2u) << old.text;
+  ASSERT_EQ(Act(RunPath(RunId("globex", "2004-02-29"), "cancel"), {{"reason", "gone"}}).status,
+            200);
+  const std::string moved = Ledger();
+  Json stale = ask2;
+  stale["yes"] = true;
+  stale["preview_digest"] = old.body["preview_digest"];
+  const Answer refused = Act("/v1/rerun", stale);
+  ASSERT_EQ(refused.status, 409) << refused.text;
+  EXPECT_EQ(refused.body["error"], "stale_preview");
+  const Json fresh = refused.body["preview"];
+  EXPECT_NE(fresh["preview_digest"], old.body["preview_digest"]);
+  EXPECT_EQ(fresh["would_queue"], (Json{"report/initech/2004-02-29"}));
+  EXPECT_EQ(fresh, Act("/v1/rerun", ask2).body);
+  EXPECT_EQ(Ledger(), moved) << "a stale preview changed the ledger";
+}
+
+TEST_F(OperatorActions, BackfillQueuesTheMissingKeysOfItsPreview) {
+  const Json ask = {{"job", "report"},
+                    {"from", "2024-02-29"},
+                    {"to", "2024-02-29"},
+                    {"partitions", {"hooli", "umbrella"}},
+                    {"reason", "outage"}};
+  const Answer preview = Act("/v1/backfill", ask);
+  ASSERT_EQ(preview.status, 200) << preview.text;
+  EXPECT_EQ(preview.body["would_queue"],
+            (Json{"report/hooli/2024-02-29", "report/umbrella/2024-02-29"}));
+  EXPECT_EQ(preview.body["missing"], 2);
+  const std::string before = Ledger();
+  Json wrong = ask;
+  wrong["yes"] = true;
+  wrong["preview_digest"] = std::string(64, '0');
+  const Answer stale = Act("/v1/backfill", wrong);
+  ASSERT_EQ(stale.status, 409) << stale.text;
+  EXPECT_EQ(stale.body["error"], "stale_preview");
+  EXPECT_EQ(stale.body["preview"], preview.body);
+  EXPECT_EQ(Ledger(), before);
+
+  Json confirm = ask;
+  confirm["yes"] = true;
+  confirm["preview_digest"] = preview.body["preview_digest"];
+  confirm["by"] = "carol";
+  const Answer done = Act("/v1/backfill", confirm);
+  ASSERT_EQ(done.status, 200) << done.text;
+  EXPECT_EQ(done.body["run_keys"], preview.body["would_queue"]);
+  const Json e = LastEvent();
+  EXPECT_EQ(e["type"], "backfill");
+  EXPECT_EQ(e["actor"], "carol");
+  EXPECT_EQ(e["reason"], "outage");
+  EXPECT_EQ(Read("/v1/runs?partition=umbrella&date=2024-02-29").body["runs"][0]["state"],
+            "pending");
+  // Done: the same request has nothing left to queue.
+  const Answer again = Act("/v1/backfill", ask);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.body["would_queue"], Json::array());
+  Json repeat = ask;
+  repeat["yes"] = true;
+  repeat["preview_digest"] = again.body["preview_digest"];
+  const Answer nothing = Act("/v1/backfill", repeat);
+  EXPECT_EQ(nothing.status, 409) << nothing.text;
+  EXPECT_EQ(nothing.body["error"], "nothing_to_do");
+}
+
+TEST_F(OperatorActions, TriggerWithNothingDueWithinTheHorizonIsRefused) {
+  const std::string before = Ledger();
+  // The job's backfill.horizon is a day and it fires on leap days only.
+  const Answer a = Act("/v1/trigger", {{"job", "report"}, {"reason", "now please"}});
+  EXPECT_EQ(a.status, 409) << a.text;
+  EXPECT_EQ(a.body, (Json{{"error", "nothing_to_do"}, {"message", "nothing due yet for report"}}));
+  EXPECT_EQ(Act("/v1/trigger", {{"job", "nightly"}, {"reason", "x"}}).status, 404);
+  EXPECT_EQ(Ledger(), before);
+}
+
+// Trigger queues the latest due period when it has no run. serve's planner
+// and gap scanner would plan or hold any due key themselves, so the ledger
+// is seeded as they leave one they have passed over: a yearly job whose
+// only occurrence within its horizon was two hours ago, planned and then
+// lost (the run deleted), its gap already reported (so the scanner, which
+// reports a gap once, leaves it alone).
+TEST(OperatorActionsTrigger, TriggerQueuesTheLatestDuePeriodOnceWithActorAndReason) {
+  using namespace std::chrono;
+  TempDir dir("cronledger-operator-trigger");
+  const auto key_at = floor<minutes>(RealClock().Now()) - hours{2};
+  const auto day = floor<days>(key_at);
+  const year_month_day date(day);
+  const hh_mm_ss<minutes> time(duration_cast<minutes>(key_at - day));
+  const std::string schedule =
+      fmt::format("{} {} {} {} *", time.minutes().count(), time.hours().count(),
+                  static_cast<unsigned>(date.day()), static_cast<unsigned>(date.month()));
+  const std::string config =
+      dir.Write("cronledger.toml", ConfigText("127.0.0.1:0", std::string(kTokens) + R"(
+[[job]]
+name = "tick"
+schedule = ")" + schedule + R"("
+timezone = "UTC"
+partitions = ["a"]
+executor = "external"
+backfill = { horizon = "1d" }
+
+  [[job.step]]
+  name = "send"
+)"));
+  const std::string db = dir.File("ledger.db");
+  const std::string period = FormatDate(date);
+  const std::string run_key = "tick/a/" + period;
+  {
+    auto loaded = config::LoadConfig(config);
+    ASSERT_TRUE(std::holds_alternative<config::Config>(loaded));
+    const config::Config parsed = std::get<config::Config>(loaded);
+    store::SqliteOptions o;
+    o.path = db;
+    o.synchronous_full = false;
+    auto opened = store::SqliteStore::Open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    const auto start =
+        Clock::TimePoint(duration_cast<Clock::Duration>((key_at - hours{1}).time_since_epoch()));
+    FakeClock clock(start);
+    engine::Planner planner(parsed, **opened, clock);
+    ASSERT_TRUE(planner.PlanOnce(start).ok());
+    ASSERT_TRUE(planner.PlanOnce(start + hours{1} + minutes{1}).ok());
+    store::EventRecord gap;
+    gap.at = store::ToInstant(start + hours{1} + minutes{2});
+    gap.type = "gap_found";
+    gap.job = "tick";
+    gap.run_key = run_key;
+    gap.actor = "scanner";
+    gap.details = Json{{"cause", "never_planned"}, {"business_date", period}}.dump();
+    ASSERT_TRUE((*opened)->EventAppend(gap).ok());
+  }
+  SqlOn(db, "DELETE FROM runs WHERE job = 'tick'");
+  setenv("CL_TEST_READ", kReadSecret, 1);
+  setenv("CL_TEST_OPERATE", kOperateSecret, 1);
+  setenv("CL_TEST_WORKER", kWorkerSecret, 1);
+  ServeProcess serve(config, dir.File("serve.log"));
+  const int port = StartServe(serve, dir.File("serve.log"));
+  ASSERT_GT(port, 0);
+  const Answer none = Get(port, "/v1/runs?job=tick", kReadSecret);
+  ASSERT_EQ(none.status, 200) << none.text;
+  ASSERT_EQ(none.body["runs"], Json::array()) << none.text;
+
+  const std::string body = Json{{"job", "tick"}, {"reason", "customer asked"}}.dump();
+  const Answer done = Post(port, "/v1/trigger", body, kOperateSecret);
+  ASSERT_EQ(done.status, 200) << done.text;
+  EXPECT_EQ(done.body["run_keys"], (Json{run_key}));
+  EXPECT_EQ(done.body["period"], period);
+  ASSERT_EQ(done.body["queued"].size(), 1u) << done.text;
+  const Answer events = Get(port, "/v1/events?type=trigger", kReadSecret);
+  ASSERT_EQ(events.body["events"].size(), 1u) << events.text;
+  const Json e = events.body["events"][0];
+  EXPECT_EQ(e["id"], done.body["event_id"]);
+  EXPECT_EQ(e["actor"], "oncall");
+  EXPECT_EQ(e["reason"], "customer asked");
+  const Answer runs = Get(port, "/v1/runs?job=tick", kReadSecret);
+  ASSERT_EQ(runs.body["runs"].size(), 1u) << runs.text;
+  EXPECT_EQ(runs.body["runs"][0]["run_key"], run_key);
+  EXPECT_EQ(runs.body["runs"][0]["state"], "pending");
+
+  const Answer again = Post(port, "/v1/trigger", body, kOperateSecret);
+  EXPECT_EQ(again.status, 409) << again.text;
+  EXPECT_EQ(again.body["error"], "conflict");
+  EXPECT_NE(again.text.find(run_key + " (pending, run "), std::string::npos) << again.text;
+  EXPECT_EQ(Get(port, "/v1/events?type=trigger", kReadSecret).body["events"].size(), 1u);
+  EXPECT_EQ(serve.Stop(), 0);
 }
 
 // ---- servers of their own --------------------------------------------------------------------

@@ -1,0 +1,118 @@
+#include "api/operator_actions.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "cronledger/schedule.h"
+#include "engine/gap_scanner.h"
+#include "engine/job_definition.h"
+#include "ledger/names.h"
+
+namespace cronledger::api {
+
+Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
+                 const std::string& actor, const std::string& reason, store::Instant now,
+                 std::string_view job_hint, std::string_view all_hint) {
+  if (job != nullptr) {
+    auto existing = store.JobGet(job->name);
+    if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) {
+      return existing.status();
+    }
+    if (!existing.ok()) {
+      store::JobSyncParams sync;
+      sync.job = job->name;
+      sync.definition = engine::CanonicalDefinition(*job);
+      sync.now = now;
+      if (auto r = store.JobSync(sync); !r.ok()) return r.status();
+    }
+  }
+  store::PauseParams p;
+  if (job != nullptr) p.job = job->name;
+  p.paused = pause;
+  p.actor = actor;
+  p.reason = reason;
+  p.now = now;
+  Status s = store.JobSetPaused(p);
+  if (s.ok() || s.code() != StatusCode::kConflict || pause) return s;
+  if (job == nullptr) {
+    return Status(StatusCode::kConflict,
+                  fmt::format("everything is not paused (a job paused on its own is resumed "
+                              "with {})",
+                              job_hint));
+  }
+  auto all = store.IsPausedAll();
+  return Status(StatusCode::kConflict,
+                fmt::format("job \"{}\" is not paused{}", job->name,
+                            all.ok() && *all ? fmt::format(" on its own; everything is paused: "
+                                                           "resume it with {}",
+                                                           all_hint)
+                                             : std::string()));
+}
+
+Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
+                               const std::vector<std::string>& partitions, const std::string& actor,
+                               const std::string& reason, Clock::TimePoint now) {
+  // The latest due occurrence within the backfill horizon, by its keys.
+  engine::GapScanner scanner(store);
+  engine::GapScanParams params;
+  params.from = std::chrono::year_month_day(
+      std::chrono::floor<std::chrono::days>(now - job.backfill.horizon));
+  params.to = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(now) +
+                                          std::chrono::days{1});
+  params.now = store::ToInstant(now);
+  params.include_waived = true;
+  std::vector<engine::ExpectedKey> latest;
+  std::vector<store::RunRecord> runs;  // the keys' runs, copied while valid
+  Status s = scanner.ForEachKey(job, params, [&](const engine::ExpectedKey& k) -> Status {
+    if (!partitions.empty() &&
+        std::find(partitions.begin(), partitions.end(), k.partition) == partitions.end()) {
+      return Status::Ok();
+    }
+    if (!latest.empty() && k.scheduled_at > latest.front().scheduled_at) {
+      latest.clear();
+      runs.clear();
+    }
+    engine::ExpectedKey copy = k;
+    copy.run = nullptr;
+    latest.push_back(copy);
+    runs.push_back(k.run ? *k.run : store::RunRecord{});
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  TriggerOutcome out;
+  if (latest.empty()) {
+    out.kind = TriggerOutcome::Kind::kNothingDue;
+    return out;
+  }
+  out.period = latest.front().period;
+  for (std::size_t i = 0; i < latest.size(); ++i) {
+    out.run_keys.push_back(job.name + "/" + latest[i].partition + "/" + latest[i].period);
+    if (runs[i].id != 0) {
+      out.existing.push_back(fmt::format("{} ({}, run {})", out.run_keys.back(),
+                                         ledger::Name(runs[i].state), runs[i].id));
+    }
+  }
+  if (!out.existing.empty()) {
+    out.kind = TriggerOutcome::Kind::kExists;
+    return out;
+  }
+  // One `trigger` event for the occurrence's keys; the store refuses, with
+  // nothing written, if one of them appeared since the check above.
+  store::RequeueParams q;
+  q.job = job.name;
+  const std::string tzdata = TzdataVersion();
+  for (const auto& k : latest) q.keys.push_back({k.ToQueueKey(tzdata), std::nullopt});
+  q.event_type = std::string(ledger::event::kTrigger);
+  q.actor = actor;
+  q.reason = reason;
+  q.now = store::ToInstant(now);
+  q.details = nlohmann::json{{"period", out.period}}.dump();
+  auto queued = store.RunRequeue(q);
+  if (!queued.ok()) return queued.status();
+  out.result = std::move(*queued);
+  return out;
+}
+
+}  // namespace cronledger::api
