@@ -76,26 +76,9 @@ role = "worker"
 secret_env = "CL_METRICS_WORKER"
 )";
 
-int LoggedPort(const std::string& log) {
-  const std::string marker = "API listening on http://";
-  const std::size_t at = log.find(marker);
-  if (at == std::string::npos) return 0;
-  const std::size_t colon = log.find(':', at + marker.size());
-  const std::size_t end = log.find_first_not_of("0123456789", colon + 1);
-  if (colon == std::string::npos || end == std::string::npos) return 0;
-  return std::stoi(log.substr(colon + 1, end - colon - 1));
-}
-
 int StartServe(ServeProcess& serve, const std::string& log) {
-  int port = 0;
-  const bool up = WaitFor(
-      [&] {
-        if (!serve.Running()) return true;
-        port = LoggedPort(ReadFile(log));
-        return port > 0;
-      },
-      600);
-  if (!up || port == 0) ADD_FAILURE() << "serve did not start; its log:\n" << ReadFile(log);
+  const int port = serve.WaitForApiPort();
+  if (port == 0) ADD_FAILURE() << "serve did not start; its log:\n" << ReadFile(log);
   return port;
 }
 

@@ -27,6 +27,18 @@ bool WaitFor(Done done, int tries, int sleep_ms = 50) {
   return done();
 }
 
+// The port in serve's "API listening on http://HOST:PORT" log line; 0
+// until it is there.
+inline int ApiPortIn(const std::string& log) {
+  const std::string marker = "API listening on http://";
+  const std::size_t at = log.find(marker);
+  if (at == std::string::npos) return 0;
+  const std::size_t colon = log.find(':', at + marker.size());
+  const std::size_t end = log.find_first_not_of("0123456789", colon + 1);
+  if (colon == std::string::npos || end == std::string::npos) return 0;
+  return std::stoi(log.substr(colon + 1, end - colon - 1));
+}
+
 // `cronledger serve --config CONFIG [EXTRA...]` in the background, stdout
 // and stderr in `log`. The destructor SIGKILLs (after a SIGCONT, were it
 // stopped) and reaps it, so no test, not even a failing one, leaves it
@@ -66,6 +78,20 @@ class ServeProcess {
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
+  }
+
+  // Polls until serve has logged the port its API listens on: the port, or
+  // 0 when serve exited first or never said.
+  int WaitForApiPort() {
+    int port = 0;
+    WaitFor(
+        [&] {
+          if (!Running()) return true;
+          port = ApiPortIn(Log());
+          return port > 0;
+        },
+        600);
+    return port;
   }
 
   bool Running() {
