@@ -1157,9 +1157,9 @@ TEST(OperatorActionsTrigger, TriggerQueuesTheLatestDuePeriodOnceWithActorAndReas
   const auto key_at = floor<minutes>(RealClock().Now()) - hours{2};
   const auto day = floor<days>(key_at);
   const year_month_day date(day);
-  const hh_mm_ss<minutes> time(duration_cast<minutes>(key_at - day));
+  const hh_mm_ss<minutes> at(duration_cast<minutes>(key_at - day));
   const std::string schedule =
-      fmt::format("{} {} {} {} *", time.minutes().count(), time.hours().count(),
+      fmt::format("{} {} {} {} *", at.minutes().count(), at.hours().count(),
                   static_cast<unsigned>(date.day()), static_cast<unsigned>(date.month()));
   const std::string config =
       dir.Write("cronledger.toml", ConfigText("127.0.0.1:0", std::string(kTokens) + R"(
