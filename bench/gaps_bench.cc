@@ -542,6 +542,11 @@ int Main(int argc, char** argv) {
       EnsureLedger(false);
       return WatchChild();
     }
+    if (a == "--build-only") {  // for bench/api_bench.sh, which serves this ledger
+      EnsureLedger(false);
+      std::printf("%s\n", kDir);
+      return 0;
+    }
     if (a == "--runs" && i + 1 < argc) {
       runs = std::stoi(argv[++i]);
     } else if (a == "--cli" && i + 1 < argc) {
@@ -549,7 +554,8 @@ int Main(int argc, char** argv) {
     } else if (a == "--rebuild") {
       rebuild = true;
     } else {
-      Die("usage: gaps_bench [--runs N] [--cli PATH/TO/cronledger] [--rebuild] | --watch");
+      Die("usage: gaps_bench [--runs N] [--cli PATH/TO/cronledger] [--rebuild] | --watch | "
+          "--build-only");
     }
   }
   cli = fs::absolute(cli).string();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps] [extra flags]
+# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps|api] [extra flags]
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
@@ -22,6 +22,9 @@
 #                       `cronledger gaps --json`, time and peak RSS; the first
 #                       run builds the ledger in /tmp/cronledger-bench-gaps
 #                       (bench/gaps_bench.cc; its own flags: --runs N, --rebuild)
+#   api                 GET /v1/jobs of a real serve over that ledger: latency
+#                       one request at a time, and wrk with 8 connections
+#                       (bench/api_bench.sh; its own flags)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=schedule
@@ -35,8 +38,8 @@ case $name in
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
   effect) flags=(--benchmark_repetitions=5) ;;
-  fire | idle | effect-run | gaps) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle, effect-run or gaps)" >&2; exit 2 ;;
+  fire | idle | effect-run | gaps | api) ;;
+  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle, effect-run, gaps or api)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
 if [[ $name == idle ]]; then
@@ -49,6 +52,10 @@ if [[ $name == fire ]]; then
 fi
 if [[ $name == gaps ]]; then
   exec "$root/build/bench/bench/gaps_bench" --cli "$root/build/bench/cronledger" "$@"
+fi
+if [[ $name == api ]]; then
+  exec "$root/bench/api_bench.sh" --binary "$root/build/bench/cronledger" \
+    --gaps-bench "$root/build/bench/bench/gaps_bench" "$@"
 fi
 if [[ $name == effect-run ]]; then
   exec "$root/bench/effect_run_bench.sh" --binary "$root/build/bench/cronledger" "$@"

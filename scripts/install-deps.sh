@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev libpq-dev libpqxx-dev postgresql
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev libtomlplusplus-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  curl wrk  # bench/api_bench.sh
   prometheus  # promtool: the metrics test checks GET /metrics with `promtool check metrics`
 )
 

@@ -1,6 +1,9 @@
 #include "engine/gap_watch.h"
 
+#include <algorithm>
 #include <optional>
+#include <set>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +20,10 @@ using std::chrono::floor;
 using std::chrono::year_month_day;
 
 constexpr const char* kActor = "scanner";
+// Gaps recorded per transaction, and logged one by one per job and pass
+// (the rest are summed up in one line).
+constexpr std::size_t kGapBatch = 1000;
+constexpr int kGapsLoggedPerPass = 20;
 
 std::string ReportedKey(const std::string& run_key, const std::string& cause) {
   return run_key + " " + cause;
@@ -27,12 +34,13 @@ std::string ReportedKey(const std::string& run_key, const std::string& cause) {
 GapWatch::GapWatch(const config::Config& config, store::Store& store, GapWatchOptions options)
     : config_(config), store_(store), options_(options), scanner_(store) {}
 
-Status GapWatch::ScanOnce(Clock::TimePoint now, GapWatchStats* stats) {
+Status GapWatch::ScanOnce(Clock::TimePoint now, GapWatchStats* stats, std::stop_token stop) {
   if (now < next_at_) return Status::Ok();
   next_at_ = now + options_.every;
   Status first;
   for (const auto& job : config_.jobs) {
-    Status s = ScanJob(job, now, jobs_[job.name], stats);
+    if (stop.stop_requested()) break;
+    Status s = ScanJob(job, now, jobs_[job.name], stats, stop);
     if (!s.ok()) {
       spdlog::error("scanner: job {}: {}", job.name, s.ToString());
       if (first.ok()) first = s;
@@ -42,7 +50,7 @@ Status GapWatch::ScanOnce(Clock::TimePoint now, GapWatchStats* stats) {
 }
 
 Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, JobWatch& w,
-                         GapWatchStats* stats) {
+                         GapWatchStats* stats, std::stop_token stop) {
   if (!w.seeded) {
     // Gaps recorded before a restart are not new.
     store::EventQuery q;
@@ -98,52 +106,120 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
   w.last_pass = now;
   if (full) w.last_full = now;
 
+  // Recorded in batches: after a long outage a pass may find hundreds of
+  // thousands of gaps, and a transaction (an fsync) per gap would keep the
+  // serve loop, and a SIGTERM, waiting for many minutes.
   const std::string tzdata = TzdataVersion();
-  for (const Gap& g : fresh) {
+  const auto age_of = [&](const Gap& g) {
+    return std::chrono::floor<std::chrono::seconds>(now) - g.scheduled_at;
+  };
+  std::map<std::string, int> by_cause;
+  int backfilled = 0;
+  int awaiting = 0;
+  int logged = 0;
+  // Gaps not recorded (a store error, a stop) are not reported yet: the
+  // next pass finds them again.
+  const auto unreported_from = [&](std::size_t begin) {
+    for (std::size_t i = begin; i < fresh.size(); ++i) {
+      w.reported.erase(ReportedKey(fresh[i].RunKey(), fresh[i].cause));
+    }
+  };
+  for (std::size_t begin = 0; begin < fresh.size(); begin += kGapBatch) {
+    if (stop.stop_requested()) {
+      unreported_from(begin);
+      return Status::Ok();
+    }
+    const std::size_t end = std::min(fresh.size(), begin + kGapBatch);
     // Never-planned and misfired keys are recovered: at once when young,
     // else they wait for an operator. Other causes need an operator anyway.
-    std::string action;
-    std::optional<int64_t> run_id = g.run_id;
-    if (g.cause == "never_planned" || g.cause == "misfired") {
-      const bool young = std::chrono::floor<std::chrono::seconds>(now) - g.scheduled_at <=
-                         job.backfill.auto_within;
+    std::vector<std::string> action(end - begin);
+    std::vector<std::optional<int64_t>> run_id(end - begin);
+    for (bool young : {true, false}) {
       store::QueueKeysParams q;
       q.job = job.name;
-      q.keys = {g.ToQueueKey(tzdata)};
       q.as = young ? ledger::RunState::kPending : ledger::RunState::kAwaitingApproval;
       q.event_type = young ? std::string(ledger::event::kBackfill) : "";
       q.actor = kActor;
-      q.reason = fmt::format("{} gap within backfill.auto_within", g.cause);
       q.now = store::ToInstant(now);
+      std::vector<std::size_t> index;  // into fresh, of q.keys
+      for (std::size_t i = begin; i < end; ++i) {
+        const Gap& g = fresh[i];
+        if (g.cause != "never_planned" && g.cause != "misfired") continue;
+        if ((age_of(g) <= job.backfill.auto_within) != young) continue;
+        q.keys.push_back(g.ToQueueKey(tzdata));
+        index.push_back(i);
+      }
+      if (q.keys.empty()) continue;
+      q.reason = young ? "gap within backfill.auto_within" : "gap older than backfill.auto_within";
       auto queued = store_.RunQueueKeys(q);
-      if (!queued.ok()) return queued.status();
-      if (!queued->queued.empty()) {
-        action = young ? "backfilled" : "awaiting_approval";
-        run_id = queued->queued[0];
+      if (!queued.ok()) {
+        unreported_from(begin);
+        return queued.status();
+      }
+      // `queued` holds the ids of the keys it moved, in key order; the
+      // keys it left alone are named.
+      const std::set<std::string> left(queued->left_alone.begin(), queued->left_alone.end());
+      std::size_t next = 0;
+      for (std::size_t i : index) {
+        const Gap& g = fresh[i];
+        if (left.count(g.RunKey()) > 0 || next >= queued->queued.size()) continue;
+        action[i - begin] = young ? "backfilled" : "awaiting_approval";
+        run_id[i - begin] = queued->queued[next++];
         // Waiting for approval is this same gap, not a new one.
         if (!young) w.reported.insert(ReportedKey(g.RunKey(), "awaiting_approval"));
-        if (stats) ++(young ? stats->backfilled : stats->awaiting_approval);
+        ++(young ? backfilled : awaiting);
       }
     }
-    store::EventRecord e;
-    e.at = store::ToInstant(now);
-    e.type = std::string(ledger::event::kGapFound);
-    e.job = job.name;
-    e.run_id = run_id;
-    e.run_key = g.RunKey();
-    e.actor = kActor;
-    nlohmann::json details = {{"cause", g.cause},
-                              {"business_date", g.business_date},
-                              {"scheduled_at", FormatUtc(g.scheduled_at)}};
-    if (!action.empty()) details["action"] = action;
-    e.details = details.dump();
-    if (Status s = store_.EventAppend(e); !s.ok()) return s;
-    if (stats) ++stats->new_gaps;
-    spdlog::warn("scanner: gap {} ({}), scheduled {}{}", g.RunKey(), g.cause,
-                 FormatUtc(g.scheduled_at),
-                 action == "backfilled"          ? "; backfilled"
-                 : action == "awaiting_approval" ? "; awaits approval (cronledger approve)"
-                                                 : "");
+    std::vector<store::EventRecord> events;
+    events.reserve(end - begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      const Gap& g = fresh[i];
+      store::EventRecord e;
+      e.at = store::ToInstant(now);
+      e.type = std::string(ledger::event::kGapFound);
+      e.job = job.name;
+      e.run_id = run_id[i - begin] ? run_id[i - begin] : g.run_id;
+      e.run_key = g.RunKey();
+      e.actor = kActor;
+      nlohmann::json details = {{"cause", g.cause},
+                                {"business_date", g.business_date},
+                                {"scheduled_at", FormatUtc(g.scheduled_at)}};
+      if (!action[i - begin].empty()) details["action"] = action[i - begin];
+      e.details = details.dump();
+      events.push_back(std::move(e));
+    }
+    if (Status s = store_.EventAppendAll(events); !s.ok()) {
+      // Keys queued above stay queued; their gap_found is written when the
+      // next pass finds them (as awaiting approval, or not at all once run).
+      unreported_from(begin);
+      return s;
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      const Gap& g = fresh[i];
+      ++by_cause[g.cause];
+      if (stats) ++stats->new_gaps;
+      if (logged++ >= kGapsLoggedPerPass) continue;
+      const std::string& a = action[i - begin];
+      spdlog::warn("scanner: gap {} ({}), scheduled {}{}", g.RunKey(), g.cause,
+                   FormatUtc(g.scheduled_at),
+                   a == "backfilled"          ? "; backfilled"
+                   : a == "awaiting_approval" ? "; awaits approval (cronledger approve)"
+                                              : "");
+    }
+  }
+  if (stats) {
+    stats->backfilled += backfilled;
+    stats->awaiting_approval += awaiting;
+  }
+  if (logged > kGapsLoggedPerPass) {
+    std::string causes;
+    for (const auto& [cause, n] : by_cause) {
+      causes += fmt::format("{}{} {}", causes.empty() ? "" : ", ", n, cause);
+    }
+    spdlog::warn(
+        "scanner: job {}: {} new gap(s) in this pass ({}): {} backfilled, {} await approval; "
+        "the first {} are logged above, all are gap_found events (cronledger gaps --job {})",
+        job.name, fresh.size(), causes, backfilled, awaiting, kGapsLoggedPerPass, job.name);
   }
   return Status::Ok();
 }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <stop_token>
 #include <string>
 
 #include "config/config.h"
@@ -40,7 +41,11 @@ class GapWatch {
   GapWatch(const config::Config& config, store::Store& store, GapWatchOptions options = {});
 
   // A pass when one is due (NextAt); the first error, after trying every job.
-  Status ScanOnce(Clock::TimePoint now, GapWatchStats* stats = nullptr);
+  // A stop request ends it between jobs or batches of gaps: what it has not
+  // recorded yet is found again by the next pass (the first one after a
+  // restart is a full one).
+  Status ScanOnce(Clock::TimePoint now, GapWatchStats* stats = nullptr,
+                  std::stop_token stop = {});
   Clock::TimePoint NextAt() const { return next_at_; }
 
  private:
@@ -51,7 +56,7 @@ class GapWatch {
     std::set<std::string> reported;  // "run_key cause" already recorded as gap_found
   };
   Status ScanJob(const config::JobConfig& job, Clock::TimePoint now, JobWatch& w,
-                 GapWatchStats* stats);
+                 GapWatchStats* stats, std::stop_token stop);
 
   const config::Config& config_;
   store::Store& store_;

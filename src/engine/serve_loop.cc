@@ -18,6 +18,7 @@ ServeLoop::ServeLoop(const config::Config& config, Planner& planner, Reaper& rea
       options_(options) {}
 
 void ServeLoop::Run(std::stop_token stop) {
+  stop_ = stop;
   while (!stop.stop_requested()) {
     const Clock::TimePoint next = PassOnce(clock_.Now());
     clock_.SleepUntil(next, stop);
@@ -62,7 +63,7 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   }
   if (options_.gap_watch != nullptr && now >= options_.gap_watch->NextAt()) {
     // Its errors are logged per job; the next pass tries again.
-    (void)options_.gap_watch->ScanOnce(now);
+    (void)options_.gap_watch->ScanOnce(now, nullptr, stop_);
   }
   if (now >= next_prune_) {
     const int pruned =

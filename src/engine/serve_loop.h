@@ -54,6 +54,7 @@ class ServeLoop {
   ServeLoopOptions options_;
   Clock::TimePoint next_prune_{};
   Clock::TimePoint plan_not_before_{};
+  std::stop_token stop_;  // Run's: long passes (the gap watch's) end early on it
 };
 
 }  // namespace cronledger::engine

@@ -664,6 +664,8 @@ class Store {
   virtual Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) = 0;
 
   virtual Status EventAppend(const EventRecord& e) = 0;
+  // Every event in one transaction, in order: all or none.
+  virtual Status EventAppendAll(const std::vector<EventRecord>& events) = 0;
   virtual Result<std::vector<EventRecord>> EventList(const EventQuery& q) = 0;
 
   virtual Result<JobStats> StatsGet(const StatsParams& p) = 0;

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
+#include <stop_token>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -164,6 +166,65 @@ TEST_F(GapWatchTest, IncrementalPassesSeeRecentChangesAndFullScansTheRest) {
                                                    "j/a/2026-11-01 failed -"}));
   // Not due yet: nothing happens before NextAt.
   EXPECT_GT(watch.NextAt(), now);
+}
+
+// After a long outage a pass finds more gaps than one batch holds: every
+// one is recorded once, with its run, and a stopped pass leaves them all to
+// the next one.
+TEST_F(GapWatchTest, ManyGapsAreRecordedInBatchesAndAStoppedPassLeavesThemToTheNext) {
+  config_.jobs.push_back(testing::Job("m", "* * * * *"));
+  Planner planner(config_, *store_, clock_);
+  ASSERT_TRUE(planner.PlanOnce(At("2026-11-05T00:00:00Z")).ok());
+  ASSERT_TRUE(planner.PlanOnce(At("2026-11-06T00:00:00Z")).ok());
+  ASSERT_TRUE(planner.ReleaseOnce(At("2026-11-06T00:00:00Z")).ok());  // a day late: misfires
+  store::RunQuery q;
+  q.job = "m";
+  q.limit = 100000;
+  auto before = store_->RunList(q);
+  ASSERT_TRUE(before.ok());
+  int misfired = 0;
+  for (const auto& r : *before) {
+    if (r.reason && *r.reason == ledger::SkipReason::kMisfired) ++misfired;
+  }
+  ASSERT_GT(misfired, 1000);  // more than one batch
+
+  GapWatch watch(config_, *store_);
+  const auto now = At("2026-11-06T00:00:30Z");
+  std::stop_source stop;
+  stop.request_stop();
+  GapWatchStats stopped;
+  ASSERT_TRUE(watch.ScanOnce(now, &stopped, stop.get_token()).ok());
+  EXPECT_EQ(stopped.new_gaps, 0);
+
+  GapWatchStats stats;
+  ASSERT_TRUE(watch.ScanOnce(now + hours{2}, &stats).ok());
+  EXPECT_EQ(stats.awaiting_approval, misfired);
+  store::EventQuery eq;
+  eq.job = "m";
+  eq.type = "gap_found";
+  eq.limit = 100000;
+  const auto events = store_->EventList(eq);
+  ASSERT_TRUE(events.ok());
+  std::set<int64_t> runs;
+  int awaiting = 0;
+  for (const auto& e : *events) {
+    const auto d = nlohmann::json::parse(e.details);
+    if (d["cause"] != "misfired") continue;
+    EXPECT_EQ(d.value("action", ""), "awaiting_approval") << e.run_key;
+    ASSERT_TRUE(e.run_id.has_value()) << e.run_key;
+    auto run = store_->RunGet(*e.run_id);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->RunKey(), e.run_key);
+    EXPECT_EQ(run->state, ledger::RunState::kAwaitingApproval);
+    runs.insert(*e.run_id);
+    ++awaiting;
+  }
+  EXPECT_EQ(awaiting, misfired);
+  EXPECT_EQ(static_cast<int>(runs.size()), misfired);  // one event per gap
+
+  GapWatchStats again;  // a full pass later finds nothing new
+  ASSERT_TRUE(watch.ScanOnce(now + hours{4}, &again).ok());
+  EXPECT_EQ(again.new_gaps, 0);
 }
 
 }  // namespace

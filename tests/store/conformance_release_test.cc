@@ -276,6 +276,30 @@ TEST_P(StoreRelease, RunListFiltersAndPaginates) {
   EXPECT_EQ(S().RunGet(987654).status().code(), StatusCode::kNotFound);
 }
 
+TEST_P(StoreRelease, EventsAppendedTogetherKeepTheirOrder) {
+  AddJob("j");
+  ASSERT_TRUE(S().EventAppendAll({}).ok());
+  std::vector<store::EventRecord> batch;
+  for (int i = 0; i < 3; ++i) {
+    store::EventRecord e;
+    e.at = InstantAt("2026-11-05T00:00:00Z");
+    e.type = "gap_found";
+    e.job = "j";
+    e.run_key = "j/default/2026-11-0" + std::to_string(i + 1);
+    e.actor = "scanner";
+    e.details = R"({"n":)" + std::to_string(i) + "}";
+    batch.push_back(e);
+  }
+  ASSERT_TRUE(S().EventAppendAll(batch).ok());
+  const auto all = Events("j");
+  ASSERT_EQ(all.size(), 4u);  // config_changed, then the batch
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(all[i + 1].run_key, batch[i].run_key);
+    EXPECT_EQ(all[i + 1].details, batch[i].details);
+    EXPECT_EQ(all[i + 1].actor, "scanner");
+  }
+}
+
 TEST_P(StoreRelease, EventsAreAppendOnlyAndQueryable) {
   AddJob("j");
   store::EventRecord e;

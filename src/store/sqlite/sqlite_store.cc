@@ -207,6 +207,14 @@ Status SqliteStore::EventAppend(const EventRecord& e) {
   return tx.Commit();
 }
 
+Status SqliteStore::EventAppendAll(const std::vector<EventRecord>& events) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  for (const auto& e : events) RETURN_IF_ERROR(AppendEventLocked(e));
+  return tx.Commit();
+}
+
 Result<std::vector<JobVersion>> SqliteStore::VersionsLocked(std::string_view job) {
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "SELECT version, effective_from, definition FROM job_versions WHERE job = ? "

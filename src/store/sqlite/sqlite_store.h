@@ -63,6 +63,7 @@ class SqliteStore final : public Store {
   Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) override;
 
   Status EventAppend(const EventRecord& e) override;
+  Status EventAppendAll(const std::vector<EventRecord>& events) override;
   Result<std::vector<EventRecord>> EventList(const EventQuery& q) override;
 
   Result<JobStats> StatsGet(const StatsParams& p) override;
