@@ -8,8 +8,10 @@
 // end state and executor "external", so serve (on the real clock) has
 // nothing to plan, release or claim: both paths see the same ledger.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -49,7 +51,7 @@ store::Instant Ms(const std::string& rfc3339) { return store::ToInstant(At(rfc33
 
 // No [[auth.token]]: serve keeps its operator token in cronledger.token
 // beside this file, where the command line finds it.
-constexpr const char* kConfig = R"([server]
+const std::string kConfig = R"([server]
 store = "sqlite:ledger.db"
 listen = "127.0.0.1:0"
 
@@ -194,8 +196,9 @@ void Seed(const std::string& config_path, const std::string& db) {
 // A ledger in its own folder: the config, the seeded SQLite file and, once
 // serve ran there, cronledger.token.
 struct Ledger {
-  explicit Ledger(const std::string& name) : dir("cronledger-server-cli-" + name) {
-    config = dir.Write("cronledger.toml", kConfig);
+  explicit Ledger(const std::string& name, const std::string& extra_config = "")
+      : dir("cronledger-server-cli-" + name) {
+    config = dir.Write("cronledger.toml", kConfig + extra_config);
     Seed(config, dir.File("ledger.db"));
   }
   TempDir dir;
@@ -630,6 +633,79 @@ TEST_F(ServerCliActions, TriggerRefusesWhenNothingIsDueAsLocally) {
   const auto r = Both({"trigger", "--job", "report", "--reason", "now"}, 1);
   EXPECT_NE(r.err.find("nothing due yet"), std::string::npos) << r.err;
   Both({"trigger", "--job", "nightly", "--reason", "now"}, 2);
+}
+
+TEST_F(ServerCliActions, AStoreTheServerCannotUseIsExit3) {
+  // Another connection holds the ledger's write lock: serve gives up after
+  // the store's busy timeout and answers 503.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(remote_->dir.File("ledger.db").c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 30000);  // serve may be writing: wait for it
+  const bool locked = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  ProcessResult r;
+  if (locked) {
+    r = Cli(remote_->config, url_, {"pause", "--job", "report", "--reason", "store busy"});
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  sqlite3_close(db);
+  ASSERT_TRUE(locked);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("is unavailable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("HTTP 503"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// With [[auth.token]] entries: what a token's role may do, and who acts.
+TEST(ServerCliRoles, AReadTokenReadsButMayNotActAndTheActorIsTheOsUser) {
+  ClearServerEnvironment();
+  const std::string read_secret = "read-secret-0123456789abcdef";
+  const std::string operate_secret = "operate-secret-0123456789abcdef";
+  setenv("CL_TEST_CLI_READ", read_secret.c_str(), 1);
+  setenv("CL_TEST_CLI_OPERATE", operate_secret.c_str(), 1);
+  Ledger ledger("roles", R"(
+[[auth.token]]
+name = "dash"
+role = "read"
+secret_env = "CL_TEST_CLI_READ"
+
+[[auth.token]]
+name = "oncall"
+role = "operate"
+secret_env = "CL_TEST_CLI_OPERATE"
+)");
+  ServeProcess serve(ledger.config, ledger.dir.File("serve.log"));
+  const int port = serve.WaitForApiPort();
+  ASSERT_GT(port, 0) << serve.Log();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+
+  // With tokens configured serve keeps no token file: one must be given.
+  auto r = Cli(ledger.config, url, {"status"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no API token"), std::string::npos) << r.err;
+
+  setenv("CRONLEDGER_AUTH_TOKEN", read_secret.c_str(), 1);
+  r = Cli(ledger.config, url, {"status"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(ledger.config, url, {"pause", "--job", "report", "--reason", "x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the token from $CRONLEDGER_AUTH_TOKEN may not do this"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("role read"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(read_secret), std::string::npos) << r.err;
+
+  setenv("CRONLEDGER_AUTH_TOKEN", operate_secret.c_str(), 1);
+  r = Cli(ledger.config, url, {"pause", "--job", "report", "--reason", "audit"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(ledger.config, url, {"events", "--limit", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json e = Json::parse(r.out)["events"][0];
+  EXPECT_EQ(e["type"], "paused") << e;
+  EXPECT_EQ(e["reason"], "audit") << e;
+  // Not the token's name (the server's default): the OS user, as locally.
+  const passwd* pw = getpwuid(geteuid());
+  ASSERT_NE(pw, nullptr);
+  EXPECT_EQ(e["actor"], std::string(pw->pw_name)) << e;
+  ClearServerEnvironment();
 }
 
 }  // namespace
