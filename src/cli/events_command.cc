@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/operator_api.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
@@ -35,7 +36,8 @@ int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err) {
     q.since = store::Instant(*since);
   }
   const int64_t limit = args.limit.value_or(kEventsDefaultLimit);
-  const int64_t max_limit = args.server.empty() ? kEventsMaxLimit : kEventsMaxRemoteLimit;
+  // Over --server, GET /v1/events's largest `limit` (it has no cursor).
+  const int64_t max_limit = args.server.empty() ? kEventsMaxLimit : api::kMaxPageLimit;
   if (limit < 1 || limit > max_limit) {
     return Usage(err, fmt::format("--limit {} is out of range; use 1 to {}{}", limit, max_limit,
                                   args.server.empty() ? "" : " with --server"));

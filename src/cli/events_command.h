@@ -20,8 +20,6 @@ struct EventsArgs {
 
 inline constexpr int64_t kEventsDefaultLimit = 100;
 inline constexpr int64_t kEventsMaxLimit = 100000;
-// Over --server: the most GET /v1/events answers at once (it has no cursor).
-inline constexpr int64_t kEventsMaxRemoteLimit = 1000;
 
 // `cronledger events`: the audit log, oldest first. Without --since the
 // newest N events; with it the first N at or after that instant. Exit 0; 2

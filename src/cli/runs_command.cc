@@ -5,6 +5,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "api/operator_api.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
@@ -16,9 +17,6 @@ namespace cronledger::cli {
 namespace {
 
 using nlohmann::ordered_json;
-
-// GET /v1/runs answers at most this many a page (api::kMaxPageLimit).
-constexpr int64_t kRunsRemotePage = 1000;
 
 constexpr const char* kAllStates =
     "pending, running, succeeded, failed, unknown, skipped, awaiting_approval, cancelled";
@@ -93,11 +91,17 @@ Result<ordered_json> LocalRun(store::Store& store, int64_t id) {
   return api::RunDetailJson(*detail);
 }
 
-Result<ordered_json> LocalRuns(store::Store& store, const store::RunQuery& q) {
+// The runs document; `with_steps` false leaves each run's steps empty (the
+// text table does not show them: a query per run saved).
+Result<ordered_json> LocalRuns(store::Store& store, const store::RunQuery& q, bool with_steps) {
   auto runs = store.RunList(q);  // newest first
   if (!runs.ok()) return runs.status();
   ordered_json list = ordered_json::array();
   for (const auto& r : *runs) {
+    if (!with_steps) {
+      list.push_back(RunJson(r));
+      continue;
+    }
     auto steps = store.StepList(r.id);
     if (!steps.ok()) return steps.status();
     list.push_back(RunJson(r, *steps));
@@ -119,7 +123,7 @@ Result<ordered_json> RemoteRuns(const RemoteLedger& remote, const RunsArgs& args
     if (args.date) query.emplace_back("date", *args.date);
     if (args.partition) query.emplace_back("partition", *args.partition);
     query.emplace_back("limit", std::to_string(std::min<int64_t>(
-                                    limit - static_cast<int64_t>(list.size()), kRunsRemotePage)));
+                                    limit - static_cast<int64_t>(list.size()), api::kMaxPageLimit)));
     if (cursor) query.emplace_back("cursor", *cursor);
     auto page = remote.Get("/v1/runs", query);
     if (!page.ok()) return page.status();
@@ -191,7 +195,7 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
         rc != kExitOk) {
       return rc;
     }
-    doc = args.run ? LocalRun(*store, *args.run) : LocalRuns(*store, q);
+    doc = args.run ? LocalRun(*store, *args.run) : LocalRuns(*store, q, args.json);
   }
   if (!doc.ok()) {
     err << "cronledger runs: " << doc.status().message() << "\n";

@@ -446,6 +446,8 @@ TEST_F(ServerCli, UsageErrorsAreExit2WhetherFoundHereOrByTheServer) {
       // Found by the command line before any call (as locally).
       {{"runs", "--state", "done"}, "--state \"done\" is not a run state"},
       {{"verify", "--job", "report", "--date", "2024-02-30"}, "is not a date"},
+      // The API's largest page of events (it has no cursor).
+      {{"events", "--limit", "1001"}, "--limit 1001 is out of range; use 1 to 1000 with --server"},
       // Found by the server: 400, and a job it does not have.
       {{"runs", "--partition", "no such partition"}, "query parameter \"partition\""},
       {{"verify", "--job", "nightly", "--date", "2024-02-29"}, "no job named \"nightly\""},
