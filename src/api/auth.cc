@@ -157,4 +157,16 @@ Result<LocalToken> LoadOrCreateLocalToken(const std::string& dir) {
   return out;
 }
 
+Result<LocalToken> ReadLocalToken(const std::string& dir) {
+  LocalToken out;
+  out.path = (std::filesystem::path(dir) / kLocalTokenFile).string();
+  if (access(out.path.c_str(), F_OK) != 0) {
+    return Status(StatusCode::kNotFound, fmt::format("there is no {}", out.path));
+  }
+  auto secret = ReadTokenFile(out.path);
+  if (!secret.ok()) return secret.status();
+  out.secret = std::move(*secret);
+  return out;
+}
+
 }  // namespace cronledger::api

@@ -68,6 +68,11 @@ inline constexpr std::string_view kLocalTokenFile = "cronledger.token";
 // with no usable token in it; kIOError when it cannot be read or written.
 Result<LocalToken> LoadOrCreateLocalToken(const std::string& dir);
 
+// Reads `dir`/cronledger.token without ever creating it: what the command
+// line sends to a server on the same machine. kNotFound when there is no
+// such file; otherwise as LoadOrCreateLocalToken.
+Result<LocalToken> ReadLocalToken(const std::string& dir);
+
 }  // namespace cronledger::api
 
 #endif  // CRONLEDGER_API_AUTH_H_

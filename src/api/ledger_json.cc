@@ -195,6 +195,7 @@ ordered_json RunDetailJson(const RunDetail& d) {
   ordered_json events = ordered_json::array();
   for (const auto& e : d.events) events.push_back(EventJson(e));
   j["events"] = std::move(events);
+  j["updated_at"] = FormatInstant(d.run.updated_at);
   return j;
 }
 

@@ -58,7 +58,8 @@ struct RunDetail {
 // kNotFound naming the id when there is no such run.
 Result<RunDetail> LoadRunDetail(store::Store& store, int64_t run_id, int max_events);
 
-// A single run: the `runs` item plus attempt_list, effects and events.
+// A single run: the `runs` item plus attempt_list, effects, events and
+// updated_at (the run's last change).
 nlohmann::ordered_json RunDetailJson(const RunDetail& detail);
 
 // The gaps of `jobs` between business dates `from` and `to` (inclusive;

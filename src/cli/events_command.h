@@ -13,7 +13,8 @@ struct EventsArgs {
   std::optional<std::string> job;
   std::optional<int64_t> run;
   std::optional<std::string> since;  // RFC 3339
-  std::optional<int64_t> limit;      // 1..100000; default 100
+  std::optional<int64_t> limit;      // 1..100000 (with `server` 1..1000); default 100
+  std::string server;                // --server URL: "" works on the store
   bool json = false;
 };
 
@@ -22,7 +23,8 @@ inline constexpr int64_t kEventsMaxLimit = 100000;
 
 // `cronledger events`: the audit log, oldest first. Without --since the
 // newest N events; with it the first N at or after that instant. Exit 0; 2
-// on a usage or config error; 3 store unavailable.
+// on a usage or config error; 3 store unavailable. With `server`, the same
+// through its GET /v1/events.
 int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli

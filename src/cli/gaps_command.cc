@@ -8,6 +8,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
+#include "cli/remote_ledger.h"
 #include "cronledger/schedule.h"
 #include "engine/gap_scanner.h"
 
@@ -35,62 +36,83 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
   if (from && to && sys_days(*from) > sys_days(*to)) {
     return Usage(err, "--from " + *args.from + " is after --to " + *args.to);
   }
-  config::Config config;
-  if (int rc = LoadConfigOrReport("gaps", args.config_path, &config, err); rc != kExitOk) {
-    return rc;
-  }
-  std::vector<const config::JobConfig*> jobs;
-  for (const auto& j : config.jobs) {
-    if (!args.job || j.name == *args.job) jobs.push_back(&j);
-  }
-  if (args.job && jobs.empty()) {
-    return Usage(err, "no job named \"" + *args.job + "\" in " + args.config_path);
-  }
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("gaps", config, &store, err, StoreAccess::kExisting);
-      rc != kExitOk) {
-    return rc;
-  }
-
-  // Gaps are printed as the scan finds them, never all held: a ledger
-  // missing a whole window can have millions.
+  // Gaps are printed as they are found, never all held: a ledger missing a
+  // whole window can have millions (the server's answer is one document).
   std::size_t total = 0;
   std::size_t unwaived = 0;
   std::map<std::string, int> by_cause;
   TextTable table({"RUN_KEY", "BUSINESS_DATE", "SCHEDULED_AT", "CAUSE", "RUN_ID"});
   constexpr std::size_t kTableBlock = 1000;  // rows aligned together
   std::string line;
-  const auto print = [&](const engine::Gap& g) {
+  // One item of DESIGN.md's gaps document (GapJson).
+  const auto print = [&](const nlohmann::ordered_json& g) {
+    const bool waived = Field(g, "waived") == true;
+    const std::string cause = Text(g, "cause");
     if (args.json) {
       // The items of DESIGN.md's {"gaps": [...]}, as api::Dump with indent
       // 2 lays out the whole object.
-      const nlohmann::ordered_json item = api::GapJson(g);
       line = total == 0 ? "{\n  \"gaps\": [\n    " : ",\n    ";
-      for (const char c : api::Dump(item, 2)) {
+      for (const char c : api::Dump(g, 2)) {
         line += c;
         if (c == '\n') line += "    ";
       }
       out << line;
     } else {
-      table.AddRow({g.RunKey(), g.business_date, FormatUtc(g.scheduled_at),
-                    g.waived ? g.cause + " (waived)" : g.cause,
-                    g.run_id ? std::to_string(*g.run_id) : ""});
+      table.AddRow({Text(g, "run_key"), Text(g, "business_date"), Text(g, "scheduled_at"),
+                    waived ? cause + " (waived)" : cause, Text(g, "run_id")});
       if (table.pending_rows() >= kTableBlock) table.Flush(out);
     }
+    ++total;
+    if (!waived) ++unwaived;
+    ++by_cause[cause];
   };
-  api::GapQuery query;
-  query.jobs = std::move(jobs);
-  query.from = from;
-  query.to = to;
-  query.include_waived = args.include_waived;
-  Status s = api::ForEachGap(*store, query, store::ToInstant(clock.Now()),
-                             [&](const engine::Gap& g) {
-                               print(g);
-                               ++total;
-                               if (!g.waived) ++unwaived;
-                               ++by_cause[g.cause];
-                               return Status::Ok();
-                             });
+
+  Status s = Status::Ok();
+  if (!args.server.empty()) {
+    std::unique_ptr<RemoteLedger> remote;
+    if (int rc = RemoteLedger::Connect("gaps", args.server, args.config_path, &remote, err);
+        rc != kExitOk) {
+      return rc;
+    }
+    RemoteLedger::Query query;
+    if (args.job) query.emplace_back("job", *args.job);
+    if (args.from) query.emplace_back("from", *args.from);
+    if (args.to) query.emplace_back("to", *args.to);
+    if (args.include_waived) query.emplace_back("include_waived", "true");
+    // A job the server does not have is a usage error, as locally.
+    auto answer = remote->Get("/v1/gaps", query, StatusCode::kInvalidArgument);
+    if (answer.ok()) {
+      for (const auto& g : Field(*answer, "gaps")) print(g);
+    } else {
+      s = answer.status();
+    }
+  } else {
+    config::Config config;
+    if (int rc = LoadConfigOrReport("gaps", args.config_path, &config, err); rc != kExitOk) {
+      return rc;
+    }
+    std::vector<const config::JobConfig*> jobs;
+    for (const auto& j : config.jobs) {
+      if (!args.job || j.name == *args.job) jobs.push_back(&j);
+    }
+    if (args.job && jobs.empty()) {
+      return Usage(err, "no job named \"" + *args.job + "\" in " + args.config_path);
+    }
+    std::unique_ptr<store::Store> store;
+    if (int rc = OpenStoreOrReport("gaps", config, &store, err, StoreAccess::kExisting);
+        rc != kExitOk) {
+      return rc;
+    }
+    api::GapQuery query;
+    query.jobs = std::move(jobs);
+    query.from = from;
+    query.to = to;
+    query.include_waived = args.include_waived;
+    s = api::ForEachGap(*store, query, store::ToInstant(clock.Now()), [&](const engine::Gap& g) {
+      print(api::GapJson(g));
+      return Status::Ok();
+    });
+  }
   if (!s.ok()) {
     out.flush();
     err << "cronledger gaps: " << s.message() << "\n";

@@ -81,11 +81,33 @@ void TextTable::PrintRows(std::size_t first, const std::vector<std::size_t>& wid
   }
 }
 
-void PrintEventTable(const std::vector<store::EventRecord>& events, std::ostream& out) {
+const nlohmann::ordered_json& Field(const nlohmann::ordered_json& object, std::string_view key) {
+  static const nlohmann::ordered_json kNull;
+  if (!object.is_object()) return kNull;
+  const auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string Text(const nlohmann::ordered_json& object, std::string_view key) {
+  const nlohmann::ordered_json& v = Field(object, key);
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  return api::Dump(v);
+}
+
+int64_t Integer(const nlohmann::ordered_json& object, std::string_view key) {
+  const nlohmann::ordered_json& v = Field(object, key);
+  return v.is_number_integer() ? v.get<int64_t>() : 0;
+}
+
+void PrintEventTable(const nlohmann::ordered_json& events, std::ostream& out) {
   TextTable table({"ID", "AT", "TYPE", "JOB", "RUN_KEY", "ACTOR", "REASON", "DETAILS"});
   for (const auto& e : events) {
-    table.AddRow({std::to_string(e.id), FormatInstant(e.at), e.type, e.job, e.run_key, e.actor,
-                  e.reason, e.details == "{}" ? "" : e.details});
+    // Details are a JSON object (or, never written by cronledger, text).
+    const nlohmann::ordered_json& details = Field(e, "details");
+    table.AddRow({Text(e, "id"), Text(e, "at"), Text(e, "type"), Text(e, "job"),
+                  Text(e, "run_key"), Text(e, "actor"), Text(e, "reason"),
+                  details.is_object() && details.empty() ? "" : Text(e, "details")});
   }
   table.Print(out);
 }

@@ -54,8 +54,17 @@ class TextTable {
   std::vector<std::size_t> flushed_widths_;     // empty until the first Flush
 };
 
-// Prints `events` as a table (ID AT TYPE JOB RUN_KEY ACTOR REASON DETAILS).
-void PrintEventTable(const std::vector<store::EventRecord>& events, std::ostream& out);
+// Reading a ledger document (DESIGN.md's JSON shapes, built locally or
+// answered by a server) to print it as text. A missing key reads as null.
+const nlohmann::ordered_json& Field(const nlohmann::ordered_json& object, std::string_view key);
+// A string as it is, a number or boolean as JSON writes it, null as "".
+std::string Text(const nlohmann::ordered_json& object, std::string_view key);
+// An integer field; 0 when it is not one.
+int64_t Integer(const nlohmann::ordered_json& object, std::string_view key);
+
+// Prints the items of an `events` document as a table (ID AT TYPE JOB
+// RUN_KEY ACTOR REASON DETAILS).
+void PrintEventTable(const nlohmann::ordered_json& events, std::ostream& out);
 
 }  // namespace cronledger::cli
 

@@ -45,6 +45,20 @@ std::string ResolveConfigPath(const std::optional<std::string>& flag) {
 constexpr const char* kConfigHelp =
     "Configuration file (default: $CRONLEDGER_CONFIG, else ./cronledger.toml)";
 
+// --server, else $CRONLEDGER_SERVER; "" (work on the store) when neither.
+std::string ResolveServer(const std::optional<std::string>& flag) {
+  if (flag) return *flag;
+  if (const char* env = std::getenv("CRONLEDGER_SERVER"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return "";
+}
+
+constexpr const char* kServerHelp =
+    "Go through this serve's HTTP API instead of opening the store, e.g. "
+    "http://127.0.0.1:8377 (default: $CRONLEDGER_SERVER). Token: $CRONLEDGER_AUTH_TOKEN, else "
+    "cronledger.token beside the config file";
+
 int Main(int argc, char** argv) {
   CLI::App app{kDescription, "cronledger"};
   app.set_version_flag("--version", std::string("cronledger ") + CRONLEDGER_VERSION);
@@ -108,18 +122,22 @@ int Main(int argc, char** argv) {
 
   // --- status -----------------------------------------------------------------
   std::optional<std::string> status_config;
+  std::optional<std::string> status_server;
   StatusArgs status;
   CLI::App* status_cmd = app.add_subcommand(
       "status", "Show where each job stands: state, counts for its business date, lag, next run");
   status_cmd->add_option("--config", status_config, kConfigHelp);
+  status_cmd->add_option("--server", status_server, kServerHelp);
   status_cmd->add_flag("--json", status.json, "Print DESIGN.md's status JSON");
 
   // --- runs -------------------------------------------------------------------
   std::optional<std::string> runs_config;
+  std::optional<std::string> runs_server;
   RunsArgs runs;
   CLI::App* runs_cmd = app.add_subcommand(
       "runs", "List the ledger's runs, newest first, or show one run with its events");
   runs_cmd->add_option("--config", runs_config, kConfigHelp);
+  runs_cmd->add_option("--server", runs_server, kServerHelp);
   runs_cmd->add_option("--job", runs.job, "Only this job's runs");
   runs_cmd->add_option("--date", runs.date, "Only runs for this business date (YYYY-MM-DD)");
   runs_cmd->add_option("--state", runs.state,
@@ -132,10 +150,12 @@ int Main(int argc, char** argv) {
 
   // --- events -----------------------------------------------------------------
   std::optional<std::string> events_config;
+  std::optional<std::string> events_server;
   EventsArgs events;
   CLI::App* events_cmd = app.add_subcommand(
       "events", "Show the audit log: every transition and operator action, oldest first");
   events_cmd->add_option("--config", events_config, kConfigHelp);
+  events_cmd->add_option("--server", events_server, kServerHelp);
   events_cmd->add_option("--job", events.job, "Only this job's events");
   events_cmd->add_option("--run", events.run, "Only this run's events (by id)");
   events_cmd->add_option("--since", events.since,
@@ -145,14 +165,15 @@ int Main(int argc, char** argv) {
   events_cmd->add_flag("--json", events.json, "Print DESIGN.md's events JSON");
 
   // --- pause, resume ----------------------------------------------------------
-  std::optional<std::string> pause_config;
+  std::optional<std::string> pause_config, pause_server;
   PauseArgs pause;
-  std::optional<std::string> resume_config;
+  std::optional<std::string> resume_config, resume_server;
   PauseArgs resume;
   resume.pause = false;
   const auto add_pause_options = [](CLI::App* cmd, std::optional<std::string>& config,
-                                    PauseArgs& args) {
+                                    std::optional<std::string>& server, PauseArgs& args) {
     cmd->add_option("--config", config, kConfigHelp);
+    cmd->add_option("--server", server, kServerHelp);
     CLI::Option* job = cmd->add_option("--job", args.job, "The job");
     CLI::Option* all = cmd->add_flag("--all", args.all, "Every job (the global switch)");
     job->excludes(all);
@@ -161,23 +182,26 @@ int Main(int argc, char** argv) {
   };
   CLI::App* pause_cmd = app.add_subcommand(
       "pause", "Pause a job or everything: nothing new is claimed until resume");
-  add_pause_options(pause_cmd, pause_config, pause);
+  add_pause_options(pause_cmd, pause_config, pause_server, pause);
   CLI::App* resume_cmd = app.add_subcommand("resume", "Resume a paused job or everything");
-  add_pause_options(resume_cmd, resume_config, resume);
+  add_pause_options(resume_cmd, resume_config, resume_server, resume);
 
   // --- retry ------------------------------------------------------------------
   std::optional<std::string> retry_config;
+  std::optional<std::string> retry_server;
   RetryArgs retry;
   CLI::App* retry_cmd = app.add_subcommand(
       "retry", "Requeue a failed or unknown run as a new attempt on the same run key");
   retry_cmd->add_option("RUN_ID", retry.run_id, "The run's id (see `cronledger runs`)")
       ->required();
   retry_cmd->add_option("--config", retry_config, kConfigHelp);
+  retry_cmd->add_option("--server", retry_server, kServerHelp);
   retry_cmd->add_option("--reason", retry.reason, "Why (required; recorded in the ledger)");
   retry_cmd->add_option("--by", retry.by, "Who asks (default: the OS user)");
 
   // --- resolve ----------------------------------------------------------------
   std::optional<std::string> resolve_config;
+  std::optional<std::string> resolve_server;
   ResolveArgs resolve;
   CLI::App* resolve_cmd = app.add_subcommand(
       "resolve",
@@ -186,6 +210,7 @@ int Main(int argc, char** argv) {
   resolve_cmd->add_option("RUN_ID", resolve.run_id, "The run's id (see `cronledger runs`)")
       ->required();
   resolve_cmd->add_option("--config", resolve_config, kConfigHelp);
+  resolve_cmd->add_option("--server", resolve_server, kServerHelp);
   resolve_cmd->add_option("--effect", resolve.effect,
                           "The effect in doubt to settle (its idempotency key)");
   resolve_cmd->add_option("--as", resolve.as,
@@ -197,12 +222,14 @@ int Main(int argc, char** argv) {
 
   // --- gaps -------------------------------------------------------------------
   std::optional<std::string> gaps_config;
+  std::optional<std::string> gaps_server;
   GapsArgs gaps;
   CLI::App* gaps_cmd = app.add_subcommand(
       "gaps",
       "List every due expected run key that is not done (never planned, misfired, failed, "
       "unknown, awaiting approval, stuck); exit 1 when there is one");
   gaps_cmd->add_option("--config", gaps_config, kConfigHelp);
+  gaps_cmd->add_option("--server", gaps_server, kServerHelp);
   gaps_cmd->add_option("--job", gaps.job, "Only this job");
   gaps_cmd->add_option("--from", gaps.from,
                        "First business date, YYYY-MM-DD (default: backfill.horizon ago)");
@@ -214,24 +241,28 @@ int Main(int argc, char** argv) {
 
   // --- verify -----------------------------------------------------------------
   std::optional<std::string> verify_config;
+  std::optional<std::string> verify_server;
   VerifyArgs verify;
   CLI::App* verify_cmd = app.add_subcommand(
       "verify",
       "Prove a business date complete: exit 0 only when every expected run key succeeded "
       "through its last step or is waived");
   verify_cmd->add_option("--config", verify_config, kConfigHelp);
+  verify_cmd->add_option("--server", verify_server, kServerHelp);
   verify_cmd->add_option("--job", verify.job, "The job")->required();
   verify_cmd->add_option("--date", verify.date, "The business date, YYYY-MM-DD")->required();
   verify_cmd->add_flag("--json", verify.json, "Print DESIGN.md's completion report");
 
   // --- backfill, approve --------------------------------------------------------
   std::optional<std::string> backfill_config;
+  std::optional<std::string> backfill_server;
   BackfillArgs backfill;
   CLI::App* backfill_cmd = app.add_subcommand(
       "backfill",
       "Queue the never-planned and misfired run keys of a date range; prints the impact and "
       "stops unless given --yes");
   backfill_cmd->add_option("--config", backfill_config, kConfigHelp);
+  backfill_cmd->add_option("--server", backfill_server, kServerHelp);
   backfill_cmd->add_option("--job", backfill.job, "The job")->required();
   backfill_cmd->add_option("--from", backfill.from, "First business date, YYYY-MM-DD")
       ->required();
@@ -247,12 +278,14 @@ int Main(int argc, char** argv) {
   backfill_cmd->add_flag("--json", backfill.json, "Print the preview (or the result) as JSON");
 
   std::optional<std::string> rerun_config;
+  std::optional<std::string> rerun_server;
   RerunArgs rerun;
   CLI::App* rerun_cmd = app.add_subcommand(
       "rerun",
       "Run a business date's failed, unknown and missing run keys again (succeeded ones with "
       "--force); prints the impact and stops unless given --yes");
   rerun_cmd->add_option("--config", rerun_config, kConfigHelp);
+  rerun_cmd->add_option("--server", rerun_server, kServerHelp);
   rerun_cmd->add_option("--job", rerun.job, "The job")->required();
   rerun_cmd->add_option("--date", rerun.date, "The business date, YYYY-MM-DD")->required();
   rerun_cmd->add_option("--partition", rerun.partitions, "Only these partitions (repeat)");
@@ -270,10 +303,12 @@ int Main(int argc, char** argv) {
   rerun_cmd->add_flag("--json", rerun.json, "Print the preview (or the result) as JSON");
 
   std::optional<std::string> approve_config;
+  std::optional<std::string> approve_server;
   ApproveArgs approve;
   CLI::App* approve_cmd = app.add_subcommand(
       "approve", "Let runs awaiting approval (gaps beyond backfill.auto_within) run");
   approve_cmd->add_option("--config", approve_config, kConfigHelp);
+  approve_cmd->add_option("--server", approve_server, kServerHelp);
   approve_cmd->add_option("--job", approve.job, "The job")->required();
   approve_cmd->add_option("--from", approve.from, "First business date, YYYY-MM-DD");
   approve_cmd->add_option("--to", approve.to, "Last business date, YYYY-MM-DD");
@@ -282,20 +317,24 @@ int Main(int argc, char** argv) {
   approve_cmd->add_option("--by", approve.by, "Who approves (default: the OS user)");
 
   std::optional<std::string> cancel_config;
+  std::optional<std::string> cancel_server;
   CancelArgs cancel;
   CLI::App* cancel_cmd = app.add_subcommand(
       "cancel", "Cancel a pending, awaiting_approval, failed or unknown run (it is then waived)");
   cancel_cmd->add_option("RUN_ID", cancel.run_id, "The run's id")->required();
   cancel_cmd->add_option("--config", cancel_config, kConfigHelp);
+  cancel_cmd->add_option("--server", cancel_server, kServerHelp);
   cancel_cmd->add_option("--reason", cancel.reason, "Why (required; recorded in the ledger)");
   cancel_cmd->add_option("--by", cancel.by, "Who decides (default: the OS user)");
 
   std::optional<std::string> trigger_config;
+  std::optional<std::string> trigger_server;
   TriggerArgs trigger;
   CLI::App* trigger_cmd = app.add_subcommand(
       "trigger",
       "Run now: queue the job's latest due period; exit 1, changing nothing, when it exists");
   trigger_cmd->add_option("--config", trigger_config, kConfigHelp);
+  trigger_cmd->add_option("--server", trigger_server, kServerHelp);
   trigger_cmd->add_option("--job", trigger.job, "The job")->required();
   trigger_cmd->add_option("--partition", trigger.partitions, "Only these partitions (repeat)");
   trigger_cmd->add_option("--reason", trigger.reason, "Why (required; recorded in the ledger)");
@@ -371,46 +410,57 @@ int Main(int argc, char** argv) {
   }
   if (*status_cmd) {
     status.config_path = ResolveConfigPath(status_config);
+    status.server = ResolveServer(status_server);
     return RunStatus(status, RealClock(), std::cout, std::cerr);
   }
   if (*runs_cmd) {
     runs.config_path = ResolveConfigPath(runs_config);
+    runs.server = ResolveServer(runs_server);
     return RunRuns(runs, std::cout, std::cerr);
   }
   if (*events_cmd) {
     events.config_path = ResolveConfigPath(events_config);
+    events.server = ResolveServer(events_server);
     return RunEvents(events, std::cout, std::cerr);
   }
   if (*retry_cmd) {
     retry.config_path = ResolveConfigPath(retry_config);
+    retry.server = ResolveServer(retry_server);
     return RunRetry(retry, RealClock(), std::cout, std::cerr);
   }
   if (*gaps_cmd) {
     gaps.config_path = ResolveConfigPath(gaps_config);
+    gaps.server = ResolveServer(gaps_server);
     return RunGaps(gaps, RealClock(), std::cout, std::cerr);
   }
   if (*verify_cmd) {
     verify.config_path = ResolveConfigPath(verify_config);
+    verify.server = ResolveServer(verify_server);
     return RunVerify(verify, RealClock(), std::cout, std::cerr);
   }
   if (*backfill_cmd) {
     backfill.config_path = ResolveConfigPath(backfill_config);
+    backfill.server = ResolveServer(backfill_server);
     return RunBackfill(backfill, RealClock(), std::cout, std::cerr);
   }
   if (*rerun_cmd) {
     rerun.config_path = ResolveConfigPath(rerun_config);
+    rerun.server = ResolveServer(rerun_server);
     return RunRerun(rerun, RealClock(), std::cout, std::cerr);
   }
   if (*approve_cmd) {
     approve.config_path = ResolveConfigPath(approve_config);
+    approve.server = ResolveServer(approve_server);
     return RunApprove(approve, RealClock(), std::cout, std::cerr);
   }
   if (*cancel_cmd) {
     cancel.config_path = ResolveConfigPath(cancel_config);
+    cancel.server = ResolveServer(cancel_server);
     return RunCancel(cancel, RealClock(), std::cout, std::cerr);
   }
   if (*trigger_cmd) {
     trigger.config_path = ResolveConfigPath(trigger_config);
+    trigger.server = ResolveServer(trigger_server);
     return RunTrigger(trigger, RealClock(), std::cout, std::cerr);
   }
   if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
@@ -418,14 +468,17 @@ int Main(int argc, char** argv) {
   if (*checkpoint_set_cmd) return RunCheckpointSet(checkpoint, std::cout, std::cerr);
   if (*resolve_cmd) {
     resolve.config_path = ResolveConfigPath(resolve_config);
+    resolve.server = ResolveServer(resolve_server);
     return RunResolve(resolve, RealClock(), std::cout, std::cerr);
   }
   if (*pause_cmd) {
     pause.config_path = ResolveConfigPath(pause_config);
+    pause.server = ResolveServer(pause_server);
     return RunPause(pause, RealClock(), std::cout, std::cerr);
   }
   if (*resume_cmd) {
     resume.config_path = ResolveConfigPath(resume_config);
+    resume.server = ResolveServer(resume_server);
     return RunPause(resume, RealClock(), std::cout, std::cerr);
   }
   if (*help_cmd) {

@@ -6,6 +6,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
+#include "cli/remote_ledger.h"
 
 namespace cronledger::cli {
 namespace {
@@ -32,25 +33,44 @@ int RunPause(const PauseArgs& args, Clock& clock, std::ostream& out, std::ostrea
   std::string actor = args.by.value_or(DefaultActor());
   if (IsBlank(actor)) return usage("--by needs a name");
 
-  config::Config config;
-  if (int rc = LoadConfigOrReport(command, args.config_path, &config, err); rc != kExitOk) {
-    return rc;
-  }
-  const config::JobConfig* job = args.job ? config.FindJob(*args.job) : nullptr;
-  if (args.job && job == nullptr) {
-    return usage(fmt::format("no job \"{}\" in {}", *args.job, config.path));
-  }
-
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport(command, config, &store, err); rc != kExitOk) return rc;
-  const store::Instant now = store::ToInstant(clock.Now());
   const auto failed = [&](const Status& s) {
     err << "cronledger " << command << ": " << s.message() << "\n";
     return ExitCodeFor(s);
   };
 
-  if (Status s = api::SetPaused(*store, job, args.pause, actor, *args.reason, now); !s.ok()) {
-    return failed(s);
+  if (!args.server.empty()) {
+    std::unique_ptr<RemoteLedger> remote;
+    if (int rc = RemoteLedger::Connect(command, args.server, args.config_path, &remote, err);
+        rc != kExitOk) {
+      return rc;
+    }
+    nlohmann::ordered_json body;
+    if (args.job) {
+      body["job"] = *args.job;
+    } else {
+      body["all"] = true;
+    }
+    body["reason"] = *args.reason;
+    body["by"] = actor;
+    auto answer = remote->Post(args.pause ? "/v1/pause" : "/v1/resume", body,
+                               StatusCode::kInvalidArgument);
+    if (!answer.ok()) return failed(answer.status());
+  } else {
+    config::Config config;
+    if (int rc = LoadConfigOrReport(command, args.config_path, &config, err); rc != kExitOk) {
+      return rc;
+    }
+    const config::JobConfig* job = args.job ? config.FindJob(*args.job) : nullptr;
+    if (args.job && job == nullptr) {
+      return usage(fmt::format("no job \"{}\" in {}", *args.job, config.path));
+    }
+    std::unique_ptr<store::Store> store;
+    if (int rc = OpenStoreOrReport(command, config, &store, err); rc != kExitOk) return rc;
+    if (Status s = api::SetPaused(*store, job, args.pause, actor, *args.reason,
+                                  store::ToInstant(clock.Now()));
+        !s.ok()) {
+      return failed(s);
+    }
   }
 
   out << (args.pause ? "paused " : "resumed ")

@@ -1,5 +1,7 @@
 // Operator recovery of gaps (docs/gaps.md): `cronledger backfill`, which
-// shows its impact before it acts, and `cronledger approve`.
+// shows its impact before it acts, and `cronledger approve`. With `server`
+// (--server URL) each goes through that serve's operator action instead
+// (docs/api.md), printing and exiting alike.
 #ifndef CRONLEDGER_CLI_RECOVERY_COMMANDS_H_
 #define CRONLEDGER_CLI_RECOVERY_COMMANDS_H_
 
@@ -24,6 +26,7 @@ struct BackfillArgs {
   std::optional<std::string> by;
   bool yes = false;
   std::optional<std::string> preview_digest;
+  std::string server;  // --server URL: "" works on the store
   bool json = false;
 };
 
@@ -46,6 +49,7 @@ struct RerunArgs {
   std::optional<std::string> by;
   bool yes = false;
   std::optional<std::string> preview_digest;
+  std::string server;  // --server URL: "" works on the store
   bool json = false;
 };
 
@@ -63,6 +67,7 @@ struct ApproveArgs {
   std::optional<int64_t> run;
   std::optional<std::string> reason;
   std::optional<std::string> by;
+  std::string server;
 };
 
 // awaiting_approval → pending for one run or the job's runs of a date range.
@@ -75,6 +80,7 @@ struct CancelArgs {
   int64_t run_id = 0;
   std::optional<std::string> reason;
   std::optional<std::string> by;
+  std::string server;
 };
 
 // A pending, awaiting_approval, failed or unknown run becomes cancelled
@@ -87,6 +93,7 @@ struct TriggerArgs {
   std::vector<std::string> partitions;  // empty: all active
   std::optional<std::string> reason;
   std::optional<std::string> by;
+  std::string server;
 };
 
 // Run now: queues the run keys of the job's latest due occurrence. When one

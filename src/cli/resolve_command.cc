@@ -8,6 +8,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
+#include "cli/remote_ledger.h"
 #include "ledger/names.h"
 
 namespace cronledger::cli {
@@ -16,26 +17,21 @@ namespace {
 constexpr const char* kEffectAs = "committed or failed";
 constexpr const char* kRunAs = "succeeded, failed or retry";
 
-// Prints the run as it is after the resolution: one line, or RunJson.
-int PrintRun(store::Store& store, int64_t run_id, bool json, const std::string& line,
-             std::ostream& out, std::ostream& err) {
-  if (!json) {
-    out << line << "\n";
-    return kExitOk;
-  }
+// The run as it is after the resolution (RunJson).
+Result<nlohmann::ordered_json> LocalRun(store::Store& store, int64_t run_id) {
   auto run = store.RunGet(run_id);
-  if (!run.ok()) {
-    err << "cronledger resolve: " << run.status().message() << "\n";
-    return ExitCodeFor(run.status());
-  }
+  if (!run.ok()) return run.status();
   auto steps = store.StepList(run_id);
-  if (!steps.ok()) {
-    err << "cronledger resolve: " << steps.status().message() << "\n";
-    return ExitCodeFor(steps.status());
-  }
-  out << api::Dump(RunJson(*run, *steps), 2) << "\n";
-  return kExitOk;
+  if (!steps.ok()) return steps.status();
+  return RunJson(*run, *steps);
 }
+
+// What the resolution did, as told whether the run came from the store or
+// from the server.
+struct Resolved {
+  std::vector<std::string> still_in_doubt;  // with --effect
+  nlohmann::ordered_json run;               // RunJson, after it
+};
 
 }  // namespace
 
@@ -75,50 +71,88 @@ int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::os
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
   const std::string actor = args.by.value_or(DefaultActor());
-  config::Config config;
-  if (int rc = LoadConfigOrReport("resolve", args.config_path, &config, err); rc != kExitOk) {
-    return rc;
-  }
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("resolve", config, &store, err, StoreAccess::kExisting);
-      rc != kExitOk) {
-    return rc;
-  }
-  const store::Instant now = store::ToInstant(clock.Now());
-
-  if (effect_as) {
-    auto r = store->EffectResolve({args.run_id, *args.effect, *effect_as, actor, *args.reason, now});
-    if (!r.ok()) {
-      err << "cronledger resolve: " << r.status().message() << "\n";
-      return ExitCodeFor(r.status());
+  Resolved resolved;
+  if (!args.server.empty()) {
+    std::unique_ptr<RemoteLedger> remote;
+    if (int rc = RemoteLedger::Connect("resolve", args.server, args.config_path, &remote, err);
+        rc != kExitOk) {
+      return rc;
     }
-    std::string line;
-    if (r->still_in_doubt.empty()) {
-      line = fmt::format("effect \"{}\" of run {} resolved as {}; run {} queued for a new attempt",
-                         *args.effect, args.run_id, ledger::Name(*effect_as), args.run_id);
-    } else {
-      line = fmt::format("effect \"{}\" of run {} resolved as {}; run {} stays unknown", *args.effect,
-                         args.run_id, ledger::Name(*effect_as), args.run_id);
-      // Said on stderr too, so a --json caller learns what is left to do.
-      err << fmt::format(
-          "cronledger resolve: run {} stays unknown: {} still in doubt: {}; resolve {} with "
-          "--effect KEY\n",
-          args.run_id, r->still_in_doubt.size() == 1 ? "an effect is" : "effects are",
-          fmt::join(r->still_in_doubt, ", "), r->still_in_doubt.size() == 1 ? "it" : "each");
+    nlohmann::ordered_json body;
+    body["as"] = *args.as;
+    if (args.effect) body["effect"] = *args.effect;
+    body["reason"] = *args.reason;
+    body["by"] = actor;
+    auto answer = remote->Post(fmt::format("/v1/runs/{}/resolve", args.run_id), body);
+    if (!answer.ok()) {
+      err << "cronledger resolve: " << answer.status().message() << "\n";
+      return ExitCodeFor(answer.status());
     }
-    return PrintRun(*store, args.run_id, args.json, line, out, err);
+    resolved.run = std::move(*answer);
+    // The answer is the run, plus what is still in doubt.
+    for (const auto& key : Field(resolved.run, "still_in_doubt")) {
+      if (key.is_string()) resolved.still_in_doubt.push_back(key.get<std::string>());
+    }
+    resolved.run.erase("still_in_doubt");
+  } else {
+    config::Config config;
+    if (int rc = LoadConfigOrReport("resolve", args.config_path, &config, err); rc != kExitOk) {
+      return rc;
+    }
+    std::unique_ptr<store::Store> store;
+    if (int rc = OpenStoreOrReport("resolve", config, &store, err, StoreAccess::kExisting);
+        rc != kExitOk) {
+      return rc;
+    }
+    const store::Instant now = store::ToInstant(clock.Now());
+    if (effect_as) {
+      auto r =
+          store->EffectResolve({args.run_id, *args.effect, *effect_as, actor, *args.reason, now});
+      if (!r.ok()) {
+        err << "cronledger resolve: " << r.status().message() << "\n";
+        return ExitCodeFor(r.status());
+      }
+      resolved.still_in_doubt = r->still_in_doubt;
+    } else if (Status s = store->RunResolve({args.run_id, *run_as, actor, *args.reason, now});
+               !s.ok()) {
+      err << "cronledger resolve: " << s.message() << "\n";
+      return ExitCodeFor(s);
+    }
+    if (args.json) {
+      auto run = LocalRun(*store, args.run_id);
+      if (!run.ok()) {
+        err << "cronledger resolve: " << run.status().message() << "\n";
+        return ExitCodeFor(run.status());
+      }
+      resolved.run = std::move(*run);
+    }
   }
 
-  const Status s = store->RunResolve({args.run_id, *run_as, actor, *args.reason, now});
-  if (!s.ok()) {
-    err << "cronledger resolve: " << s.message() << "\n";
-    return ExitCodeFor(s);
+  std::string line;
+  if (effect_as && resolved.still_in_doubt.empty()) {
+    line = fmt::format("effect \"{}\" of run {} resolved as {}; run {} queued for a new attempt",
+                       *args.effect, args.run_id, ledger::Name(*effect_as), args.run_id);
+  } else if (effect_as) {
+    line = fmt::format("effect \"{}\" of run {} resolved as {}; run {} stays unknown",
+                       *args.effect, args.run_id, ledger::Name(*effect_as), args.run_id);
+    // Said on stderr too, so a --json caller learns what is left to do.
+    err << fmt::format(
+        "cronledger resolve: run {} stays unknown: {} still in doubt: {}; resolve {} with "
+        "--effect KEY\n",
+        args.run_id, resolved.still_in_doubt.size() == 1 ? "an effect is" : "effects are",
+        fmt::join(resolved.still_in_doubt, ", "),
+        resolved.still_in_doubt.size() == 1 ? "it" : "each");
+  } else if (*run_as == store::RunResolution::kRetry) {
+    line = fmt::format("run {} resolved: queued for a new attempt", args.run_id);
+  } else {
+    line = fmt::format("run {} resolved as {}", args.run_id, store::Name(*run_as));
   }
-  const std::string line =
-      *run_as == store::RunResolution::kRetry
-          ? fmt::format("run {} resolved: queued for a new attempt", args.run_id)
-          : fmt::format("run {} resolved as {}", args.run_id, store::Name(*run_as));
-  return PrintRun(*store, args.run_id, args.json, line, out, err);
+  if (args.json) {
+    out << api::Dump(resolved.run, 2) << "\n";
+  } else {
+    out << line << "\n";
+  }
+  return kExitOk;
 }
 
 }  // namespace cronledger::cli

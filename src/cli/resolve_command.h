@@ -18,6 +18,7 @@ struct ResolveArgs {
                                       // succeeded|failed|retry
   std::optional<std::string> reason;  // required, not blank
   std::optional<std::string> by;      // default: DefaultActor()
+  std::string server;                 // --server URL: "" works on the store
   bool json = false;                  // print the resulting run (RunJson)
 };
 
@@ -30,7 +31,8 @@ struct ResolveArgs {
 // doubt: the named one was settled, and the rest are listed); 1 when the run
 // is in another state, an effect is not in doubt or still in doubt, or the
 // run or effect does not exist (with the reason); 2 usage or config error;
-// 3 store unavailable.
+// 3 store unavailable. With `server`, the same through its
+// POST /v1/runs/{id}/resolve.
 int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli

@@ -15,12 +15,14 @@ struct RetryArgs {
   int64_t run_id = 0;
   std::optional<std::string> reason;  // required, not blank
   std::optional<std::string> by;      // default: DefaultActor()
+  std::string server;                 // --server URL: "" works on the store
 };
 
 // `cronledger retry RUN_ID`: a failed or unknown run back to pending as a new
 // attempt on the same run key, recorded with actor and reason. Exit 0; 1 when
 // the run is in another state or does not exist (with the reason); 2 usage or
-// config error; 3 store unavailable.
+// config error; 3 store unavailable. With `server`, the same through its
+// POST /v1/runs/{id}/retry.
 int RunRetry(const RetryArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "api/operator_api.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
+#include "cli/remote_ledger.h"
 #include "cronledger/schedule.h"
 #include "ledger/names.h"
 
@@ -24,67 +26,115 @@ int Usage(std::ostream& err, const std::string& message) {
   return kExitUsage;
 }
 
-int ShowOne(store::Store& store, int64_t id, bool json, std::ostream& out, std::ostream& err) {
-  auto detail = api::LoadRunDetail(store, id, static_cast<int>(kRunsMaxLimit));
-  if (!detail.ok()) {
-    err << "cronledger runs: " << detail.status().message() << "\n";
-    return ExitCodeFor(detail.status());
-  }
-  if (json) {
-    out << api::Dump(api::RunDetailJson(*detail), 2) << "\n";
-    return kExitOk;
-  }
-  const store::RunRecord* run = &detail->run;
-  const auto* steps = &detail->steps;
-  const auto* attempts = &detail->attempts;
-  const auto* effects = &detail->effects;
-  const auto* events = &detail->events;
-  const std::vector<bool>& in_doubt = detail->in_doubt;
-  const std::string reason = run->reason ? std::string(ledger::Name(*run->reason)) : "-";
-  out << fmt::format("run {}  {}\n", run->id, run->RunKey());
-  out << fmt::format("  job            {}\n", run->job);
-  out << fmt::format("  partition      {}\n", run->partition);
-  out << fmt::format("  period         {}\n", run->period);
-  out << fmt::format("  business date  {}\n", run->business_date);
-  out << fmt::format("  scheduled at   {}\n", FormatUtc(run->scheduled_at));
-  out << fmt::format("  state          {}\n", ledger::Name(run->state));
-  out << fmt::format("  reason         {}\n", reason);
-  out << fmt::format("  attempts       {}\n", run->attempts);
-  out << fmt::format("  updated at     {}\n", FormatInstant(run->updated_at));
-  if (!steps->empty()) {
+// A single run's document (RunDetailJson) as text.
+void PrintRun(const ordered_json& run, std::ostream& out) {
+  const int64_t id = Integer(run, "id");
+  const auto or_dash = [&](std::string_view key) {
+    const std::string text = Text(run, key);
+    return text.empty() ? std::string("-") : text;
+  };
+  out << fmt::format("run {}  {}\n", id, Text(run, "run_key"));
+  out << fmt::format("  job            {}\n", Text(run, "job"));
+  out << fmt::format("  partition      {}\n", Text(run, "partition"));
+  out << fmt::format("  period         {}\n", Text(run, "period"));
+  out << fmt::format("  business date  {}\n", Text(run, "business_date"));
+  out << fmt::format("  scheduled at   {}\n", Text(run, "scheduled_at"));
+  out << fmt::format("  state          {}\n", Text(run, "state"));
+  out << fmt::format("  reason         {}\n", or_dash("reason"));
+  out << fmt::format("  attempts       {}\n", Text(run, "attempts"));
+  out << fmt::format("  updated at     {}\n", Text(run, "updated_at"));
+  if (const auto& steps = Field(run, "steps"); !steps.empty()) {
     out << "\nsteps:\n";
-    for (const auto& st : *steps) out << fmt::format("  {:<20} {}\n", st.name, st.state);
-  }
-  if (!attempts->empty()) {
-    out << "\nattempts:\n";
-    for (const auto& a : *attempts) {
-      out << fmt::format(
-          "  #{} token {} node {} {} -> {} {}{}{}\n", a.number, a.token, a.node,
-          FormatInstant(a.started_at), a.ended_at ? FormatInstant(*a.ended_at) : "(running)",
-          a.end_class.empty() ? "" : a.end_class,
-          a.exit_status ? fmt::format(" exit {}", *a.exit_status) : "",
-          a.log_path.empty() ? "" : " log " + a.log_path);
+    for (const auto& st : steps) {
+      out << fmt::format("  {:<20} {}\n", Text(st, "name"), Text(st, "state"));
     }
   }
-  if (!effects->empty()) {
+  if (const auto& attempts = Field(run, "attempt_list"); !attempts.empty()) {
+    out << "\nattempts:\n";
+    for (const auto& a : attempts) {
+      const std::string ended = Text(a, "ended_at");
+      const std::string log = Text(a, "log_path");
+      out << fmt::format("  #{} token {} node {} {} -> {} {}{}{}\n", Text(a, "number"),
+                         Text(a, "fencing_token"), Text(a, "node"), Text(a, "started_at"),
+                         ended.empty() ? "(running)" : ended, Text(a, "end_class"),
+                         Field(a, "exit_status").is_null()
+                             ? ""
+                             : fmt::format(" exit {}", Text(a, "exit_status")),
+                         log.empty() ? "" : " log " + log);
+    }
+  }
+  if (const auto& effects = Field(run, "effects"); !effects.empty()) {
     out << "\neffects:\n";
-    for (std::size_t i = 0; i < effects->size(); ++i) {
-      const auto& e = (*effects)[i];
+    for (const auto& e : effects) {
       const std::string settled =
-          e.settled_attempt ? fmt::format(" settled by attempt #{}", *e.settled_attempt)
-          : !e.settled_by.empty() ? " resolved by " + e.settled_by
-                                  : "";
-      out << fmt::format("  {:<20} {}{} started by {}attempt #{}{}{}{}\n", e.key,
-                         ledger::Name(e.state), in_doubt[i] ? " (in doubt)" : "",
-                         e.run_id == id ? "" : fmt::format("run {} ", e.run_id),
-                         e.started_attempt, settled,
-                         e.exit_status ? fmt::format(" exit {}", *e.exit_status) : "",
-                         e.fingerprint.empty() ? "" : " fingerprint " + e.fingerprint);
+          !Field(e, "settled_attempt").is_null()
+              ? fmt::format(" settled by attempt #{}", Text(e, "settled_attempt"))
+          : !Text(e, "settled_by").empty() ? " resolved by " + Text(e, "settled_by")
+                                           : "";
+      const std::string fingerprint = Text(e, "fingerprint");
+      out << fmt::format(
+          "  {:<20} {}{} started by {}attempt #{}{}{}{}\n", Text(e, "key"), Text(e, "state"),
+          Field(e, "in_doubt") == true ? " (in doubt)" : "",
+          Integer(e, "run_id") == id ? "" : fmt::format("run {} ", Text(e, "run_id")),
+          Text(e, "started_attempt"), settled,
+          Field(e, "exit_status").is_null() ? "" : fmt::format(" exit {}", Text(e, "exit_status")),
+          fingerprint.empty() ? "" : " fingerprint " + fingerprint);
     }
   }
   out << "\nevents:\n";
-  PrintEventTable(*events, out);
-  return kExitOk;
+  PrintEventTable(Field(run, "events"), out);
+}
+
+Result<ordered_json> LocalRun(store::Store& store, int64_t id) {
+  auto detail = api::LoadRunDetail(store, id, static_cast<int>(kRunsMaxLimit));
+  if (!detail.ok()) return detail.status();
+  return api::RunDetailJson(*detail);
+}
+
+// The runs document; `with_steps` false leaves each run's steps empty (the
+// text table does not show them: a query per run saved).
+Result<ordered_json> LocalRuns(store::Store& store, const store::RunQuery& q, bool with_steps) {
+  auto runs = store.RunList(q);  // newest first
+  if (!runs.ok()) return runs.status();
+  ordered_json list = ordered_json::array();
+  for (const auto& r : *runs) {
+    if (!with_steps) {
+      list.push_back(RunJson(r));
+      continue;
+    }
+    auto steps = store.StepList(r.id);
+    if (!steps.ok()) return steps.status();
+    list.push_back(RunJson(r, *steps));
+  }
+  ordered_json doc;
+  doc["runs"] = std::move(list);
+  return doc;
+}
+
+// The runs document of `args` from the server: GET /v1/runs page by page
+// (at most kMaxPageLimit a page) until `limit` runs or the last page.
+Result<ordered_json> RemoteRuns(const RemoteLedger& remote, const RunsArgs& args, int64_t limit) {
+  ordered_json list = ordered_json::array();
+  std::optional<std::string> cursor;
+  while (static_cast<int64_t>(list.size()) < limit) {
+    RemoteLedger::Query query;
+    if (args.job) query.emplace_back("job", *args.job);
+    if (args.state) query.emplace_back("state", *args.state);
+    if (args.date) query.emplace_back("date", *args.date);
+    if (args.partition) query.emplace_back("partition", *args.partition);
+    query.emplace_back("limit", std::to_string(std::min<int64_t>(
+                                    limit - static_cast<int64_t>(list.size()), api::kMaxPageLimit)));
+    if (cursor) query.emplace_back("cursor", *cursor);
+    auto page = remote.Get("/v1/runs", query);
+    if (!page.ok()) return page.status();
+    for (auto& run : (*page)["runs"]) list.push_back(std::move(run));
+    const ordered_json& next = Field(*page, "next_cursor");
+    if (!next.is_string()) break;
+    cursor = next.get<std::string>();
+  }
+  ordered_json doc;
+  doc["runs"] = std::move(list);
+  return doc;
 }
 
 }  // namespace
@@ -125,41 +175,45 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
     q.partition = args.partition;
   }
 
-  config::Config config;
-  if (int rc = LoadConfigOrReport("runs", args.config_path, &config, err); rc != kExitOk) {
-    return rc;
+  // The document to print: one run (RunDetailJson) or DESIGN.md's runs.
+  Result<ordered_json> doc = ordered_json();
+  if (!args.server.empty()) {
+    std::unique_ptr<RemoteLedger> remote;
+    if (int rc = RemoteLedger::Connect("runs", args.server, args.config_path, &remote, err);
+        rc != kExitOk) {
+      return rc;
+    }
+    doc = args.run ? remote->Get("/v1/runs/" + std::to_string(*args.run))
+                   : RemoteRuns(*remote, args, q.limit);
+  } else {
+    config::Config config;
+    if (int rc = LoadConfigOrReport("runs", args.config_path, &config, err); rc != kExitOk) {
+      return rc;
+    }
+    std::unique_ptr<store::Store> store;
+    if (int rc = OpenStoreOrReport("runs", config, &store, err, StoreAccess::kExisting);
+        rc != kExitOk) {
+      return rc;
+    }
+    doc = args.run ? LocalRun(*store, *args.run) : LocalRuns(*store, q, args.json);
   }
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("runs", config, &store, err, StoreAccess::kExisting); rc != kExitOk) return rc;
-
-  if (args.run) return ShowOne(*store, *args.run, args.json, out, err);
-
-  auto runs = store->RunList(q);  // newest first
-  if (!runs.ok()) {
-    err << "cronledger runs: " << runs.status().message() << "\n";
-    return ExitCodeFor(runs.status());
+  if (!doc.ok()) {
+    err << "cronledger runs: " << doc.status().message() << "\n";
+    return ExitCodeFor(doc.status());
   }
   if (args.json) {
-    ordered_json list = ordered_json::array();
-    for (const auto& r : *runs) {
-      auto steps = store->StepList(r.id);
-      if (!steps.ok()) {
-        err << "cronledger runs: " << steps.status().message() << "\n";
-        return ExitCodeFor(steps.status());
-      }
-      list.push_back(RunJson(r, *steps));
-    }
-    ordered_json doc;
-    doc["runs"] = std::move(list);
-    out << api::Dump(doc, 2) << "\n";
+    out << api::Dump(*doc, 2) << "\n";
+    return kExitOk;
+  }
+  if (args.run) {
+    PrintRun(*doc, out);
     return kExitOk;
   }
   TextTable table(
       {"ID", "RUN_KEY", "STATE", "REASON", "SCHEDULED_AT", "BUSINESS_DATE", "ATTEMPTS"});
-  for (const auto& r : *runs) {
-    table.AddRow({std::to_string(r.id), r.RunKey(), std::string(ledger::Name(r.state)),
-                  r.reason ? std::string(ledger::Name(*r.reason)) : "", FormatUtc(r.scheduled_at),
-                  r.business_date, std::to_string(r.attempts)});
+  for (const auto& r : Field(*doc, "runs")) {
+    table.AddRow({Text(r, "id"), Text(r, "run_key"), Text(r, "state"), Text(r, "reason"),
+                  Text(r, "scheduled_at"), Text(r, "business_date"), Text(r, "attempts")});
   }
   table.Print(out);
   return kExitOk;

@@ -16,6 +16,7 @@ struct RunsArgs {
   std::optional<std::string> partition;
   std::optional<int64_t> limit;  // 1..100000; default 100
   std::optional<int64_t> run;    // one run, with its events
+  std::string server;            // --server URL: "" works on the store
   bool json = false;
 };
 
@@ -24,7 +25,9 @@ inline constexpr int64_t kRunsMaxLimit = 100000;
 
 // `cronledger runs`: the ledger's runs, newest first, filtered; or with
 // --run ID one run with its attempts, effects and events. Exit 0; 1 for an
-// unknown run id; 2 on a usage or config error; 3 store unavailable.
+// unknown run id; 2 on a usage or config error; 3 store unavailable. With
+// `server`, the same through its GET /v1/runs (page by page) and
+// GET /v1/runs/{id}.
 int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli

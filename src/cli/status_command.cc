@@ -7,6 +7,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
+#include "cli/remote_ledger.h"
 #include "engine/status_report.h"
 
 namespace cronledger::cli {
@@ -25,37 +26,57 @@ std::string FormatLag(int64_t seconds) {
 }  // namespace
 
 int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
-  config::Config config;
-  if (int rc = LoadConfigOrReport("status", args.config_path, &config, err); rc != kExitOk) {
-    return rc;
-  }
-  std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("status", config, &store, err, StoreAccess::kExisting); rc != kExitOk) return rc;
-  auto report = engine::BuildStatus(config, *store, clock.Now());
-  if (!report.ok()) {
-    err << "cronledger status: " << report.status().message() << "\n";
-    return ExitCodeFor(report.status()) == kExitUsage ? kExitUsage : kExitUnavailable;
+  // DESIGN.md's status document, from the store or from the server.
+  ordered_json doc;
+  if (!args.server.empty()) {
+    std::unique_ptr<RemoteLedger> remote;
+    if (int rc = RemoteLedger::Connect("status", args.server, args.config_path, &remote, err);
+        rc != kExitOk) {
+      return rc;
+    }
+    auto answer = remote->Get("/v1/jobs");
+    if (!answer.ok()) {
+      err << "cronledger status: " << answer.status().message() << "\n";
+      return ExitCodeFor(answer.status());
+    }
+    doc = std::move(*answer);
+  } else {
+    config::Config config;
+    if (int rc = LoadConfigOrReport("status", args.config_path, &config, err); rc != kExitOk) {
+      return rc;
+    }
+    std::unique_ptr<store::Store> store;
+    if (int rc = OpenStoreOrReport("status", config, &store, err, StoreAccess::kExisting);
+        rc != kExitOk) {
+      return rc;
+    }
+    auto report = engine::BuildStatus(config, *store, clock.Now());
+    if (!report.ok()) {
+      err << "cronledger status: " << report.status().message() << "\n";
+      return ExitCodeFor(report.status()) == kExitUsage ? kExitUsage : kExitUnavailable;
+    }
+    ordered_json jobs = ordered_json::array();
+    for (const auto& s : report->jobs) jobs.push_back(api::JobStatusJson(s));
+    doc["jobs"] = std::move(jobs);
   }
 
   if (args.json) {
-    ordered_json jobs = ordered_json::array();
-    for (const auto& s : report->jobs) jobs.push_back(api::JobStatusJson(s));
-    ordered_json doc;
-    doc["jobs"] = std::move(jobs);
     out << api::Dump(doc, 2) << "\n";
     return kExitOk;
   }
-
   TextTable table({"JOB", "STATE", "BUSINESS_DATE", "EXPECTED", "SUCCEEDED", "FAILED", "UNKNOWN",
                    "WAIVED", "IN_PROGRESS", "MISSING", "LAG", "LAST_SUCCESS", "NEXT_AT"});
-  for (const auto& s : report->jobs) {
-    std::string last = s.last_success_at;
-    if (!last.empty()) last += " (" + s.last_success_business_date + ")";
-    table.AddRow({s.name, s.in_ledger ? s.state : s.state + " (not yet planned)", s.business_date,
-                  std::to_string(s.expected), std::to_string(s.succeeded), std::to_string(s.failed),
-                  std::to_string(s.unknown), std::to_string(s.waived),
-                  std::to_string(s.in_progress), std::to_string(s.missing),
-                  FormatLag(s.lag_seconds), last, s.next_at});
+  for (const auto& s : Field(doc, "jobs")) {
+    std::string last = Text(s, "last_success_at");
+    if (!last.empty()) last += " (" + Text(s, "last_success_business_date") + ")";
+    // Before serve's first plan of it there is no watermark.
+    const std::string state = Text(s, "state");
+    table.AddRow({Text(s, "name"),
+                  Field(s, "planned_through").is_null() ? state + " (not yet planned)" : state,
+                  Text(s, "business_date"), Text(s, "expected"), Text(s, "succeeded"),
+                  Text(s, "failed"), Text(s, "unknown"), Text(s, "waived"), Text(s, "in_progress"),
+                  Text(s, "missing"), FormatLag(Integer(s, "lag_seconds")), last,
+                  Text(s, "next_at")});
   }
   table.Print(out);
   return kExitOk;

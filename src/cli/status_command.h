@@ -10,12 +10,14 @@ namespace cronledger::cli {
 
 struct StatusArgs {
   std::string config_path;  // already resolved (--config, $CRONLEDGER_CONFIG, ./cronledger.toml)
+  std::string server;       // --server URL (or $CRONLEDGER_SERVER): "" works on the store
   bool json = false;
 };
 
 // `cronledger status`: where each configured job stands (DESIGN.md's
 // `status` shape with --json, else an aligned table). Exit 0; 2 on a config
-// error; 3 when the store is unavailable.
+// error; 3 when the store is unavailable. With `server`, the same through
+// its GET /v1/jobs.
 int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli

@@ -1,11 +1,7 @@
 #include "cli/step_client.h"
 
-#include <httplib.h>
-
 #include <charconv>
-#include <chrono>
 #include <cstdlib>
-#include <thread>
 
 #include "api/json_shapes.h"
 
@@ -21,12 +17,9 @@ std::optional<int64_t> PositiveId(const char* text) {
   return v;
 }
 
-// Tries and the pause before each retry: about 10 s in all, enough for a
-// busy store; a server that is gone for longer makes the step retry later.
+// Tries: about 10 s in all, enough for a busy store; a server that is gone
+// for longer makes the step retry later.
 constexpr int kTries = 9;
-std::chrono::milliseconds Backoff(int retry) {
-  return std::chrono::milliseconds(std::min(50 << retry, 2000));
-}
 
 }  // namespace
 
@@ -54,35 +47,19 @@ std::optional<StepEnvironment> ReadStepEnvironment(const char* command, std::ost
   return env;
 }
 
+StepClient::StepClient(StepEnvironment env)
+    : env_(std::move(env)), client_(env_.api, env_.token, kTries) {}
+
 std::optional<StepReply> StepClient::Call(const std::string& method, const std::string& path,
                                           const nlohmann::json& body,
                                           std::string* transport_error) const {
-  httplib::Client client(env_.api);
-  client.set_connection_timeout(std::chrono::seconds(2));
-  client.set_read_timeout(std::chrono::seconds(60));
-  client.set_write_timeout(std::chrono::seconds(60));
-  client.set_bearer_token_auth(env_.token);
-  const std::string text = api::Dump(body);
-  for (int attempt = 0; attempt < kTries; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(Backoff(attempt - 1));
-    httplib::Result res = method == "GET"   ? client.Get(path)
-                          : method == "PUT" ? client.Put(path, text, "application/json")
-                                            : client.Post(path, text, "application/json");
-    if (!res) {
-      if (transport_error) *transport_error = httplib::to_string(res.error());
-      continue;
-    }
-    if (res->status >= 500) {
-      if (transport_error) *transport_error = "HTTP " + std::to_string(res->status) + " " + res->body;
-      continue;
-    }
-    StepReply reply;
-    reply.status = res->status;
-    reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-    if (reply.body.is_discarded()) reply.body = nlohmann::json::object();
-    return reply;
-  }
-  return std::nullopt;
+  auto res = client_.Call(method, path, api::Dump(body), transport_error);
+  if (!res) return std::nullopt;
+  StepReply reply;
+  reply.status = res->status;
+  reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (reply.body.is_discarded()) reply.body = nlohmann::json::object();
+  return reply;
 }
 
 int StepExitFor(const StepReply& reply, const char* command, std::ostream& err) {

@@ -12,6 +12,8 @@
 #include <ostream>
 #include <string>
 
+#include "cli/api_client.h"
+
 namespace cronledger::cli {
 
 // sysexits-style answers of the commands a step calls.
@@ -39,7 +41,7 @@ struct StepReply {
 
 class StepClient {
  public:
-  explicit StepClient(StepEnvironment env) : env_(std::move(env)) {}
+  explicit StepClient(StepEnvironment env);
   const StepEnvironment& env() const { return env_; }
 
   // One call: retried with backoff (about 10 s in all) while the server
@@ -50,6 +52,7 @@ class StepClient {
 
  private:
   StepEnvironment env_;
+  ApiClient client_;
 };
 
 // The exit code for an error answer, after printing its message to `err`:

@@ -7,6 +7,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
+#include "cli/remote_ledger.h"
 
 namespace cronledger::cli {
 namespace {
@@ -18,9 +19,10 @@ int Usage(std::ostream& err, const std::string& message) {
   return kExitUsage;
 }
 
-// A timestamp field of the report, "-" when null.
-std::string Text(const ordered_json& value) {
-  return value.is_null() ? "-" : value.get<std::string>();
+// A field of the report, "-" when null.
+std::string Dash(const ordered_json& object, std::string_view key) {
+  const std::string text = Text(object, key);
+  return text.empty() ? "-" : text;
 }
 
 }  // namespace
@@ -28,46 +30,55 @@ std::string Text(const ordered_json& value) {
 int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   const auto date = ParseBusinessDate(args.date);
   if (!date) return Usage(err, "--date \"" + args.date + "\" is not a date (YYYY-MM-DD)");
-  JobCommand ctx;
-  if (int rc = OpenJobCommand("verify", args.config_path, args.job, &ctx, err); rc != kExitOk) {
-    return rc;
+  Result<ordered_json> report = ordered_json();
+  if (!args.server.empty()) {
+    std::unique_ptr<RemoteLedger> remote;
+    if (int rc = RemoteLedger::Connect("verify", args.server, args.config_path, &remote, err);
+        rc != kExitOk) {
+      return rc;
+    }
+    // A job the server does not have is a usage error, as locally.
+    report = remote->Get("/v1/verify", {{"job", args.job}, {"date", args.date}},
+                         StatusCode::kInvalidArgument);
+  } else {
+    JobCommand ctx;
+    if (int rc = OpenJobCommand("verify", args.config_path, args.job, &ctx, err); rc != kExitOk) {
+      return rc;
+    }
+    report =
+        api::VerifyJson(*ctx.store, *ctx.job, args.date, *date, store::ToInstant(clock.Now()));
   }
-  auto report =
-      api::VerifyJson(*ctx.store, *ctx.job, args.date, *date, store::ToInstant(clock.Now()));
   if (!report.ok()) {
     err << "cronledger verify: " << report.status().message() << "\n";
     return ExitCodeFor(report.status());
   }
   const ordered_json& r = *report;
-  const bool complete = r["complete"].get<bool>();
+  const bool complete = Field(r, "complete") == true;
   if (args.json) {
     out << api::Dump(r, 2) << "\n";
   } else {
-    const int expected = r["expected"].get<int>();
-    out << fmt::format("{} {}: {}\n", ctx.job->name, args.date,
+    const int64_t expected = Integer(r, "expected");
+    out << fmt::format("{} {}: {}\n", args.job, args.date,
                        complete        ? "complete"
                        : expected == 0 ? "INCOMPLETE (nothing is expected on this date)"
                                        : "INCOMPLETE");
     out << fmt::format("  expected {}, succeeded {}, waived {}, attempts {}\n", expected,
-                       r["succeeded"].get<int>(), r["waived"].get<int>(),
-                       r["attempts"].get<int>());
-    out << fmt::format("  first scheduled {}, last completed {}\n",
-                       Text(r["first_scheduled_at"]), Text(r["last_completed_at"]));
-    for (const auto& [name, states] : r["steps"].items()) {
+                       Integer(r, "succeeded"), Integer(r, "waived"), Integer(r, "attempts"));
+    out << fmt::format("  first scheduled {}, last completed {}\n", Dash(r, "first_scheduled_at"),
+                       Dash(r, "last_completed_at"));
+    for (const auto& [name, states] : Field(r, "steps").items()) {
       std::string counts;
       for (const auto& [state, n] : states.items()) {
-        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int>(), state);
+        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", api::Dump(n), state);
       }
       out << fmt::format("  step {}: {}\n", name, counts);
     }
-    for (const auto& rerun : r["reruns"]) {
-      out << fmt::format("  {} {} by {} at {}: {}\n", rerun["type"].get<std::string>(),
-                         rerun["run_key"].get<std::string>(), rerun["actor"].get<std::string>(),
-                         rerun["at"].get<std::string>(), Text(rerun["reason"]));
+    for (const auto& rerun : Field(r, "reruns")) {
+      out << fmt::format("  {} {} by {} at {}: {}\n", Text(rerun, "type"), Text(rerun, "run_key"),
+                         Text(rerun, "actor"), Text(rerun, "at"), Dash(rerun, "reason"));
     }
-    for (const auto& m : r["missing"]) {
-      out << fmt::format("  missing {} ({})\n", m["run_key"].get<std::string>(),
-                         m["cause"].get<std::string>());
+    for (const auto& m : Field(r, "missing")) {
+      out << fmt::format("  missing {} ({})\n", Text(m, "run_key"), Text(m, "cause"));
     }
   }
   return complete ? kExitOk : kExitFound;

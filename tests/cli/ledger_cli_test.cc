@@ -307,7 +307,7 @@ TEST_F(LedgerCliServed, OneRunIncludesItsPlannedEvent) {
   const int64_t id = oldest["id"];
   const Json run = RunJson({"runs", "--run", std::to_string(id)});
   std::vector<std::string> keys = kRunKeys;
-  keys.insert(keys.end(), {"attempt_list", "effects", "events"});
+  keys.insert(keys.end(), {"attempt_list", "effects", "events", "updated_at"});
   ASSERT_EQ(Keys(run), keys);
   for (const auto& k : kRunKeys) EXPECT_EQ(run[k], oldest[k]) << k;
   EXPECT_EQ(run["attempt_list"], Json::array());

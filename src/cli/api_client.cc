@@ -1,0 +1,96 @@
+#include "cli/api_client.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace cronledger::cli {
+namespace {
+
+// The pause before retry n (0-based): 50 ms doubling to 2 s; 9 tries take
+// about 10 s in all, enough for a busy store.
+std::chrono::milliseconds Backoff(int retry) {
+  return std::chrono::milliseconds(std::min(50 << retry, 2000));
+}
+
+}  // namespace
+
+ApiClient::ApiClient(std::string base_url, std::string token, int tries)
+    : base_url_(std::move(base_url)), token_(std::move(token)), tries_(std::max(tries, 1)) {
+  while (base_url_.size() > 1 && base_url_.back() == '/') base_url_.pop_back();
+}
+
+std::optional<HttpReply> ApiClient::Call(const std::string& method, const std::string& path,
+                                         const std::string& json_body,
+                                         std::string* transport_error) const {
+  httplib::Client client(base_url_);
+  client.set_connection_timeout(std::chrono::seconds(2));
+  client.set_read_timeout(std::chrono::seconds(60));
+  client.set_write_timeout(std::chrono::seconds(60));
+  if (!token_.empty()) client.set_bearer_token_auth(token_);
+  for (int attempt = 0; attempt < tries_; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(Backoff(attempt - 1));
+    httplib::Result res = method == "GET"   ? client.Get(path)
+                          : method == "PUT" ? client.Put(path, json_body, "application/json")
+                                            : client.Post(path, json_body, "application/json");
+    if (!res) {
+      if (transport_error) *transport_error = httplib::to_string(res.error());
+      continue;
+    }
+    // A caller that retries treats 5xx as no answer yet; one that does not
+    // (tries 1) gets it, with the server's message.
+    if (res->status >= 500 && tries_ > 1) {
+      if (transport_error) {
+        *transport_error = "HTTP " + std::to_string(res->status) + " " + res->body;
+      }
+      continue;
+    }
+    return HttpReply{res->status, res->body};
+  }
+  return std::nullopt;
+}
+
+bool IsServerUrl(const std::string& url) {
+  std::string_view rest(url);
+  if (rest.starts_with("http://")) {
+    rest.remove_prefix(7);
+  } else if (rest.starts_with("https://")) {
+    rest.remove_prefix(8);
+  } else {
+    return false;
+  }
+  if (rest.ends_with("/")) rest.remove_suffix(1);
+  std::string_view host = rest;
+  if (const auto colon = rest.rfind(':');
+      colon != std::string_view::npos && rest.find(']', colon) == std::string_view::npos) {
+    host = rest.substr(0, colon);
+    const std::string_view port = rest.substr(colon + 1);
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+  }
+  return !host.empty() && std::none_of(host.begin(), host.end(), [](char c) {
+    return c == '/' || c == '?' || c == '#' || c == '@' || c == ' ';
+  });
+}
+
+std::string QueryEscape(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  return out;
+}
+
+}  // namespace cronledger::cli
