@@ -43,7 +43,7 @@
     }
   }
   function append(node, children) {
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       node.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -372,7 +372,7 @@
       minutes: (Date.parse(d.finished_at) - Date.parse(d.scheduled_at)) / 60000,
       finished: d.finished_at, scheduled: d.scheduled_at}));
     if (points.length === 0) return el('div', {class: 'empty'}, 'No business date has finished in this window.');
-    const W = 620, H = 240, L = 56, R = 14, T = 14, B = 40;
+    const W = 620, H = 240, L = 56, R = 24, T = 14, B = 40;
     const allDates = history.dates.map((d) => d.business_date);
     const maxMin = Math.max(10, ...points.map((p) => p.minutes));
     const minMin = Math.min(0, ...points.map((p) => p.minutes));
@@ -391,7 +391,8 @@
     const step = Math.max(1, Math.ceil(allDates.length / 8));
     allDates.forEach((d, i) => {
       if (i % step && i !== allDates.length - 1) return;
-      nodes.push(svg('text', {x: x(d), y: H - B + 16, 'text-anchor': 'middle'}, d.slice(5)));
+      const anchor = allDates.length > 1 && i === allDates.length - 1 ? 'end' : i === 0 && allDates.length > 1 ? 'start' : 'middle';
+      nodes.push(svg('text', {x: x(d), y: H - B + 16, 'text-anchor': anchor}, d.slice(5)));
     });
     nodes.push(svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}));
     nodes.push(svg('text', {x: L, y: H - 6}, 'business date'));
@@ -414,8 +415,11 @@
     if (durations.length === 0) return el('div', {class: 'empty'}, 'No run has ended in this window.');
     const W = 620, H = 240, L = 44, R = 14, T = 14, B = 40;
     const max = Math.max(...durations);
-    const bins = Math.min(12, Math.max(4, Math.ceil(Math.sqrt(durations.length))));
-    const width = Math.max(1, Math.ceil((max + 1) / bins));
+    const target = Math.min(12, Math.max(4, Math.ceil(Math.sqrt(durations.length))));
+    // A bin width people read at a glance: 1s, 2s, 5s, ... 1m, 2m, 5m, ... 1h, ...
+    const widths = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+    const width = widths.find((w) => (max + 1) / w <= target) || Math.ceil((max + 1) / target);
+    const bins = Math.max(1, Math.ceil((max + 1) / width));
     const counts = new Array(bins).fill(0);
     for (const d of durations) counts[Math.min(bins - 1, Math.floor(d / width))]++;
     const top = niceTicks(0, Math.max(...counts), 4);
@@ -430,10 +434,12 @@
     counts.forEach((n, i) => {
       nodes.push(svg('rect', {class: 'bar', x: L + i * bw + 2, y: y(n), width: Math.max(1, bw - 4), height: y(0) - y(n)},
         svg('title', {}, `${fmtDuration(i * width)}–${fmtDuration((i + 1) * width)}: ${n} run(s)`)));
-      if (bins <= 8 || i % 2 === 0) {
-        nodes.push(svg('text', {x: L + i * bw + bw / 2, y: H - B + 16, 'text-anchor': 'middle'}, fmtDuration(i * width)));
-      }
     });
+    // Labels on the bins' edges: a bar spans from its left label to the next.
+    for (let i = 0; i <= bins; i += bins <= 8 ? 1 : 2) {
+      nodes.push(svg('text', {x: L + i * bw, y: H - B + 16, 'text-anchor': i === 0 ? 'start' : i === bins ? 'end' : 'middle'},
+        fmtDuration(i * width)));
+    }
     nodes.push(svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}));
     nodes.push(svg('text', {x: L, y: H - 6}, 'duration of the run\'s last attempt'));
     const sorted = [...durations].sort((a, b) => a - b);
@@ -538,10 +544,11 @@
       el('thead', {}, el('tr', {}, ['At', 'Type', withRun ? 'Run' : null, 'Actor', 'Reason', 'Details'].filter(Boolean)
         .map((h) => el('th', {}, h)))),
       el('tbody', {}, events.map((e) => el('tr', {'data-event': e.type},
-        el('td', {}, fmtTime(e.at)), el('td', {}, el('code', {}, e.type)),
-        withRun ? el('td', {}, e.run_id ? el('a', {href: `#/run/${e.run_id}`}, e.run_key || `#${e.run_id}`) : (e.job || '—')) : null,
-        el('td', {}, e.actor || '—'), el('td', {}, e.reason || ''),
-        el('td', {class: 'mono small'}, detailsText(e.details))))));
+        el('td', {class: 'nowrap'}, fmtTime(e.at)), el('td', {class: 'nowrap'}, el('code', {}, e.type)),
+        withRun ? el('td', {}, e.run_id ? el('a', {href: `#/run/${e.run_id}`, class: 'mono small'}, e.run_key || `#${e.run_id}`)
+          : (e.job || '—')) : null,
+        el('td', {class: 'nowrap'}, e.actor || '—'), el('td', {}, e.reason || ''),
+        el('td', {class: 'mono details'}, detailsText(e.details))))));
   }
   function detailsText(d) {
     if (!d || typeof d !== 'object' || Object.keys(d).length === 0) return '';
@@ -565,11 +572,7 @@
           el('td', {}, el('a', {href: `#/job/${encodeURIComponent(g.job)}`}, g.job)),
           el('td', {}, g.partition), el('td', {}, g.business_date), el('td', {}, fmtTime(g.scheduled_at)),
           el('td', {}, badge(g.waived ? 'waived' : (g.cause === 'awaiting_approval' ? 'awaiting_approval' : 'failed'), g.cause.replace('_', ' '))),
-          el('td', {}, canOperate() && !g.waived ? el('button', {class: 'btn small',
-            onclick: () => (g.cause === 'failed' || g.cause === 'unknown'
-              ? rerunDialog(g.job, g.business_date, g.partition)
-              : backfillDialog(g.job, g.business_date, g.partition))},
-          g.cause === 'failed' || g.cause === 'unknown' ? 'Rerun…' : 'Backfill…') : null)))));
+          el('td', {}, canOperate() && !g.waived ? gapAction(g) : null)))));
     return el('div', {}, el('div', {class: 'toolbar'}, el('h1', {}, 'Gaps'),
       el('span', {class: data.gaps.filter((g) => !g.waived).length ? 'count-bad' : 'count-ok'},
         `${data.gaps.filter((g) => !g.waived).length} gap(s)`), el('span', {class: 'spacer'}), toggle),
@@ -577,10 +580,38 @@
     body);
   }
 
+  // What recovers a gap: rerun a failed / unknown / stuck run, approve one
+  // awaiting approval, backfill a key never planned or misfired.
+  function gapAction(g) {
+    if (g.cause === 'awaiting_approval' && g.run_id) {
+      return el('button', {class: 'btn small', onclick: () => approveDialog(g)}, 'Approve…');
+    }
+    const rerun = g.cause === 'failed' || g.cause === 'unknown' || g.cause === 'stuck';
+    return el('button', {class: 'btn small', onclick: () => (rerun
+      ? rerunDialog(g.job, g.business_date, g.partition)
+      : backfillDialog(g.job, g.business_date, g.partition))}, rerun ? 'Rerun…' : 'Backfill…');
+  }
+
+  function approveDialog(g) {
+    const reason = reasonInput();
+    const problem = el('p', {class: 'error', id: 'dialog-error'});
+    openDialog(`Approve ${g.run_key}`,
+      el('p', {class: 'note'}, 'The key is older than the job\'s backfill.auto_within: approving queues its run now.'),
+      field('Reason (required)', reason), problem,
+      el('div', {class: 'actions'}, el('button', {class: 'btn', onclick: closeDialog}, 'Close'),
+        el('button', {class: 'btn primary', id: 'confirm', onclick: async () => {
+          if (!reason.value.trim()) { problem.textContent = 'Say why: the reason is recorded in the ledger.'; return; }
+          try {
+            await api('POST', '/v1/approve', {job: g.job, run: g.run_id, reason: reason.value});
+            done(`${g.run_key} approved: queued.`);
+          } catch (e) { problem.textContent = e.message; }
+        }}, 'Approve')));
+  }
+
   async function eventsPage() {
-    const data = await get('/v1/events?limit=200');
+    const data = await get('/v1/events?limit=100');
     return el('div', {}, el('div', {class: 'toolbar'}, el('h1', {}, 'Events'),
-      el('span', {class: 'muted'}, 'the newest 200, newest first')),
+      el('span', {class: 'muted'}, 'the newest 100, newest first')),
     eventsTable([...data.events].reverse(), true));
   }
 
@@ -666,13 +697,13 @@
       preview = p;
       const n = p.would_queue.length;
       const rows = ['expected', 'succeeded', 'failed', 'unknown', 'missing', 'waived', 'in_progress', 'effects_committed']
-        .map((k) => el('tr', {}, el('td', {}, k.replace('_', ' ')), el('td', {class: 'num', 'data-preview': k}, String(p[k] ?? 0))));
+        .map((k) => [el('dt', {}, k.replace('_', ' ')), el('dd', {'data-preview': k}, String(p[k] ?? 0))]);
       previewBox.replaceChildren(el('div', {class: 'preview'},
         note ? el('p', {class: 'error'}, note) : null,
         el('strong', {id: 'would-queue-count'}, `Would queue ${n} run(s)`),
         p.succeeded_left_alone ? el('span', {class: 'muted'}, ` · ${p.succeeded_left_alone} succeeded left alone (force reruns them)`) : null,
         p.effects_committed ? el('p', {class: 'note'}, `${p.effects_committed} committed effect(s) in scope: they are replayed, not repeated.`) : null,
-        el('table', {}, el('tbody', {}, rows)),
+        el('dl', {class: 'counts'}, rows),
         n ? el('ul', {}, p.would_queue.slice(0, 50).map((k) => el('li', {class: 'mono'}, k)),
           n > 50 ? el('li', {}, `… and ${n - 50} more`) : null) : el('p', {}, 'Nothing to queue.')));
       confirm.disabled = n === 0;
@@ -681,7 +712,9 @@
     const previewButton = el('button', {class: 'btn', id: 'preview-button', onclick: async () => {
       problem.textContent = '';
       try {
-        showPreview(await api('POST', `/v1/${kind}`, request()));
+        // The API wants a reason on every action body, a preview's too
+        // (nothing is recorded for a preview): the one typed so far, if any.
+        showPreview(await api('POST', `/v1/${kind}`, {...request(), reason: reason.value.trim() || 'preview'}));
       } catch (e) { invalidate(); problem.textContent = e.message; }
     }}, 'Show impact');
     confirm.addEventListener('click', async () => {
