@@ -341,7 +341,17 @@
   function grid(history) {
     const dates = history.dates.map((d) => d.business_date).slice(-GRID_DAYS);
     if (dates.length === 0) return el('div', {class: 'empty'}, 'No run was due in this window.');
-    const byKey = new Map(history.keys.map((k) => [`${k.partition}\u0000${k.business_date}`, k]));
+    // One cell per partition and date; a job keyed by slot has several
+    // keys a date: the cell shows the worst of them and says how many.
+    const rank = (k) => ({failed: 0, unknown: 0, awaiting_approval: 1, skipped: k.waived ? 4 : 1, running: 2,
+      pending: 2, cancelled: 4, succeeded: 5})[k.state] ?? 1;
+    const byKey = new Map();
+    for (const k of history.keys) {
+      const id = `${k.partition}\u0000${k.business_date}`;
+      const seen = byKey.get(id);
+      const n = seen ? seen.n + 1 : 1;
+      byKey.set(id, {...(!seen || rank(k) < rank(seen) ? k : seen), n});
+    }
     const head = el('tr', {}, el('th', {}), dates.map((d) => el('th', {class: 'date', title: d}, d.slice(5))));
     const rows = history.partitions.map((p) => el('tr', {},
       el('th', {class: 'part'}, p),
@@ -350,7 +360,8 @@
         if (!k) return el('td', {}, el('span', {class: 'cell s-none', title: `${p} ${d}: not expected`}, ''));
         const state = k.state || 'missing';
         const label = k.state ? `${state}${k.reason ? ` (${k.reason})` : ''}` : 'never planned';
-        const title = `${p} · ${d}: ${label}${k.finished_at ? `, finished ${fmtTime(k.finished_at)}` : ''}`;
+        const title = `${p} · ${d}: ${k.n > 1 ? `${k.n} runs, the worst ` : ''}${label}` +
+          `${k.finished_at ? `, finished ${fmtTime(k.finished_at)}` : ''}`;
         const cls = `cell s-${state === 'skipped' && !k.waived ? 'missing' : state}`;
         if (k.run_id === null) return el('td', {}, el('a', {class: cls, href: '#/gaps', title, 'data-cell': `${p}/${d}`}, CELL_MARK.missing));
         return el('td', {}, el('a', {class: cls, href: `#/run/${k.run_id}`, title, 'data-cell': `${p}/${d}`,
