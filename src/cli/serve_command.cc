@@ -190,8 +190,12 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
         "{}/ — one-time login link (valid {} min): {}",
         local_token->path, local_token->created ? "created now, mode 0600" : "as before",
         http.url(), api::kLoginCodeTtl.count(), link);
-    err << "cronledger serve: dashboard login (one-time link, valid "
-        << api::kLoginCodeTtl.count() << " min): " << link << "\n";
+    // And plainly on stderr for the person who started serve, unless the
+    // output is JSON lines for a log collector (the log line has it then).
+    if (args.log_format != "json") {
+      err << "cronledger serve: dashboard login (one-time link, valid "
+          << api::kLoginCodeTtl.count() << " min): " << link << "\n";
+    }
   } else {
     std::string names;
     for (const auto& t : config.auth.tokens) {
