@@ -147,6 +147,12 @@ async function shot(page, name) {
 async function text(page, selector) {
   return (await page.locator(selector).first().textContent()).trim();
 }
+// Opens a page of the dashboard by its hash and waits until that page (not
+// the one before it, whose elements may look alike) is what is shown.
+async function show(page, base, hash) {
+  await page.goto(`${base}/${hash}`);
+  await page.waitForFunction((h) => document.getElementById('main').dataset.route === h, hash);
+}
 async function count(page, job, key) {
   return text(page, `tr[data-job="${job}"] td[data-count="${key}"]`);
 }
@@ -287,7 +293,7 @@ async function main() {
     await noHorizontalScroll(page, 'run page');
     await shot(page, 'run');
     // A log holding markup shows it as text.
-    await page.goto(`${base}/#/job/daily_report`);
+    await show(page, base, `#/job/daily_report`);
     await page.click(`#grid a.cell[data-cell="acme/${today}"]`);
     await page.waitForSelector('#log');
     assert((await text(page, '#log')).includes('<b>delivered</b>'), 'markup in a log is shown as text');
@@ -295,7 +301,7 @@ async function main() {
   });
 
   await check('rerun: the preview, then a reason, then it goes through and shows in the events', async () => {
-    await page.goto(`${base}/#/run/${failedRun}`);
+    await show(page, base, `#/run/${failedRun}`);
     await page.waitForSelector('#run-rerun');
     await page.click('#run-rerun');
     await page.waitForSelector('#preview-button');
@@ -360,21 +366,21 @@ async function main() {
   });
 
   await check('pause and resume with a reason', async () => {
-    await page.goto(`${base}/#/job/daily_report`);
+    await show(page, base, `#/job/daily_report`);
     await page.waitForSelector('#pause');
     await page.click('#pause');
     await page.fill('#reason', 'upstream outage');
     await page.click('#confirm');
     await page.waitForSelector('#resume');
     assertEq(await text(page, '.toolbar .badge'), 'paused', 'the job is paused');
-    await page.goto(`${base}/#/`);
+    await show(page, base, `#/`);
     await page.waitForSelector('tr[data-job="daily_report"] .s-paused');
-    await page.goto(`${base}/#/job/daily_report`);
+    await show(page, base, `#/job/daily_report`);
     await page.click('#resume');
     await page.fill('#reason', 'upstream back');
     await page.click('#confirm');
     await page.waitForSelector('#pause');
-    await page.goto(`${base}/#/events`);
+    await show(page, base, `#/events`);
     await page.waitForSelector('#events');
     const types = await page.locator('#events tr').evaluateAll((rows) => rows.map((r) => r.dataset.event));
     assert(types.includes('paused') && types.includes('resumed'), `paused and resumed events in ${types}`);
@@ -390,7 +396,7 @@ async function main() {
       const gaps = (await (await fetch('/v1/gaps?job=billing')).json()).gaps;
       return gaps.some((g) => g.run_key === key && g.cause === 'awaiting_approval');
     }, `billing/apac/${today}`), 'apac awaiting approval');
-    await page.goto(`${base}/#/job/billing`);
+    await show(page, base, `#/job/billing`);
     await page.waitForSelector('#backfill');
     await page.click('#backfill');
     await page.fill('#backfill-from', today);
@@ -415,7 +421,7 @@ async function main() {
   });
 
   await check('the gaps page', async () => {
-    await page.goto(`${base}/#/gaps`);
+    await show(page, base, `#/gaps`);
     await page.waitForSelector('#gaps');
     const keys = await page.locator('#gaps tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.gap));
     assert(keys.includes(`daily_report/globex/${utcDate(-3)}`), `globex's failed run of D-3 in ${keys}`);

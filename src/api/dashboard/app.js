@@ -178,6 +178,8 @@
   function replaceMain(node) {
     const main = $('main');
     main.replaceChildren(node);
+    // Which page is showing (for tests and scripts that follow links).
+    main.dataset.route = location.hash || '#/';
   }
 
   function markLive(ok) {
