@@ -12,7 +12,13 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   curl wrk  # bench/api_bench.sh
   prometheus  # promtool: the metrics test checks GET /metrics with `promtool check metrics`
+  chromium    # the dashboard's browser tests (tests/browser), driven by playwright-core from npm
 )
+# Node.js and npm run the browser tests (npm ci at build time, from
+# tests/browser/package-lock.json); Debian's only when the machine has none.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

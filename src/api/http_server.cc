@@ -33,6 +33,9 @@ ApiRequest FromHttplib(const httplib::Request& req) {
   }
   r.authorization = req.get_header_value("Authorization");
   r.body = req.body;
+  r.cookie = req.get_header_value("Cookie");
+  r.csrf_token = req.get_header_value("X-CSRF-Token");
+  r.content_type = req.get_header_value("Content-Type");
   return r;
 }
 
@@ -74,6 +77,14 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
       res.status = answer.status;
       res.set_content(answer.body, answer.content_type.c_str());
       return;
+    }
+    if (dashboard_ != nullptr) {
+      if (auto answer = dashboard_->Handle(request)) {
+        res.status = answer->status;
+        for (const auto& [name, value] : answer->headers) res.set_header(name, value);
+        res.set_content(answer->body, answer->content_type.c_str());
+        return;
+      }
     }
     if (auto answer = attempts_->Handle(request)) {
       Send(*answer, res);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api/attempt_api.h"
+#include "api/dashboard.h"
 #include "api/metrics.h"
 #include "api/operator_api.h"
 #include "cronledger/status.h"
@@ -38,6 +39,9 @@ class HttpServer {
   // `metrics`, no /metrics.
   void Serve(const AttemptApi& attempts, const OperatorApi* operators = nullptr,
              const MetricsEndpoint* metrics = nullptr);
+  // Also serves the dashboard (its page, login and session routes); call
+  // before Serve. It must outlive the server.
+  void ServeDashboard(const Dashboard* dashboard) { dashboard_ = dashboard; }
   // Stops accepting, finishes the requests in progress and joins.
   void Stop();
 
@@ -49,6 +53,7 @@ class HttpServer {
   const AttemptApi* attempts_ = nullptr;
   const OperatorApi* operators_ = nullptr;
   const MetricsEndpoint* metrics_ = nullptr;
+  const Dashboard* dashboard_ = nullptr;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "api/impact_preview.h"
+#include "api/job_history.h"
 #include "api/json_shapes.h"
 #include "api/ledger_json.h"
 #include "api/operator_actions.h"
@@ -179,7 +180,17 @@ OperatorApi::OperatorApi(const config::Config& config, store::Store& store, Cloc
       step_credentials_(step_credentials) {}
 
 std::variant<const ApiToken*, ApiResponse> OperatorApi::Authenticate(
-    const ApiRequest& request) const {
+    const ApiRequest& request, std::optional<Session>* session) const {
+  // A bearer token wins over a cookie: such a request needs no CSRF token.
+  const std::string session_id =
+      sessions_ == nullptr ? "" : CookieValue(request.cookie, kSessionCookie);
+  if (request.authorization.empty() && !session_id.empty()) {
+    *session = sessions_->Find(session_id);
+    if (*session) return (*session)->token;
+    return Error(401, "unauthenticated",
+                 "the dashboard session is over (logged out, expired, or serve restarted): log "
+                 "in again");
+  }
   if (request.authorization.empty()) {
     return Error(401, "unauthenticated",
                  "no token: send \"Authorization: Bearer TOKEN\" with an [[auth.token]] secret "
@@ -208,6 +219,7 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
     kEvents,
     kGaps,
     kVerify,
+    kHistory,
     // the actions (POST, role operate)
     kPause,
     kResume,
@@ -240,8 +252,20 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
     action = std::string(verb);
     return true;
   };
+  // /v1/jobs/{name}/history
+  const auto history = [&] {
+    constexpr std::string_view kJobs = "/v1/jobs/", kHistory = "/history";
+    if (!path.starts_with(kJobs) || !path.ends_with(kHistory)) return false;
+    const std::string_view name =
+        path.substr(kJobs.size(), path.size() - kJobs.size() - kHistory.size());
+    if (name.empty() || name.find('/') != std::string_view::npos) return false;
+    argument = std::string(name);
+    return true;
+  };
   if (path == "/v1/jobs") {
     route = Route::kJobs;
+  } else if (history()) {
+    route = Route::kHistory;
   } else if (child("/v1/jobs/")) {
     route = Route::kJob;
   } else if (path == "/v1/runs") {
@@ -273,7 +297,8 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
   }
   const bool acts = route >= Route::kPause;
 
-  auto who = Authenticate(request);
+  std::optional<Session> session;
+  auto who = Authenticate(request, &session);
   if (auto* refused = std::get_if<ApiResponse>(&who)) return *refused;
   if (acts && request.method != "POST") {
     return Error(405, "method_not_allowed",
@@ -293,6 +318,15 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
                  fmt::format("token \"{}\" has role {}; {} {} needs role {}", token.name,
                              RoleName(token.role), request.method, request.path,
                              acts ? "operate" : "read or operate"));
+  }
+  // A browser sends the cookie with whatever another site makes it post:
+  // only the page itself knows the session's CSRF token.
+  if (acts && session && !SessionStore::CsrfMatches(*session, request.csrf_token)) {
+    return Error(403, "forbidden",
+                 fmt::format("{} {} with the dashboard's session cookie needs the session's "
+                             "CSRF token in the X-CSRF-Token header ({}); nothing done",
+                             request.method, request.path,
+                             request.csrf_token.empty() ? "it is missing" : "it is wrong"));
   }
   if (acts && request.body.size() > kMaxActionBodyBytes) {
     return Error(413, "too_large",
@@ -314,6 +348,8 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
       return ListGaps(request);
     case Route::kVerify:
       return Verify(request);
+    case Route::kHistory:
+      return JobHistory(request, argument);
     case Route::kPause:
       return Pause(request, token, true);
     case Route::kResume:
@@ -525,6 +561,26 @@ ApiResponse OperatorApi::Verify(const ApiRequest& request) const {
                            store::ToInstant(clock_.Now()));
   if (!report.ok()) return ErrorFor(report.status());
   return ApiResponse{200, std::move(*report)};
+}
+
+ApiResponse OperatorApi::JobHistory(const ApiRequest& request, const std::string& name) const {
+  Query q(request, {"days"});
+  int64_t days = kDefaultHistoryDays;
+  if (const auto text = q.Text("days")) {
+    const auto v = PositiveInteger(*text);
+    if (!v || *v > kMaxHistoryDays) {
+      q.Fail(fmt::format("query parameter \"days\" must be an integer from 1 to {}, got {}",
+                         kMaxHistoryDays, Shown(*text)));
+    } else {
+      days = *v;
+    }
+  }
+  if (q.problem()) return *q.problem();
+  const config::JobConfig* job = config_.FindJob(name);
+  if (job == nullptr) return Error(404, "not_found", fmt::format("no job named {}", Shown(name)));
+  auto doc = JobHistoryJson(store_, *job, store::ToInstant(clock_.Now()), static_cast<int>(days));
+  if (!doc.ok()) return ErrorFor(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
 
 // ---- the actions --------------------------------------------------------------------------------

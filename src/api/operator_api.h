@@ -2,6 +2,7 @@
 // HTTP, for operators, scripts and the dashboard, and the operator actions.
 //   GET /v1/jobs         GET /v1/jobs/{name}   GET /v1/runs   GET /v1/runs/{id}
 //   GET /v1/events       GET /v1/gaps          GET /v1/verify
+//   GET /v1/jobs/{name}/history (the dashboard's grid and charts)
 // need a bearer token of role read or operate;
 //   POST /v1/pause  /v1/resume  /v1/runs/{id}/retry  /v1/runs/{id}/resolve
 //   POST /v1/runs/{id}/cancel  /v1/approve  /v1/backfill  /v1/rerun  /v1/trigger
@@ -16,6 +17,7 @@
 
 #include "api/auth.h"
 #include "api/credential.h"
+#include "api/dashboard_session.h"
 #include "api/request.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -48,9 +50,16 @@ class OperatorApi {
   // The answer, or nullopt when the path is none of these routes.
   std::optional<ApiResponse> Handle(const ApiRequest& request) const;
 
+  // Also accept the dashboard's session cookie (without an Authorization
+  // header); an action sent with it needs the session's X-CSRF-Token.
+  // `sessions` must outlive this; call before serving.
+  void AcceptSessions(SessionStore* sessions) { sessions_ = sessions; }
+
  private:
   // The caller's token, or a 401/403 answer.
-  std::variant<const ApiToken*, ApiResponse> Authenticate(const ApiRequest& request) const;
+  // `session` is set when the caller came with the session cookie.
+  std::variant<const ApiToken*, ApiResponse> Authenticate(const ApiRequest& request,
+                                                          std::optional<Session>* session) const;
 
   ApiResponse ListJobs(const ApiRequest& request) const;
   ApiResponse GetJob(const ApiRequest& request, const std::string& name) const;
@@ -59,6 +68,7 @@ class OperatorApi {
   ApiResponse ListEvents(const ApiRequest& request) const;
   ApiResponse ListGaps(const ApiRequest& request) const;
   ApiResponse Verify(const ApiRequest& request) const;
+  ApiResponse JobHistory(const ApiRequest& request, const std::string& name) const;
 
   // The actions; `token` is the caller's (the actor when the body has no `by`).
   ApiResponse Pause(const ApiRequest& request, const ApiToken& token, bool pause) const;
@@ -79,6 +89,7 @@ class OperatorApi {
   Clock& clock_;
   const TokenAuthenticator& tokens_;
   const AttemptCredentials& step_credentials_;
+  SessionStore* sessions_ = nullptr;
 };
 
 }  // namespace cronledger::api

@@ -24,6 +24,11 @@ struct ApiRequest {
   std::vector<std::string> repeated_query;
   std::string authorization;  // the Authorization header, "" when absent
   std::string body;
+  // For the dashboard's sessions (api/dashboard_session.h): the Cookie,
+  // X-CSRF-Token and Content-Type headers, "" when absent.
+  std::string cookie;
+  std::string csrf_token;
+  std::string content_type;
 };
 
 struct ApiResponse {

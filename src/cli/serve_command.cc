@@ -16,6 +16,8 @@
 #include "api/attempt_api.h"
 #include "api/auth.h"
 #include "api/credential.h"
+#include "api/dashboard.h"
+#include "api/dashboard_session.h"
 #include "api/http_server.h"
 #include "api/metrics.h"
 #include "api/operator_api.h"
@@ -170,15 +172,30 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   const api::MetricsEndpoint metrics(config, *store, clock, authenticator, [&] {
     return engine::Snapshot(node_metrics, &dispatcher, config.server.max_workers);
   });
+  // The dashboard's sessions live in this process (a restart logs out).
+  api::SessionStore sessions(clock);
+  operator_api.AcceptSessions(&sessions);
+  const api::Dashboard dashboard(sessions, authenticator);
+  http.ServeDashboard(&dashboard);
   http.Serve(attempt_api, &operator_api, &metrics);
   spdlog::info("serve: API listening on {}", http.url());
   if (local_token) {
     // Never the token itself: logs are read by more people than the file.
+    // The login link is single-use and expires soon, so it may be shown.
+    const std::string link = fmt::format(
+        "{}/login?code={}", http.url(),
+        sessions.IssueLoginCode(authenticator.Find(local_token->secret)));
     spdlog::info(
         "serve: no [[auth.token]] configured: the operator token is in {} ({}); dashboard at "
-        "{}/ (its one-time login link comes with the dashboard)",
+        "{}/ — one-time login link (valid {} min): {}",
         local_token->path, local_token->created ? "created now, mode 0600" : "as before",
-        http.url());
+        http.url(), api::kLoginCodeTtl.count(), link);
+    // And plainly on stderr for the person who started serve, unless the
+    // output is JSON lines for a log collector (the log line has it then).
+    if (args.log_format != "json") {
+      err << "cronledger serve: dashboard login (one-time link, valid "
+          << api::kLoginCodeTtl.count() << " min): " << link << "\n";
+    }
   } else {
     std::string names;
     for (const auto& t : config.auth.tokens) {
