@@ -6,13 +6,17 @@
 #define CRONLEDGER_API_HTTP_SERVER_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "api/attempt_api.h"
 #include "api/metrics.h"
 #include "api/operator_api.h"
+#include "cronledger/clock.h"
 #include "cronledger/status.h"
 
 namespace httplib {
@@ -38,6 +42,13 @@ class HttpServer {
   // `metrics`, no /metrics.
   void Serve(const AttemptApi& attempts, const OperatorApi* operators = nullptr,
              const MetricsEndpoint* metrics = nullptr);
+  // What GET /healthz reports as the last planner pass: `now` and the
+  // instant of the last successful pass (none yet: null in the answer).
+  // Call before Serve.
+  using PlannerPassFn = std::function<std::pair<Clock::TimePoint,
+                                                std::optional<Clock::TimePoint>>()>;
+  void SetPlannerPass(PlannerPassFn fn) { planner_pass_ = std::move(fn); }
+
   // Stops accepting, finishes the requests in progress and joins.
   void Stop();
 
@@ -46,9 +57,12 @@ class HttpServer {
   const std::string& url() const { return url_; }
 
  private:
+  ApiResponse Health() const;  // GET /healthz
+
   const AttemptApi* attempts_ = nullptr;
   const OperatorApi* operators_ = nullptr;
   const MetricsEndpoint* metrics_ = nullptr;
+  PlannerPassFn planner_pass_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
