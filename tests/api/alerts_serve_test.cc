@@ -266,7 +266,8 @@ TEST_F(AlertsServe, AFailedRunFiresOnceSurvivesARestartAndResolvesOnce) {
   ASSERT_EQ(events.exit_code, 0) << events.err;
   int sent = 0;
   int cleared = 0;
-  for (const auto& e : json::parse(events.out)["events"]) {
+  const json listed = json::parse(events.out);
+  for (const auto& e : listed["events"]) {
     if (e["type"] == "alert_sent") ++sent;
     if (e["type"] == "alert_resolved") ++cleared;
     if (e["type"] == "alert_sent" || e["type"] == "alert_resolved") {
