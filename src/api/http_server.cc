@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "api/json_shapes.h"
+#include "cronledger/schedule.h"
 
 namespace cronledger::api {
 namespace {
@@ -68,7 +69,7 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
   });
   const auto route = [this](const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" && req.path == "/healthz") {
-      Send(ApiResponse{200, {{"status", "ok"}}}, res);
+      Send(Health(), res);
       return;
     }
     const ApiRequest request = FromHttplib(req);
@@ -123,6 +124,23 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
 }
 
 HttpServer::~HttpServer() { Stop(); }
+
+ApiResponse HttpServer::Health() const {
+  ApiResponse r{200, {{"status", "ok"}}};
+  if (!planner_pass_) return r;
+  // The dead man's switch seen from outside: "ok" says the process
+  // answers; the age says whether it still plans.
+  const auto [now, last] = planner_pass_();
+  r.body["last_planner_pass_at"] = nullptr;
+  r.body["planner_pass_age_seconds"] = nullptr;
+  if (last) {
+    const auto at = std::chrono::floor<std::chrono::seconds>(*last);
+    r.body["last_planner_pass_at"] = FormatUtc(at);
+    r.body["planner_pass_age_seconds"] =
+        std::max<int64_t>(0, std::chrono::floor<std::chrono::seconds>(now - *last).count());
+  }
+  return r;
+}
 
 Status HttpServer::Bind(const std::string& listen) {
   std::string host;

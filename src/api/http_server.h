@@ -6,14 +6,18 @@
 #define CRONLEDGER_API_HTTP_SERVER_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "api/attempt_api.h"
 #include "api/dashboard.h"
 #include "api/metrics.h"
 #include "api/operator_api.h"
+#include "cronledger/clock.h"
 #include "cronledger/status.h"
 
 namespace httplib {
@@ -42,6 +46,13 @@ class HttpServer {
   // Also serves the dashboard (its page, login and session routes); call
   // before Serve. It must outlive the server.
   void ServeDashboard(const Dashboard* dashboard) { dashboard_ = dashboard; }
+  // What GET /healthz reports as the last planner pass: `now` and the
+  // instant of the last successful pass (none yet: null in the answer).
+  // Call before Serve.
+  using PlannerPassFn = std::function<std::pair<Clock::TimePoint,
+                                                std::optional<Clock::TimePoint>>()>;
+  void SetPlannerPass(PlannerPassFn fn) { planner_pass_ = std::move(fn); }
+
   // Stops accepting, finishes the requests in progress and joins.
   void Stop();
 
@@ -50,10 +61,13 @@ class HttpServer {
   const std::string& url() const { return url_; }
 
  private:
+  ApiResponse Health() const;  // GET /healthz
+
   const AttemptApi* attempts_ = nullptr;
   const OperatorApi* operators_ = nullptr;
   const MetricsEndpoint* metrics_ = nullptr;
   const Dashboard* dashboard_ = nullptr;
+  PlannerPassFn planner_pass_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -7,15 +7,10 @@
 #include <set>
 
 #include "api/json_shapes.h"
-#include "engine/gap_scanner.h"
+#include "engine/closed_dates.h"
 
 namespace cronledger::api {
 namespace {
-
-using std::chrono::days;
-using std::chrono::seconds;
-using std::chrono::sys_days;
-using std::chrono::sys_seconds;
 
 constexpr std::array<std::string_view, 8> kRunStates = {
     "pending", "running", "succeeded",         "failed",
@@ -28,9 +23,6 @@ constexpr std::array<std::string_view, 7> kRecoveryEvents = {
     "retry", "resolve", "approve", "backfill", "rerun", "cancel", "trigger"};
 // The gap scanner's own backfills are automatic, not manual.
 constexpr std::string_view kAutomaticActor = "scanner";
-// Causes that count as missing (DESIGN.md, status counts).
-constexpr std::array<std::string_view, 3> kMissingCauses = {"never_planned", "misfired",
-                                                            "awaiting_approval"};
 
 int64_t Find(const std::map<std::string, int64_t>& m, std::string_view key) {
   auto it = m.find(std::string(key));
@@ -249,33 +241,10 @@ std::string RenderMetrics(const MetricsInput& in) {
 
 Result<int64_t> MissingOnClosedDates(const config::JobConfig& job, store::Store& store,
                                      Clock::TimePoint now) {
-  auto schedule = Schedule::Create(job.schedule, job.timezone, job.ScheduleOptionsFor());
-  if (!schedule.ok()) return schedule.status();
-  const sys_seconds now_s = std::chrono::floor<seconds>(now);
-  // A date is closed once its last occurrence is older than max_lag. Business
-  // dates follow the occurrences in order, so every date before that of the
-  // first occurrence after now - max_lag is closed (every date, when there
-  // is no such occurrence: only due keys are scanned anyway).
-  const sys_seconds closed_before = now_s - job.alert.max_lag;
-  sys_days through = std::chrono::floor<days>(now_s) + days(366);
-  if (auto next = schedule->Next(closed_before)) {
-    through = sys_days{schedule->BusinessDate(*next)} - days(1);
-  }
-  const sys_days from = std::chrono::floor<days>(now_s - job.backfill.horizon);
-  if (from > through) return int64_t{0};
-  engine::GapScanParams p;
-  p.from = std::chrono::year_month_day{from};
-  p.to = std::chrono::year_month_day{through};
-  p.now = store::ToInstant(now);
+  auto by_date = engine::MissingByClosedDate(job, store, now);
+  if (!by_date.ok()) return by_date.status();
   int64_t missing = 0;
-  engine::GapScanner scanner(store);
-  Status s = scanner.Scan(job, p, [&](const engine::Gap& gap) {
-    for (std::string_view cause : kMissingCauses) {
-      if (gap.cause == cause) ++missing;
-    }
-    return Status::Ok();
-  });
-  if (!s.ok()) return s;
+  for (const auto& [date, m] : *by_date) missing += m.missing;
   return missing;
 }
 

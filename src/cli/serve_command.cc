@@ -24,6 +24,10 @@
 #include "cli/context.h"
 #include "common/logging.h"
 #include "cli/exit_codes.h"
+#include "engine/alert_delivery.h"
+#include "engine/alert_sender.h"
+#include "engine/alerter.h"
+#include "engine/heartbeat_pinger.h"
 #include "engine/status_report.h"
 #include "engine/dispatcher.h"
 #include "engine/node_metrics.h"
@@ -177,6 +181,13 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   operator_api.AcceptSessions(&sessions);
   const api::Dashboard dashboard(sessions, authenticator);
   http.ServeDashboard(&dashboard);
+  http.SetPlannerPass([&] {
+    std::optional<Clock::TimePoint> last;
+    if (const int64_t ms = node_metrics.planner_last_pass_ms; ms >= 0) {
+      last = Clock::TimePoint(std::chrono::milliseconds(ms));
+    }
+    return std::make_pair(clock.Now(), last);
+  });
   http.Serve(attempt_api, &operator_api, &metrics);
   spdlog::info("serve: API listening on {}", http.url());
   if (local_token) {
@@ -209,8 +220,25 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   engine::ServeLoopOptions loop_options;
   loop_options.gap_watch = &gap_watch;
   loop_options.metrics = &node_metrics;
+  // Alerts (docs/alerts.md): evaluated by the loop, delivered by a thread
+  // of their own so that a slow webhook never holds up planning.
+  engine::RealAlertSender alert_sender(clock);
+  engine::AlertDelivery alert_delivery(*store, clock, alert_sender);
+  engine::Alerter alerter(config, *store, alert_delivery);
+  alert_delivery.Start();
+  loop_options.alerter = &alerter;
+  std::optional<engine::HeartbeatPinger> heartbeat;
+  if (!config.server.heartbeat_url.empty()) {
+    heartbeat.emplace(config.server.heartbeat_url, clock);
+    heartbeat->Start();
+    loop_options.heartbeat = &*heartbeat;
+    spdlog::info("serve: heartbeat to {} after planner passes, at most every {}s",
+                 engine::UrlOrigin(config.server.heartbeat_url),
+                 engine::HeartbeatPinger::kDefaultEvery.count());
+  }
   engine::ServeLoop loop(config, planner, reaper, dispatcher, clock, loop_options);
   loop.Run(stop.get_token());
+  if (heartbeat) heartbeat->Stop();
 
   // Drain: no new claims; running steps get drain_timeout to finish, then
   // are stopped (an idempotent one released, any other left to its lease).
@@ -221,6 +249,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   }
   dispatcher.Drain(clock.Now() + config.server.drain_timeout);
   http.Stop();  // after the drain: finishing steps still commit their effects
+  alert_delivery.Stop();
 
   // Wake the signal thread, which may still be waiting for a (second) signal.
   exiting = true;

@@ -40,6 +40,9 @@ struct ServerConfig {
   std::chrono::seconds log_retention{30 * 86400};
   uint64_t output_cap = 1 << 20;  // bytes, per attempt and stream
   bool metrics_public = false;    // GET /metrics without a token
+  // Pinged (GET) after successful planner passes: a dead man's switch
+  // (docs/alerts.md). Empty: none.
+  std::string heartbeat_url;
 };
 
 // Retry policy (DESIGN.md, Configuration): max_attempts counts the first;
@@ -70,9 +73,19 @@ struct BackfillConfig {
   std::chrono::seconds horizon{30 * 86400};
 };
 
+// How alert.webhook notices are written (docs/alerts.md).
+enum class AlertFormat { kJson, kSlack };
+
 struct AlertConfig {
   std::chrono::seconds max_lag{3600};
   std::string webhook;  // empty: none
+  AlertFormat format = AlertFormat::kJson;
+  // argv, the notice as JSON on stdin; argv[0] resolved against the config
+  // folder like a step's. Empty: none.
+  std::vector<std::string> command;
+
+  // Whether the job's alerts go anywhere (the alerter watches only these).
+  bool HasTargets() const { return !webhook.empty() || !command.empty(); }
 };
 
 struct JobConfig {

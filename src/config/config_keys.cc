@@ -307,6 +307,8 @@ constexpr OnPause kOnPauses[] = {OnPause::kHold, OnPause::kSkip};
 constexpr std::string_view kExecutorChoices[] = {"subprocess", "inprocess", "external"};
 constexpr Executor kExecutors[] = {Executor::kSubprocess, Executor::kInprocess,
                                    Executor::kExternal};
+constexpr std::string_view kAlertFormatChoices[] = {"json", "slack"};
+constexpr AlertFormat kAlertFormats[] = {AlertFormat::kJson, AlertFormat::kSlack};
 constexpr std::string_view kOverlapChoices[] = {"queue", "skip", "allow"};
 constexpr Overlap kOverlaps[] = {Overlap::kQueue, Overlap::kSkip, Overlap::kAllow};
 
@@ -329,11 +331,30 @@ void ApplyLogDir(const Value& v, const Site& site, ServerConfig& s) {
   s.log_dir = ResolvePath(v.text, site.reporter.dir());
 }
 
+bool IsHttpUrl(const std::string& text) {
+  return (text.starts_with("http://") && text.size() > 7) ||
+         (text.starts_with("https://") && text.size() > 8);
+}
+
 void ApplyWebhook(const Value& v, const Site& site, AlertConfig& a) {
-  const bool ok = (v.text.starts_with("http://") && v.text.size() > 7) ||
-                  (v.text.starts_with("https://") && v.text.size() > 8);
-  if (!ok) return site.Error(fmt::format("{} is not an http:// or https:// URL", Quote(v.text)));
+  if (!IsHttpUrl(v.text)) {
+    return site.Error(fmt::format("{} is not an http:// or https:// URL", Quote(v.text)));
+  }
   a.webhook = v.text;
+}
+
+void ApplyHeartbeatUrl(const Value& v, const Site& site, ServerConfig& s) {
+  if (!IsHttpUrl(v.text)) {
+    return site.Error(fmt::format("{} is not an http:// or https:// URL", Quote(v.text)));
+  }
+  s.heartbeat_url = v.text;
+}
+
+// The alert's command: an argv like a step's, without placeholders (the
+// notice comes on stdin).
+void ApplyAlertCommand(const Value& v, const Site& site, AlertConfig& a) {
+  std::vector<std::string> argv;
+  if (CheckArgv(v, site, argv)) a.command = std::move(argv);
 }
 
 void ApplyCommand(const Value& v, const Site& site, StepConfig& s) {
@@ -439,6 +460,10 @@ const KeySpec<ServerConfig> kServerKeys[] = {
      "`GET /metrics` answers without a token (for a Prometheus that cannot send one); otherwise "
      "it needs a token of role read or operate.",
      SetBool<&ServerConfig::metrics_public>},
+    {"heartbeat_url", Kind::kString, "string: http(s) URL", "none",
+     "A dead man's switch: GET after a successful planner pass, at most once every 30 s, so an "
+     "external monitor (Healthchecks-style) notices when no serve plans (docs/alerts.md).",
+     ApplyHeartbeatUrl},
 };
 
 const KeySpec<BackfillConfig> kBackfillKeys[] = {
@@ -455,8 +480,16 @@ const KeySpec<AlertConfig> kAlertKeys[] = {
      "stuck.",
      SetDuration<&AlertConfig::max_lag>, 1},
     {"webhook", Kind::kString, "string: http(s) URL", "none",
-     "Where alerts are POSTed (the alerter arrives in a later release; the URL is checked now).",
+     "Where alert notices are POSTed (docs/alerts.md). Only its scheme and host are logged.",
      ApplyWebhook},
+    {"format", Kind::kChoice, "", "json",
+     "The webhook's body: the alert as JSON, or a Slack incoming-webhook message ({\"text\"}). "
+     "Needs webhook.",
+     SetChoice<&AlertConfig::format, kAlertFormats>, 0, 0, kAlertFormatChoices},
+    {"command", Kind::kStringArray, "", "none",
+     "argv run for each notice, never through a shell, with the alert as JSON on stdin; a "
+     "relative program path with a / resolves against the config's folder.",
+     ApplyAlertCommand},
 };
 
 const KeySpec<RetryConfig> kRetryKeys[] = {
@@ -599,8 +632,8 @@ const KeySpec<JobConfig> kJobKeys[] = {
        ApplyTable<BackfillConfig>(*site.node.as_table(), kBackfillKeys, {}, "job.backfill",
                                   site.path, site.reporter, j.backfill);
      }},
-    {"alert", Kind::kTable, "table: max_lag, webhook", "see job.alert",
-     "Lag alerting, e.g. { max_lag = \"15m\" }.",
+    {"alert", Kind::kTable, "table: max_lag, webhook, format, command", "see job.alert",
+     "Alerts (docs/alerts.md), e.g. { max_lag = \"15m\", webhook = \"https://...\" }.",
      +[](const Value&, const Site& site, JobConfig& j) {
        ApplyTable<AlertConfig>(*site.node.as_table(), kAlertKeys, {}, "job.alert", site.path,
                                site.reporter, j.alert);
@@ -717,6 +750,12 @@ void CheckJob(const toml::table& table, const std::string& path, Reporter& repor
                  fmt::format("auto_within ({}) must not exceed horizon ({})",
                              FormatDuration(job.backfill.auto_within),
                              FormatDuration(job.backfill.horizon)));
+  }
+  if (const toml::table* alert = table.get_as<toml::table>("alert");
+      alert != nullptr && alert->contains("format") && !alert->contains("webhook")) {
+    reporter.Add(LineOf(*alert->get("format")), path + ".alert.format",
+                 "format shapes the webhook's body, and there is no webhook; set webhook (a "
+                 "command always gets the alert as JSON)");
   }
   CheckExecution(table, path, reporter, job);
   const toml::node* steps = table.get("step");

@@ -55,6 +55,9 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
     options_.metrics->deduplicated += stats.runs_deduplicated;
     if (plan.ok() && release.ok()) options_.metrics->PlannerPassed(now);
   }
+  if (options_.heartbeat != nullptr && plan.ok() && release.ok()) {
+    options_.heartbeat->PlannerPassed(now);  // the ping itself is off this thread
+  }
   if (auto reaped = reaper_.RunOnce(now); !reaped.ok()) {
     spdlog::error("serve: reaper pass failed, retrying next pass: {}",
                   reaped.status().ToString());
@@ -64,6 +67,11 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   if (options_.gap_watch != nullptr && now >= options_.gap_watch->NextAt()) {
     // Its errors are logged per job; the next pass tries again.
     (void)options_.gap_watch->ScanOnce(now, nullptr, stop_);
+  }
+  if (options_.alerter != nullptr && now >= options_.alerter->NextAt()) {
+    // Its errors are logged per job; the next pass tries again. Notices
+    // are delivered by their own thread.
+    (void)options_.alerter->RunOnce(now);
   }
   if (now >= next_prune_) {
     const int pruned =

@@ -10,8 +10,10 @@
 
 #include "config/config.h"
 #include "cronledger/clock.h"
+#include "engine/alerter.h"
 #include "engine/dispatcher.h"
 #include "engine/gap_watch.h"
+#include "engine/heartbeat_pinger.h"
 #include "engine/node_metrics.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
@@ -31,6 +33,11 @@ struct ServeLoopOptions {
   // Where the loop counts for GET /metrics (planner passes, reaped leases,
   // deduplicated occurrences); none: not counted.
   NodeMetrics* metrics = nullptr;
+  // The alerter, run when it is due (Alerter::NextAt); none: no alerts.
+  Alerter* alerter = nullptr;
+  // Told of every successful planner pass ([server] heartbeat_url); none:
+  // no heartbeat.
+  HeartbeatPinger* heartbeat = nullptr;
 };
 
 class ServeLoop {

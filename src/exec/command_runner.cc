@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,17 @@ CommandResult RunCommand(const CommandSpec& spec, Clock& clock) {
     close(out_pipe[1]);
     return result;
   }
+  // stdin is a socket, not a pipe: send() with MSG_NOSIGNAL cannot raise
+  // SIGPIPE in serve when the command exits without reading its input.
+  int in_pair[2] = {-1, -1};
+  if (spec.input && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair) != 0) {
+    result.spawn_failed = true;
+    result.err = std::strerror(errno);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
+      close(fd);
+    }
+    return result;
+  }
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -73,8 +85,12 @@ CommandResult RunCommand(const CommandSpec& spec, Clock& clock) {
     setpgid(0, 0);
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (in_pair[1] >= 0) {
+      dup2(in_pair[1], STDIN_FILENO);
+    } else {
+      const int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    }
     if (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0) {
       const int e = errno;
       (void)!write(exec_pipe[1], &e, sizeof e);
@@ -88,12 +104,14 @@ CommandResult RunCommand(const CommandSpec& spec, Clock& clock) {
   close(out_pipe[1]);
   close(err_pipe[1]);
   close(exec_pipe[1]);
+  if (in_pair[1] >= 0) close(in_pair[1]);
   if (pid < 0) {
     result.spawn_failed = true;
     result.err = std::strerror(errno);
     close(out_pipe[0]);
     close(err_pipe[0]);
     close(exec_pipe[0]);
+    if (in_pair[0] >= 0) close(in_pair[0]);
     return result;
   }
   setpgid(pid, pid);  // also from the parent, so the kill below cannot miss
@@ -106,7 +124,17 @@ CommandResult RunCommand(const CommandSpec& spec, Clock& clock) {
   close(exec_pipe[0]);
 
   const auto deadline = clock.Now() + spec.timeout;
-  std::array<pollfd, 2> fds{{{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}}};
+  // [2] is stdin while input remains to be written.
+  std::array<pollfd, 3> fds{{{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {-1, POLLOUT, 0}}};
+  std::size_t input_sent = 0;
+  if (in_pair[0] >= 0) {
+    fcntl(in_pair[0], F_SETFL, fcntl(in_pair[0], F_GETFL) | O_NONBLOCK);
+    if (spec.input->empty()) {
+      close(in_pair[0]);
+    } else {
+      fds[2].fd = in_pair[0];
+    }
+  }
   int open_fds = 2;
   char buf[8192];
   while (open_fds > 0) {
@@ -117,7 +145,16 @@ CommandResult RunCommand(const CommandSpec& spec, Clock& clock) {
     }
     const int n = poll(fds.data(), fds.size(), 100);
     if (n < 0 && errno != EINTR) break;
-    for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (fds[2].fd >= 0 && (fds[2].revents & (POLLOUT | POLLHUP | POLLERR))) {
+      const ssize_t sent = send(fds[2].fd, spec.input->data() + input_sent,
+                                spec.input->size() - input_sent, MSG_NOSIGNAL);
+      if (sent > 0) input_sent += static_cast<std::size_t>(sent);
+      if ((sent < 0 && errno != EAGAIN && errno != EINTR) || input_sent == spec.input->size()) {
+        close(fds[2].fd);  // written, or the command will not read it
+        fds[2].fd = -1;
+      }
+    }
+    for (std::size_t i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t got = read(fds[i].fd, buf, sizeof buf);
       if (got > 0) {

@@ -5,6 +5,7 @@
 #define CRONLEDGER_EXEC_COMMAND_RUNNER_H_
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct CommandSpec {
   std::vector<std::string> environment;  // "NAME=value"; the complete environment
   std::chrono::milliseconds timeout{60000};
   std::size_t output_cap = 1 << 20;      // per stream; the rest is discarded
+  // Written to the command's stdin, which is then closed; none: /dev/null.
+  // A command that exits without reading it all is not an error.
+  std::optional<std::string> input;
 };
 
 struct CommandResult {

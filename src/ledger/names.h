@@ -78,6 +78,8 @@ inline constexpr std::string_view kRerun = "rerun";
 inline constexpr std::string_view kApprove = "approve";
 inline constexpr std::string_view kCancel = "cancel";
 inline constexpr std::string_view kTrigger = "trigger";
+inline constexpr std::string_view kAlertSent = "alert_sent";
+inline constexpr std::string_view kAlertResolved = "alert_resolved";
 }  // namespace event
 
 }  // namespace cronledger::ledger

@@ -1150,6 +1150,62 @@ TEST(ConfigNames, PartitionIdsAndNames) {
   EXPECT_FALSE(IsValidName("a/b"));
 }
 
+// ---- alerts and the heartbeat (docs/alerts.md) ---------------------------------------------
+
+TEST(ConfigAlerts, AlertKeysAndHeartbeatUrlAreReadAndCommandsResolved) {
+  const Config c = MustParse(
+      "[server]\n"
+      "store = \"sqlite:cl.db\"\n"
+      "heartbeat_url = \"https://hc-ping.example.com/0f1e2d\"\n" +
+      std::string(kJob).insert(std::string(kJob).find("[[job.step]]"),
+                               "alert = { max_lag = \"15m\", webhook = \"http://127.0.0.1:9/h\", "
+                               "format = \"slack\", command = [\"./bin/page\", \"--team\", "
+                               "\"ops\"] }\n"));
+  EXPECT_EQ(c.server.heartbeat_url, "https://hc-ping.example.com/0f1e2d");
+  const AlertConfig& a = c.jobs.at(0).alert;
+  EXPECT_EQ(a.max_lag, minutes(15));
+  EXPECT_EQ(a.webhook, "http://127.0.0.1:9/h");
+  EXPECT_EQ(a.format, AlertFormat::kSlack);
+  // Relative to the config's folder, like a step's command.
+  EXPECT_EQ(a.command, (Lines{"/srv/cl/bin/page", "--team", "ops"}));
+  EXPECT_TRUE(a.HasTargets());
+}
+
+TEST(ConfigAlerts, DefaultsAreJsonNoCommandNoHeartbeat) {
+  const Config c = MustParse(std::string(kServer) + kJob);
+  EXPECT_EQ(c.server.heartbeat_url, "");
+  EXPECT_EQ(c.jobs.at(0).alert.format, AlertFormat::kJson);
+  EXPECT_TRUE(c.jobs.at(0).alert.command.empty());
+  EXPECT_FALSE(c.jobs.at(0).alert.HasTargets());
+  // A command alone is a target.
+  const Config cmd = MustParse(std::string(kServer) +
+                               std::string(kJob).insert(std::string(kJob).find("[[job.step]]"),
+                                                        "alert = { command = [\"pager\"] }\n"));
+  EXPECT_EQ(cmd.jobs.at(0).alert.command, (Lines{"pager"}));  // PATH lookup, as for steps
+  EXPECT_TRUE(cmd.jobs.at(0).alert.HasTargets());
+}
+
+TEST(ConfigAlerts, ProblemsNameTheFileLineAndKey) {
+  EXPECT_EQ(JobProblems("alert = { webhook = \"http://x/h\", format = \"teams\" }\n"),
+            (Lines{"c.toml:7: job[j].alert.format: \"teams\" is not allowed; use \"json\" or "
+                   "\"slack\""}));
+  EXPECT_EQ(JobProblems("alert = { format = \"slack\", command = [\"./page\"] }\n"),
+            (Lines{"c.toml:7: job[j].alert.format: format shapes the webhook's body, and there "
+                   "is no webhook; set webhook (a command always gets the alert as JSON)"}));
+  EXPECT_EQ(JobProblems("alert = { command = [] }\n"),
+            (Lines{"c.toml:7: job[j].alert.command: must not be empty: give the program and its "
+                   "arguments, e.g. [\"./bin/report\"]"}));
+  EXPECT_EQ(JobProblems("alert = { command = [\"./page\", \"\"] }\n"),
+            (Lines{"c.toml:7: job[j].alert.command: element 2 is an empty string"}));
+  EXPECT_EQ(JobProblems("alert = { command = \"./page --now\" }\n"),
+            (Lines{"c.toml:7: job[j].alert.command: expected an array of strings, got a string"}));
+  EXPECT_EQ(Problems("[server]\nstore = \"sqlite:x\"\nheartbeat_url = \"hc-ping.example.com\"\n"),
+            (Lines{"c.toml:3: server.heartbeat_url: \"hc-ping.example.com\" is not an http:// or "
+                   "https:// URL"}));
+  EXPECT_EQ(Problems("[server]\nstore = \"sqlite:x\"\nheartbeat_url = 5\n"),
+            (Lines{"c.toml:3: server.heartbeat_url: expected a string, got an integer"}));
+}
+
 // ---- the documentation -----------------------------------------------------------------------
 
 // docs/config.md holds one table row per key, as DocumentedKeys() renders it:

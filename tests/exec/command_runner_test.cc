@@ -44,6 +44,29 @@ TEST(CommandRunner, CleanEnvironment) {
   EXPECT_NE(r.out.find("PATH="), std::string::npos);
 }
 
+TEST(CommandRunner, InputReachesStdinAndIsClosed) {
+  CommandSpec spec;
+  spec.argv = {"/bin/cat"};
+  spec.environment = BaseEnvironment();
+  spec.input = std::string(300000, 'x') + "{\"alert\": \"lag\"}";  // beyond a pipe's buffer
+  const auto r = RunCommand(spec, RealClock());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.size(), spec.input->size());
+  EXPECT_EQ(r.out, *spec.input);
+}
+
+TEST(CommandRunner, ACommandThatIgnoresItsInputIsNotAnError) {
+  CommandSpec spec;
+  spec.argv = {"/bin/true"};
+  spec.environment = BaseEnvironment();
+  spec.input = std::string(1 << 20, 'x');
+  const auto r = RunCommand(spec, RealClock());  // and no SIGPIPE kills the test
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(r.timed_out);
+  // Without input, stdin is /dev/null: cat ends at once.
+  EXPECT_EQ(Exec({"/bin/cat"}).out, "");
+}
+
 TEST(CommandRunner, MissingAndNonExecutableCommands) {
   const auto missing = Exec({"/nonexistent/cmd"});
   EXPECT_TRUE(missing.spawn_failed);

@@ -1,0 +1,431 @@
+// The alerter and its delivery: each condition (lag, missing_runs,
+// run_failed, run_unknown) fires once, stays quiet while it holds, resolves
+// once; what was said survives a restart; a failing target is retried with
+// backoff, and every outcome is an alert_sent / alert_resolved event. Real
+// SQLite, fake clock, a recording sender.
+#include "engine/alerter.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/alert_delivery.h"
+#include "engine/engine_test_util.h"
+#include "engine/heartbeat_pinger.h"
+#include "engine/planner.h"
+#include "ledger/names.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cronledger::engine {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using nlohmann::json;
+
+using testing::At;
+
+// Records what it was asked to send; fails the first `fail_first` sends.
+class RecordingSender final : public AlertSender {
+ public:
+  Status Send(const AlertTarget& target, const AlertNotice& notice) override {
+    std::lock_guard lock(mu);
+    ++calls;
+    if (fail_first > 0) {
+      --fail_first;
+      return Status(StatusCode::kUnavailable, "POST http://hooks.test: HTTP 503");
+    }
+    sent.push_back(json::parse(notice.Json()));
+    targets.push_back(target.Describe());
+    return Status::Ok();
+  }
+  std::mutex mu;
+  int fail_first = 0;
+  int calls = 0;
+  std::vector<json> sent;
+  std::vector<std::string> targets;
+};
+
+class AlerterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cronledger-alerter-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    config_.dir = dir_;
+    config::JobConfig job = testing::Job("j", "0 9 * * *");
+    job.partitions = {"a", "b"};
+    job.alert.max_lag = hours(1);
+    job.alert.webhook = "https://hooks.test/services/T000/SECRET";
+    config_.jobs = {job};
+    store::SqliteOptions o;
+    o.path = dir_ + "/ledger.db";
+    o.synchronous_full = false;
+    auto s = store::SqliteStore::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+    // Planned 11-01 .. 11-05; every run succeeded.
+    Planner planner(config_, *store_, clock_);
+    for (auto t = At("2026-11-01T00:00:00Z"); t <= At("2026-11-05T12:00:00Z"); t += hours{6}) {
+      ASSERT_TRUE(planner.PlanOnce(t).ok());
+    }
+    Sql("UPDATE runs SET state = 'succeeded', attempts = 1");
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/ledger.db").c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    const std::string message = error ? error : "";
+    sqlite3_free(error);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << sql << ": " << message;
+  }
+  void SetRun(const std::string& partition, const std::string& date, const std::string& set) {
+    Sql("UPDATE runs SET " + set + " WHERE partition = '" + partition +
+        "' AND business_date = '" + date + "'");
+  }
+
+  // One alerter pass at `now` and the delivery of what it queued.
+  void Pass(Alerter& alerter, AlertDelivery& delivery, Clock::TimePoint now) {
+    ASSERT_TRUE(alerter.RunOnce(now).ok());
+    delivery.DeliverDue(now);
+  }
+
+  std::vector<store::EventRecord> Events(std::string_view type) {
+    store::EventQuery q;
+    q.job = "j";
+    q.type = std::string(type);
+    q.limit = 1000;
+    auto events = store_->EventList(q);
+    EXPECT_TRUE(events.ok());
+    return events.ok() ? *events : std::vector<store::EventRecord>{};
+  }
+
+  // A failed run keeps the job's lag growing (it is neither succeeded nor
+  // waived), and a long max_lag closes no date: only the runs' own alerts.
+  void OnlyRunAlerts() { config_.jobs[0].alert.max_lag = hours(24 * 100); }
+
+  // "alert state business_date" of each notice sent (of alert `only`).
+  std::vector<std::string> Sent(const std::string& only = "") {
+    std::vector<std::string> out;
+    for (const auto& n : sender_.sent) {
+      if (!only.empty() && n["alert"] != only) continue;
+      out.push_back(n["alert"].get<std::string>() + " " + n["state"].get<std::string>() + " " +
+                    (n["business_date"].is_null() ? "-" : n["business_date"].get<std::string>()));
+    }
+    return out;
+  }
+
+  std::string dir_;
+  config::Config config_;
+  FakeClock clock_{At("2026-11-06T08:00:00Z")};
+  std::unique_ptr<store::SqliteStore> store_;
+  RecordingSender sender_;
+  AlerterOptions options_{.every = seconds(10), .missing_every = seconds(10)};
+};
+
+using Lines = std::vector<std::string>;
+
+TEST_F(AlerterTest, FailedRunFiresOnceWhileItHoldsAndResolvesOnce) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  auto t = At("2026-11-06T08:00:00Z");
+  for (int i = 0; i < 3; ++i, t += seconds(10)) Pass(alerter, delivery, t);
+  ASSERT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03"}));
+  const json& n = sender_.sent[0];
+  EXPECT_EQ(n["job"], "j");
+  EXPECT_EQ(n["at"], "2026-11-06T08:00:00Z");
+  EXPECT_EQ(n["run_key"], "j/a/2026-11-03");
+  EXPECT_EQ(n["details"]["attempts"], 3);
+  EXPECT_EQ(n["details"]["state"], "failed");
+  // The target is named by its origin only: the path holds a secret.
+  EXPECT_EQ(sender_.targets[0], "webhook https://hooks.test");
+
+  const auto sent = Events(ledger::event::kAlertSent);
+  ASSERT_EQ(sent.size(), 1u);
+  const json d = json::parse(sent[0].details);
+  EXPECT_EQ(d["condition"], n["condition"]);
+  EXPECT_EQ(d["delivery"]["outcome"], "delivered");
+  EXPECT_EQ(d["delivery"]["attempts"], 1);
+  EXPECT_EQ(d["delivery"]["targets"][0]["target"], "webhook https://hooks.test");
+  EXPECT_EQ(sent[0].run_key, "j/a/2026-11-03");
+  EXPECT_EQ(sent[0].actor, "alerter");
+  EXPECT_EQ(sent[0].details.find("SECRET"), std::string::npos);
+
+  // An operator's retry succeeds: resolved, once.
+  SetRun("a", "2026-11-03", "state = 'succeeded', attempts = 4");
+  for (int i = 0; i < 3; ++i, t += seconds(10)) Pass(alerter, delivery, t);
+  EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03", "run_failed resolved 2026-11-03"}));
+  EXPECT_EQ(sender_.sent[1]["condition"], sender_.sent[0]["condition"]);
+  EXPECT_EQ(sender_.sent[1]["details"]["state"], "succeeded");
+  EXPECT_EQ(Events(ledger::event::kAlertResolved).size(), 1u);
+  EXPECT_TRUE(alerter.Firing("j").empty());
+}
+
+TEST_F(AlerterTest, UnknownRunFiresAndAFailureAfterARetryIsANewCondition) {
+  OnlyRunAlerts();
+  SetRun("b", "2026-11-04", "state = 'unknown', attempts = 1");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  auto t = At("2026-11-06T08:00:00Z");
+  Pass(alerter, delivery, t);
+  // Retried between two passes, and failed again.
+  SetRun("b", "2026-11-04", "state = 'failed', attempts = 2");
+  Pass(alerter, delivery, t + seconds(10));
+  Pass(alerter, delivery, t + seconds(20));
+  EXPECT_EQ(Sent(), (Lines{"run_unknown firing 2026-11-04", "run_unknown resolved 2026-11-04",
+                           "run_failed firing 2026-11-04"}));
+  EXPECT_EQ(sender_.sent[1]["details"]["state"], "failed");
+  EXPECT_EQ(alerter.Firing("j").size(), 1u);
+}
+
+TEST_F(AlerterTest, LagOverMaxLagFiresOnceAndResolves) {
+  // 11-05's run of partition a is still pending at 12:00: 3h late.
+  SetRun("a", "2026-11-05", "state = 'pending', attempts = 0");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  auto t = At("2026-11-05T10:00:00Z");  // lag 1h: not over max_lag
+  Pass(alerter, delivery, t);
+  EXPECT_TRUE(Sent().empty());
+  t = At("2026-11-05T12:00:00Z");
+  Pass(alerter, delivery, t);
+  Pass(alerter, delivery, t + seconds(10));
+  ASSERT_EQ(Sent(), (Lines{"lag firing 2026-11-05"}));
+  EXPECT_EQ(sender_.sent[0]["details"]["lag_seconds"], 3 * 3600);
+  EXPECT_EQ(sender_.sent[0]["details"]["max_lag_seconds"], 3600);
+  EXPECT_EQ(sender_.sent[0]["condition"], "lag");
+  SetRun("a", "2026-11-05", "state = 'succeeded', attempts = 1");
+  Pass(alerter, delivery, t + seconds(20));
+  Pass(alerter, delivery, t + seconds(30));
+  EXPECT_EQ(Sent(), (Lines{"lag firing 2026-11-05", "lag resolved 2026-11-05"}));
+  EXPECT_EQ(sender_.sent[1]["details"]["lag_seconds"], 0);
+}
+
+TEST_F(AlerterTest, MissingRunsOnAClosedDateFireOncePerDateAndResolve) {
+  SetRun("a", "2026-11-02", "state = 'skipped', reason = 'misfired'");
+  SetRun("b", "2026-11-02", "state = 'awaiting_approval'");
+  SetRun("a", "2026-11-04", "state = 'skipped', reason = 'misfired'");
+  SetRun("b", "2026-11-04", "state = 'skipped', reason = 'coalesced'");  // waived: not missing
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  auto t = At("2026-11-06T08:00:00Z");
+  Pass(alerter, delivery, t);
+  Pass(alerter, delivery, t + seconds(10));
+  // (The misfired keys make the job lag too: that is the lag alert's business.)
+  ASSERT_EQ(Sent("missing_runs"),
+            (Lines{"missing_runs firing 2026-11-02", "missing_runs firing 2026-11-04"}));
+  std::vector<json> missing;
+  for (const auto& n : sender_.sent) {
+    if (n["alert"] == "missing_runs") missing.push_back(n);
+  }
+  EXPECT_EQ(missing[0]["details"]["missing"], 2);
+  EXPECT_EQ(missing[0]["details"]["run_keys"], (json{"j/a/2026-11-02", "j/b/2026-11-02"}));
+  EXPECT_EQ(missing[0]["details"]["causes"]["misfired"], 1);
+  EXPECT_EQ(missing[0]["details"]["causes"]["awaiting_approval"], 1);
+  EXPECT_EQ(missing[1]["details"]["missing"], 1);
+  // 11-02 backfilled and done; 11-04 still missing.
+  SetRun("a", "2026-11-02", "state = 'succeeded', reason = NULL");
+  SetRun("b", "2026-11-02", "state = 'succeeded'");
+  Pass(alerter, delivery, t + seconds(20));
+  Pass(alerter, delivery, t + seconds(30));
+  EXPECT_EQ(Sent("missing_runs"),
+            (Lines{"missing_runs firing 2026-11-02", "missing_runs firing 2026-11-04",
+                   "missing_runs resolved 2026-11-02"}));
+}
+
+TEST_F(AlerterTest, ARestartedAlerterDoesNotPageAgainAndStillResolves) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  auto t = At("2026-11-06T08:00:00Z");
+  {
+    AlertDelivery delivery(*store_, clock_, sender_);
+    Alerter alerter(config_, *store_, delivery, options_);
+    Pass(alerter, delivery, t);
+  }
+  ASSERT_EQ(Sent().size(), 1u);
+  {
+    // serve restarted: a new alerter over the same ledger.
+    AlertDelivery delivery(*store_, clock_, sender_);
+    Alerter alerter(config_, *store_, delivery, options_);
+    Pass(alerter, delivery, t + seconds(60));
+    EXPECT_EQ(Sent().size(), 1u);
+    EXPECT_EQ(alerter.Firing("j").size(), 1u);
+  }
+  SetRun("a", "2026-11-03", "state = 'succeeded', attempts = 4");
+  {
+    AlertDelivery delivery(*store_, clock_, sender_);
+    Alerter alerter(config_, *store_, delivery, options_);
+    Pass(alerter, delivery, t + seconds(120));
+    Pass(alerter, delivery, t + seconds(130));
+  }
+  {
+    AlertDelivery delivery(*store_, clock_, sender_);
+    Alerter alerter(config_, *store_, delivery, options_);
+    Pass(alerter, delivery, t + seconds(180));
+    EXPECT_TRUE(alerter.Firing("j").empty());
+  }
+  EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03", "run_failed resolved 2026-11-03"}));
+}
+
+TEST_F(AlerterTest, AFailingTargetIsRetriedWithBackoffThenRecorded) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  sender_.fail_first = 2;
+  AlertDelivery delivery(*store_, clock_, sender_,
+                         {.max_attempts = 5, .initial_backoff = milliseconds(2000),
+                          .multiplier = 3.0, .max_backoff = milliseconds(60000)});
+  Alerter alerter(config_, *store_, delivery, options_);
+  const auto t = At("2026-11-06T08:00:00Z");
+  ASSERT_TRUE(alerter.RunOnce(t).ok());
+  EXPECT_EQ(delivery.DeliverDue(t), t + seconds(2));  // first try failed
+  EXPECT_EQ(delivery.DeliverDue(t + seconds(1)), t + seconds(2));  // not due: no try
+  EXPECT_EQ(sender_.calls, 1);
+  EXPECT_EQ(delivery.DeliverDue(t + seconds(2)), t + seconds(8));  // 2 s, then 6 s
+  EXPECT_EQ(sender_.calls, 2);
+  EXPECT_TRUE(Events(ledger::event::kAlertSent).empty());  // not finished yet
+  EXPECT_EQ(delivery.DeliverDue(t + seconds(8)), std::nullopt);
+  EXPECT_EQ(sender_.calls, 3);
+  EXPECT_EQ(delivery.Pending(), 0u);
+  const auto sent = Events(ledger::event::kAlertSent);
+  ASSERT_EQ(sent.size(), 1u);
+  const json d = json::parse(sent[0].details);
+  EXPECT_EQ(d["delivery"]["outcome"], "delivered");
+  EXPECT_EQ(d["delivery"]["attempts"], 3);
+  EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03"}));
+}
+
+TEST_F(AlerterTest, AnUndeliverableNoticeIsRecordedAsFailedAndNotRepeated) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  sender_.fail_first = 1000;
+  AlertDelivery delivery(*store_, clock_, sender_,
+                         {.max_attempts = 3, .initial_backoff = milliseconds(1000),
+                          .multiplier = 2.0, .max_backoff = milliseconds(1500)});
+  Alerter alerter(config_, *store_, delivery, options_);
+  auto t = At("2026-11-06T08:00:00Z");
+  ASSERT_TRUE(alerter.RunOnce(t).ok());
+  EXPECT_EQ(delivery.DeliverDue(t), t + seconds(1));
+  EXPECT_EQ(delivery.DeliverDue(t + seconds(1)), t + milliseconds(2500));  // capped at 1.5 s
+  EXPECT_EQ(delivery.DeliverDue(t + milliseconds(2500)), std::nullopt);
+  EXPECT_EQ(sender_.calls, 3);
+  const auto sent = Events(ledger::event::kAlertSent);
+  ASSERT_EQ(sent.size(), 1u);
+  const json d = json::parse(sent[0].details);
+  EXPECT_EQ(d["delivery"]["outcome"], "failed");
+  EXPECT_EQ(d["delivery"]["targets"][0]["error"], "POST http://hooks.test: HTTP 503");
+  // Notified (if to no avail): the condition is not paged again.
+  Pass(alerter, delivery, t + seconds(10));
+  EXPECT_EQ(sender_.calls, 3);
+}
+
+TEST_F(AlerterTest, AResolvedNoticeWaitsForItsFiringNoticesRetries) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  sender_.fail_first = 1;
+  AlertDelivery delivery(*store_, clock_, sender_,
+                         {.max_attempts = 5, .initial_backoff = milliseconds(30000),
+                          .multiplier = 2.0, .max_backoff = milliseconds(60000)});
+  Alerter alerter(config_, *store_, delivery, options_);
+  const auto t = At("2026-11-06T08:00:00Z");
+  ASSERT_TRUE(alerter.RunOnce(t).ok());
+  delivery.DeliverDue(t);  // fails; next try in 30 s
+  SetRun("a", "2026-11-03", "state = 'succeeded', attempts = 4");
+  ASSERT_TRUE(alerter.RunOnce(t + seconds(10)).ok());
+  EXPECT_EQ(delivery.DeliverDue(t + seconds(10)), t + seconds(30));  // the resolved one waits
+  EXPECT_TRUE(Sent().empty());
+  EXPECT_EQ(delivery.DeliverDue(t + seconds(30)), t + seconds(30));  // now its turn
+  EXPECT_EQ(delivery.DeliverDue(t + seconds(30)), std::nullopt);
+  EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03", "run_failed resolved 2026-11-03"}));
+  const auto sent = Events(ledger::event::kAlertSent);
+  const auto resolved = Events(ledger::event::kAlertResolved);
+  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(resolved.size(), 1u);
+  EXPECT_LT(sent[0].id, resolved[0].id);
+}
+
+TEST_F(AlerterTest, JobsWithoutATargetAreNotWatched) {
+  OnlyRunAlerts();
+  config_.jobs[0].alert.webhook.clear();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  Pass(alerter, delivery, At("2026-11-06T08:00:00Z"));
+  EXPECT_EQ(sender_.calls, 0);
+  EXPECT_TRUE(Events(ledger::event::kAlertSent).empty());
+}
+
+TEST_F(AlerterTest, TheDeliveryThreadDeliversWithoutTheCaller) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  delivery.Start();
+  Alerter alerter(config_, *store_, delivery, options_);
+  ASSERT_TRUE(alerter.RunOnce(clock_.Now()).ok());
+  for (int i = 0; i < 2000 && delivery.Pending() > 0; ++i) usleep(1000);
+  delivery.Stop();
+  EXPECT_EQ(delivery.Pending(), 0u);
+  EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03"}));
+}
+
+TEST(AlertNotice, SlackBodyIsOneReadableTextField) {
+  AlertNotice n;
+  n.condition = "run_failed/7/3";
+  n.alert = "run_failed";
+  n.job = "daily_report";
+  n.business_date = "2026-11-28";
+  n.summary = "run daily_report/acme/2026-11-28 failed after 3 attempt(s) <x & y>";
+  const json body = json::parse(n.SlackJson());
+  ASSERT_EQ(body.size(), 1u);
+  const std::string text = body["text"];
+  EXPECT_NE(text.find("FIRING"), std::string::npos) << text;
+  EXPECT_NE(text.find("daily_report/acme/2026-11-28 failed"), std::string::npos) << text;
+  EXPECT_NE(text.find("&lt;x &amp; y&gt;"), std::string::npos) << text;  // Slack's escapes
+  n.firing = false;
+  EXPECT_NE(json::parse(n.SlackJson())["text"].get<std::string>().find("RESOLVED"),
+            std::string::npos);
+}
+
+TEST(AlertTargets, UrlOriginDropsPathQueryAndUserinfo) {
+  EXPECT_EQ(UrlOrigin("https://hooks.slack.com/services/T0/B0/XXXX"), "https://hooks.slack.com");
+  EXPECT_EQ(UrlOrigin("http://u:pw@127.0.0.1:9000/h?token=s"), "http://127.0.0.1:9000");
+  EXPECT_EQ(UrlOrigin("http://example.com"), "http://example.com");
+}
+
+TEST(HeartbeatPinger, PingsAfterAPassAtMostOncePerPeriod) {
+  FakeClock clock(At("2026-11-06T08:00:00Z"));
+  std::vector<std::string> got;
+  HeartbeatPinger pinger("https://hc.test/ping/uuid", clock, seconds(30),
+                         [&](const std::string& url) {
+                           got.push_back(url);
+                           return Status::Ok();
+                         });
+  EXPECT_FALSE(pinger.PingIfDue());  // no pass yet: nothing to report
+  const auto t = At("2026-11-06T08:00:00Z");
+  pinger.PlannerPassed(t);
+  EXPECT_TRUE(pinger.PingIfDue());
+  pinger.PlannerPassed(t + seconds(1));
+  EXPECT_FALSE(pinger.PingIfDue());
+  pinger.PlannerPassed(t + seconds(29));
+  EXPECT_FALSE(pinger.PingIfDue());
+  pinger.PlannerPassed(t + seconds(30));
+  EXPECT_TRUE(pinger.PingIfDue());
+  EXPECT_FALSE(pinger.PingIfDue());  // no new pass
+  EXPECT_EQ(got, (std::vector<std::string>{"https://hc.test/ping/uuid", "https://hc.test/ping/uuid"}));
+  EXPECT_EQ(pinger.pings_ok(), 2);
+}
+
+}  // namespace
+}  // namespace cronledger::engine
