@@ -13,6 +13,7 @@
 #include "api/attempt_api.h"
 #include "api/metrics.h"
 #include "api/operator_api.h"
+#include "api/worker_api.h"
 #include "cronledger/status.h"
 
 namespace httplib {
@@ -38,6 +39,9 @@ class HttpServer {
   // `metrics`, no /metrics.
   void Serve(const AttemptApi& attempts, const OperatorApi* operators = nullptr,
              const MetricsEndpoint* metrics = nullptr);
+  // Also serves the external-worker routes (WorkerApi), which must outlive
+  // the server. Call before Serve.
+  void ServeWorkers(const WorkerApi& workers) { workers_ = &workers; }
   // Stops accepting, finishes the requests in progress and joins.
   void Stop();
 
@@ -49,6 +53,7 @@ class HttpServer {
   const AttemptApi* attempts_ = nullptr;
   const OperatorApi* operators_ = nullptr;
   const MetricsEndpoint* metrics_ = nullptr;
+  const WorkerApi* workers_ = nullptr;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
