@@ -583,9 +583,13 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
   auto results = store_.RunFinishAttempts({finish});
   if (!results.ok()) return ErrorFor(results.status());
   if (!results->at(0).ok()) return ErrorFor(results->at(0));
-  spdlog::info("run {} {}: attempt {} (worker {}) completed", run_id, run.RunKey(),
-               lease->attempt, finish.node);
-  return AttemptAnswer(store_, run_id, *token, ordered_json::object());
+  ApiResponse answer = AttemptAnswer(store_, run_id, *token, ordered_json::object());
+  if (answer.status == 200) {
+    spdlog::info("run {} {}: attempt {} (worker {}) completed: {} -> {}", run_id, run.RunKey(),
+                 lease->attempt, finish.node, answer.body["end_class"].dump(),
+                 answer.body["run"]["state"].dump());
+  }
+  return answer;
 }
 
 }  // namespace cronledger::api
