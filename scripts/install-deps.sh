@@ -20,6 +20,12 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)
 fi
 
+# Node.js runs examples/worker.js in the external-worker tests. A machine
+# that already has `node` on PATH (Node 20 from elsewhere) keeps it.
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

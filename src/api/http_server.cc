@@ -91,6 +91,12 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
       Send(*answer, res);
       return;
     }
+    if (workers_ != nullptr) {
+      if (auto answer = workers_->Handle(request)) {
+        Send(*answer, res);
+        return;
+      }
+    }
     if (operators_ != nullptr) {
       if (auto answer = operators_->Handle(request)) {
         Send(*answer, res);

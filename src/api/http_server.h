@@ -18,6 +18,7 @@
 #include "api/metrics.h"
 #include "api/operator_api.h"
 #include "cronledger/clock.h"
+#include "api/worker_api.h"
 #include "cronledger/status.h"
 
 namespace httplib {
@@ -53,6 +54,9 @@ class HttpServer {
                                                 std::optional<Clock::TimePoint>>()>;
   void SetPlannerPass(PlannerPassFn fn) { planner_pass_ = std::move(fn); }
 
+  // Also serves the external-worker routes (WorkerApi), which must outlive
+  // the server. Call before Serve.
+  void ServeWorkers(const WorkerApi& workers) { workers_ = &workers; }
   // Stops accepting, finishes the requests in progress and joins.
   void Stop();
 
@@ -68,6 +72,7 @@ class HttpServer {
   const MetricsEndpoint* metrics_ = nullptr;
   const Dashboard* dashboard_ = nullptr;
   PlannerPassFn planner_pass_;
+  const WorkerApi* workers_ = nullptr;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

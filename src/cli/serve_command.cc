@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "api/http_server.h"
 #include "api/metrics.h"
 #include "api/operator_api.h"
+#include "api/worker_api.h"
 #include "cli/context.h"
 #include "common/logging.h"
 #include "cli/exit_codes.h"
@@ -188,6 +190,12 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     }
     return std::make_pair(clock.Now(), last);
   });
+  // External workers claim over HTTP; half of the HTTP threads at most
+  // wait in long-polls (docs/api.md, external workers).
+  api::WorkerApi worker_api(config, *store, clock, authenticator, credentials,
+                            {.url = http.url(),
+                             .max_long_polls = std::max(1, (config.server.max_workers + 4) / 2)});
+  http.ServeWorkers(worker_api);
   http.Serve(attempt_api, &operator_api, &metrics);
   spdlog::info("serve: API listening on {}", http.url());
   if (local_token) {
@@ -240,6 +248,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   loop.Run(stop.get_token());
   if (heartbeat) heartbeat->Stop();
 
+  worker_api.Stop();  // waiting claims answer now; workers claim nothing more here
   // Drain: no new claims; running steps get drain_timeout to finish, then
   // are stopped (an idempotent one released, any other left to its lease).
   const int active = dispatcher.Active();

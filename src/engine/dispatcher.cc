@@ -15,19 +15,17 @@ namespace {
 using ledger::EndClass;
 using std::chrono::milliseconds;
 
-EndClass ClassOf(const exec::StepOutcome& o, const config::JobConfig& job) {
-  switch (o.end) {
-    case exec::StepEnd::kExited:
-      return ledger::ClassifyExit(o.exit_status, job.retry_exit_codes, job.fail_exit_codes);
-    case exec::StepEnd::kTimeout: return EndClass::kTimeout;
-    case exec::StepEnd::kSignal: return EndClass::kSignal;
-    case exec::StepEnd::kSpawnFailed: return EndClass::kSpawnFailed;
-    case exec::StepEnd::kCancelled: return EndClass::kSignal;
-  }
-  return EndClass::kRetryable;
-}
-
 }  // namespace
+
+store::ClaimRule ClaimRuleFor(const config::JobConfig& job) {
+  store::ClaimRule rule;
+  rule.job = job.name;
+  rule.lease_ttl = job.EffectiveLeaseTtl();
+  rule.max_concurrency = job.max_concurrency;
+  rule.overlap = job.overlap;
+  for (const auto& s : job.steps) rule.steps.push_back(s.name);
+  return rule;
+}
 
 Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock& clock,
                        StepRunner& runner, DispatcherOptions options)
@@ -51,13 +49,7 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
           });
       if (!handled) continue;
     }
-    store::ClaimRule rule;
-    rule.job = job.name;
-    rule.lease_ttl = job.EffectiveLeaseTtl();
-    rule.max_concurrency = job.max_concurrency;
-    rule.overlap = job.overlap;
-    for (const auto& s : job.steps) rule.steps.push_back(s.name);
-    rules_.push_back(std::move(rule));
+    rules_.push_back(ClaimRuleFor(job));
   }
   wake_threshold_ = std::max(1, std::min(options_.claim_batch, options_.max_workers) / 2);
   committer_ = std::jthread([this](std::stop_token stop) { CommitLoop(stop); });
@@ -406,7 +398,7 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
     const exec::StepOutcome outcome =
         runner_.Run(ctx, *job, step, finish.log_path, run.cancel.get_token());
     if (run.stale) return std::nullopt;  // fenced off: nothing more to write
-    end = ClassOf(outcome, *job);
+    end = ClassifyStep(outcome, *job);
     finish.step = step.name;
     finish.output_tail = outcome.output_tail.empty() ? outcome.error : outcome.output_tail;
     if (outcome.end == exec::StepEnd::kExited) finish.exit_status = outcome.exit_status;

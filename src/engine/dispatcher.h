@@ -44,6 +44,10 @@
 
 namespace cronledger::engine {
 
+// How `job`'s runs are claimed (its lease, max_concurrency, overlap and
+// steps): the same rule for the dispatcher and for external workers.
+store::ClaimRule ClaimRuleFor(const config::JobConfig& job);
+
 struct DispatcherOptions {
   std::string node = "local";
   int max_workers = 8;

@@ -8,6 +8,19 @@
 
 namespace cronledger::engine {
 
+ledger::EndClass ClassifyStep(const exec::StepOutcome& o, const config::JobConfig& job) {
+  using ledger::EndClass;
+  switch (o.end) {
+    case exec::StepEnd::kExited:
+      return ledger::ClassifyExit(o.exit_status, job.retry_exit_codes, job.fail_exit_codes);
+    case exec::StepEnd::kTimeout: return EndClass::kTimeout;
+    case exec::StepEnd::kSignal: return EndClass::kSignal;
+    case exec::StepEnd::kSpawnFailed: return EndClass::kSpawnFailed;
+    case exec::StepEnd::kCancelled: return EndClass::kSignal;
+  }
+  return EndClass::kRetryable;
+}
+
 DefaultStepRunner::DefaultStepRunner(const config::Config& config, Clock& clock,
                                      const HandlerRegistry* handlers, AttemptEnv attempt_env)
     : config_(config), clock_(clock), handlers_(handlers), attempt_env_(std::move(attempt_env)) {}

@@ -14,8 +14,16 @@
 #include "cronledger/handler.h"
 #include "cronledger/status.h"
 #include "exec/executor.h"
+#include "ledger/attempt_policy.h"
 
 namespace cronledger::engine {
+
+// The end class of a step's outcome (DESIGN.md, exit status): an exit
+// status by its class (ledger::ClassifyExit with the job's
+// retry_exit_codes / fail_exit_codes), a timeout, signal or cancel as an
+// uncertain end, a failed start as spawn_failed. The one classification of
+// subprocess steps, in-process handlers and external workers' step results.
+ledger::EndClass ClassifyStep(const exec::StepOutcome& outcome, const config::JobConfig& job);
 
 class StepRunner {
  public:

@@ -487,6 +487,21 @@ std::vector<std::string> SubstitutePlaceholders(const std::vector<std::string>& 
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> RunKeyEnvironment(const StepContext& ctx) {
+  return {
+      {"CRONLEDGER_JOB", ctx.job},
+      {"CRONLEDGER_PARTITION", ctx.partition},
+      {"CRONLEDGER_BUSINESS_DATE", ctx.business_date},
+      {"CRONLEDGER_PERIOD", ctx.period},
+      {"CRONLEDGER_SCHEDULED_AT", FormatUtc(ctx.scheduled_at)},
+      {"CRONLEDGER_RUN_KEY", ctx.run_key},
+      {"CRONLEDGER_RUN_ID", std::to_string(ctx.run_id)},
+      {"CRONLEDGER_ATTEMPT", std::to_string(ctx.attempt)},
+      {"CRONLEDGER_STEP", ctx.step},
+      {"CRONLEDGER_FENCING_TOKEN", std::to_string(ctx.fencing_token)},
+  };
+}
+
 std::vector<std::string> StepEnvironment(const SubprocessSpec& spec, const StepContext& ctx) {
   std::vector<std::string> env;
   const char* path = std::getenv("PATH");
@@ -500,16 +515,7 @@ std::vector<std::string> StepEnvironment(const SubprocessSpec& spec, const StepC
     if (const char* value = std::getenv(name.c_str())) SetVar(env, name, value);
   }
   // Last, so that nothing above can stand in for them.
-  SetVar(env, "CRONLEDGER_JOB", ctx.job);
-  SetVar(env, "CRONLEDGER_PARTITION", ctx.partition);
-  SetVar(env, "CRONLEDGER_BUSINESS_DATE", ctx.business_date);
-  SetVar(env, "CRONLEDGER_PERIOD", ctx.period);
-  SetVar(env, "CRONLEDGER_SCHEDULED_AT", FormatUtc(ctx.scheduled_at));
-  SetVar(env, "CRONLEDGER_RUN_KEY", ctx.run_key);
-  SetVar(env, "CRONLEDGER_RUN_ID", std::to_string(ctx.run_id));
-  SetVar(env, "CRONLEDGER_ATTEMPT", std::to_string(ctx.attempt));
-  SetVar(env, "CRONLEDGER_STEP", ctx.step);
-  SetVar(env, "CRONLEDGER_FENCING_TOKEN", std::to_string(ctx.fencing_token));
+  for (const auto& [name, value] : RunKeyEnvironment(ctx)) SetVar(env, name, value);
   for (const auto& [name, value] : spec.attempt_env) SetVar(env, name, value);
   return env;
 }

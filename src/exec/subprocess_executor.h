@@ -6,6 +6,7 @@
 
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cronledger/clock.h"
@@ -17,6 +18,12 @@ namespace cronledger::exec {
 // each element of `argv`.
 std::vector<std::string> SubstitutePlaceholders(const std::vector<std::string>& argv,
                                                 const StepContext& ctx);
+
+// The CRONLEDGER_* variables of `ctx`'s run key and attempt (JOB, PARTITION,
+// BUSINESS_DATE, PERIOD, SCHEDULED_AT, RUN_KEY, RUN_ID, ATTEMPT, STEP,
+// FENCING_TOKEN), in that order: what a step gets, and an external worker
+// with its claim.
+std::vector<std::pair<std::string, std::string>> RunKeyEnvironment(const StepContext& ctx);
 
 // The complete environment of a step: PATH, HOME, LANG, TZ=UTC, the job's
 // env, the env_from_host variables that are set, and the CRONLEDGER_*

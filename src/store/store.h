@@ -334,6 +334,13 @@ struct ExpiredLease {
   Instant budget_started_at;
 };
 
+// The lease a running run is under: what a worker outside this process
+// (an external worker over HTTP) needs to end its attempt as the
+// dispatcher would, with the retry budget the claim counted it in.
+struct RunLease : ExpiredLease {
+  Instant expires_at;
+};
+
 struct OperatorParams {
   int64_t run_id = 0;
   std::string actor;
@@ -708,6 +715,11 @@ class Store {
 
   // Running runs whose lease expired before `now`.
   virtual Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) = 0;
+
+  // The lease of a running run (whether or not it has expired). kNotFound
+  // for no such run; kFailedPrecondition naming the state for a run that is
+  // not running. A read: a write based on it is still fenced by its token.
+  virtual Result<RunLease> RunGetLease(int64_t run_id) = 0;
 
   // Operator: a failed or unknown run back to pending as a new attempt on
   // the same run key, with a fresh retry budget; appends `retry`.

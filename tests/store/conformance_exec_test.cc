@@ -242,6 +242,44 @@ TEST_P(StoreExec, RetryWaitsForItsBackoffAndKeepsTheBudget) {
             std::string::npos);
 }
 
+TEST_P(StoreExec, TheLeaseOfARunningRunIsReadWithItsBudget) {
+  Setup({"a"});
+  const auto first = Claim("2026-11-05T12:00:00Z", 1).at(0);
+  auto lease = S().RunGetLease(first.run.id);
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  EXPECT_EQ(lease->token, first.token);
+  EXPECT_EQ(lease->attempt, 1);
+  EXPECT_EQ(lease->node, "n1");
+  EXPECT_EQ(lease->running_step, "generate");
+  EXPECT_EQ(lease->expires_at, InstantAt("2026-11-05T12:05:00Z"));
+  EXPECT_EQ(lease->budget_attempts, 1);
+  EXPECT_EQ(lease->budget_started_at, InstantAt("2026-11-05T12:00:00Z"));
+  ASSERT_TRUE(S().RunHeartbeat({first.run.id, first.token, InstantAt("2026-11-05T12:02:00Z"),
+                                std::chrono::minutes{5}, "n1"})
+                  .ok());
+  EXPECT_EQ(S().RunGetLease(first.run.id)->expires_at, InstantAt("2026-11-05T12:07:00Z"));
+  // Between steps no step is running.
+  ASSERT_TRUE(S().StepUpdate({first.run.id, first.token, "generate", "succeeded",
+                              InstantAt("2026-11-05T12:02:01Z"), "n1"})
+                  .ok());
+  EXPECT_EQ(S().RunGetLease(first.run.id)->running_step, "");
+  auto f = Finish(first, "2026-11-05T12:02:02Z", RunState::kPending, EndClass::kRetryable);
+  f.decision.next_attempt_at = InstantAt("2026-11-05T12:03:00Z");
+  ASSERT_TRUE(FinishOne(f).ok());
+  EXPECT_EQ(S().RunGetLease(first.run.id).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(S().RunGetLease(first.run.id + 1000).status().code(), StatusCode::kNotFound);
+  // The retry counts in the same budget.
+  const auto second = Claim("2026-11-05T12:03:00Z", 1, {}, "n2").at(0);
+  lease = S().RunGetLease(second.run.id);
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(lease->token, second.token);
+  EXPECT_EQ(lease->attempt, 2);
+  EXPECT_EQ(lease->node, "n2");
+  EXPECT_EQ(lease->running_step, "deliver");
+  EXPECT_EQ(lease->budget_attempts, 2);
+  EXPECT_EQ(lease->budget_started_at, InstantAt("2026-11-05T12:00:00Z"));
+}
+
 TEST_P(StoreExec, StepsResumeAtTheFirstNotSucceeded) {
   Setup({"a"});
   const auto c = Claim("2026-11-05T12:00:00Z", 1).at(0);

@@ -75,6 +75,7 @@ class SqliteStore final : public Store {
   Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
   Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) override;
   Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
+  Result<RunLease> RunGetLease(int64_t run_id) override;
   Status RunRetry(const OperatorParams& p) override;
   Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) override;
   Result<std::vector<StepState>> StepList(int64_t run_id) override;

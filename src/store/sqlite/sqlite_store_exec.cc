@@ -564,6 +564,32 @@ Result<std::vector<ExpiredLease>> SqliteStore::RunListExpiredLeases(Instant now,
   return out;
 }
 
+Result<RunLease> SqliteStore::RunGetLease(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "SELECT {}, lease_token, lease_node, budget_attempts, coalesce(budget_started_at, 0), "
+      "(SELECT step FROM run_steps WHERE run_id = runs.id AND state = 'running' LIMIT 1), "
+      "lease_expires_at FROM runs WHERE id = ?",
+      kRunColumns)));
+  s.Bind(1, run_id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return NotFound(fmt::format("no run with id {}", run_id));
+  RunLease l;
+  l.run = RunFromRow(s);
+  if (l.run.state != ledger::RunState::kRunning) {
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("run {} is {}, not running", run_id, ledger::Name(l.run.state)));
+  }
+  l.token = s.Int(14);
+  l.node = s.Text(15);
+  l.budget_attempts = static_cast<int>(s.Int(16));
+  l.budget_started_at = FromMs(s.Int(17));
+  l.running_step = s.Text(18);
+  l.expires_at = FromMs(s.Int(19));
+  l.attempt = l.run.attempts;
+  return l;
+}
+
 Status SqliteStore::RunRetry(const OperatorParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);

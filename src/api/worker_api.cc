@@ -1,0 +1,595 @@
+#include "api/worker_api.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "api/attempt_api.h"
+#include "api/json_shapes.h"
+#include "api/ledger_json.h"
+#include "engine/dispatcher.h"
+#include "engine/step_runner.h"
+#include "exec/subprocess_executor.h"
+#include "ledger/attempt_policy.h"
+#include "ledger/names.h"
+
+namespace cronledger::api {
+namespace {
+
+using ledger::EndClass;
+using nlohmann::ordered_json;
+
+constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
+constexpr std::size_t kMaxClaimJobs = 100;
+constexpr std::size_t kMaxJobNameBytes = 64;
+constexpr const char* kOutcomes = "succeeded, retryable, permanent, timeout or signal";
+
+std::optional<int64_t> PositiveInteger(std::string_view text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v <= 0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+bool ValidWorkerId(std::string_view id) {
+  return !id.empty() && id.size() <= kMaxWorkerIdBytes &&
+         std::all_of(id.begin(), id.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+// A step's outcome as a worker reports it without an exit status. The
+// server-only classes (spawn_failed, lease_expired, in_doubt, stale) are not
+// a worker's to claim.
+std::optional<EndClass> ParseOutcome(std::string_view name) {
+  if (name == "succeeded") return EndClass::kSucceeded;
+  if (name == "retryable") return EndClass::kRetryable;
+  if (name == "permanent") return EndClass::kPermanent;
+  if (name == "timeout") return EndClass::kTimeout;
+  if (name == "signal") return EndClass::kSignal;
+  return std::nullopt;
+}
+
+// Attempt ends a worker's own write made (a failed step, a completion),
+// as opposed to the reaper's or a fence's.
+bool EndedByWorker(const store::AttemptRecord& a) {
+  return a.ended_at.has_value() && !a.end_class.empty() && a.end_class != "lease_expired" &&
+         a.end_class != "stale";
+}
+
+// The worker's id in the ledger: the attempt's node and the actor of what
+// it writes.
+std::string NodeOf(const std::optional<std::string>& worker, const ApiToken& token) {
+  return "external:" + worker.value_or(token.name);
+}
+
+// Who writes, for a route after the claim: the body's `worker`, else the
+// node the claim recorded when `token` holds the lease, else the token.
+std::string Actor(const std::optional<std::string>& worker, const ApiToken& token,
+                  const Result<store::RunLease>& lease, int64_t fencing_token) {
+  if (!worker && lease.ok() && lease->token == fencing_token) return lease->node;
+  return NodeOf(worker, token);
+}
+
+// The first step of `job` not succeeded in `steps`, or null.
+const config::StepConfig* CurrentStep(const config::JobConfig& job,
+                                      const std::vector<store::StepState>& steps) {
+  for (const auto& step : job.steps) {
+    const auto it = std::find_if(steps.begin(), steps.end(),
+                                 [&](const store::StepState& s) { return s.name == step.name; });
+    if (it == steps.end() || it->state != "succeeded") return &step;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+WorkerApi::WorkerApi(const config::Config& config, store::Store& store, Clock& clock,
+                     const TokenAuthenticator& tokens, const AttemptCredentials& credentials,
+                     Options options)
+    : config_(config),
+      store_(store),
+      clock_(clock),
+      tokens_(tokens),
+      credentials_(credentials),
+      options_(std::move(options)),
+      rng_(options_.jitter_seed ? options_.jitter_seed : std::random_device{}()) {}
+
+void WorkerApi::Stop() { stop_.request_stop(); }
+
+int WorkerApi::LongPolls() const {
+  std::lock_guard lock(mu_);
+  return long_polls_;
+}
+
+double WorkerApi::JitterSample() const {
+  std::lock_guard lock(mu_);
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+}
+
+std::variant<WorkerApi::Caller, ApiResponse> WorkerApi::Authenticate(
+    const ApiRequest& request) const {
+  if (request.authorization.empty()) {
+    return Error(401, "unauthenticated",
+                 "no token: send \"Authorization: Bearer TOKEN\" with a token of role worker or "
+                 "operate");
+  }
+  const auto credential = BearerCredential(request.authorization);
+  if (!credential) {
+    return Error(401, "unauthenticated", "the Authorization header is not \"Bearer TOKEN\"");
+  }
+  if (const ApiToken* token = tokens_.Find(*credential)) return Caller{token};
+  if (credentials_.Verify(*credential)) {
+    return Error(403, "forbidden",
+                 "a per-attempt credential reaches only its run's effects and checkpoints; "
+                 "the worker routes need a token of role worker or operate");
+  }
+  return Error(401, "unauthenticated", "the token is not valid here");
+}
+
+std::optional<ApiResponse> WorkerApi::Handle(const ApiRequest& request) const {
+  enum class Route { kClaims, kHeartbeat, kStep, kComplete };
+  Route route = Route::kClaims;
+  std::string id_text;
+  std::string step;
+  const std::string_view path = request.path;
+  constexpr std::string_view kRuns = "/v1/runs/";
+  if (path == "/v1/claims") {
+    route = Route::kClaims;
+  } else if (path.starts_with(kRuns)) {
+    const std::string_view rest = path.substr(kRuns.size());
+    const std::size_t slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+    const std::string_view tail = rest.substr(slash + 1);
+    constexpr std::string_view kSteps = "steps/";
+    if (tail == "heartbeat") {
+      route = Route::kHeartbeat;
+    } else if (tail == "complete") {
+      route = Route::kComplete;
+    } else if (tail.starts_with(kSteps) && tail.size() > kSteps.size() &&
+               tail.find('/', kSteps.size()) == std::string_view::npos) {
+      route = Route::kStep;
+      step = std::string(tail.substr(kSteps.size()));
+    } else {
+      return std::nullopt;
+    }
+    id_text = std::string(rest.substr(0, slash));
+  } else {
+    return std::nullopt;
+  }
+
+  auto who = Authenticate(request);
+  if (auto* refused = std::get_if<ApiResponse>(&who)) return *refused;
+  if (request.method != "POST") {
+    return Error(405, "method_not_allowed",
+                 fmt::format("{} does not accept {}; send POST with a JSON body", request.path,
+                             request.method));
+  }
+  const Caller& caller = std::get<Caller>(who);
+  const TokenRole role = caller.token->role;
+  if (role != TokenRole::kWorker && role != TokenRole::kOperate) {
+    return Error(403, "forbidden",
+                 fmt::format("token \"{}\" has role {}; {} {} needs role worker or operate",
+                             caller.token->name, RoleName(role), request.method, request.path));
+  }
+  if (request.body.size() > kMaxWorkerBodyBytes) {
+    return Error(413, "too_large",
+                 fmt::format("the body is {} bytes; {} accepts at most {}", request.body.size(),
+                             request.path, kMaxWorkerBodyBytes));
+  }
+  if (route == Route::kClaims) return Claim(request, caller);
+  const auto run_id = PositiveInteger(id_text);
+  if (!run_id) {
+    return Error(400, "invalid_request",
+                 fmt::format("the run id in {} must be a positive integer", request.path));
+  }
+  switch (route) {
+    case Route::kHeartbeat: return Heartbeat(request, caller, *run_id);
+    case Route::kStep: return Step(request, caller, *run_id, step);
+    case Route::kComplete: return Complete(request, caller, *run_id);
+    case Route::kClaims: break;
+  }
+  return std::nullopt;
+}
+
+std::variant<const config::JobConfig*, ApiResponse> WorkerApi::ExternalJobOf(
+    int64_t run_id, store::RunRecord* run) const {
+  auto found = store_.RunGet(run_id);
+  if (!found.ok()) return ErrorFor(found.status());
+  *run = std::move(*found);
+  const config::JobConfig* job = config_.FindJob(run->job);
+  if (job == nullptr || job->executor != config::Executor::kExternal) {
+    return Error(403, "forbidden",
+                 fmt::format("run {} belongs to job \"{}\", which is not an executor = "
+                             "\"external\" job here: workers may not report for it",
+                             run_id, run->job));
+  }
+  return job;
+}
+
+ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) const {
+  BodyReader body(request.body);
+  const auto jobs = body.Strings("jobs", true, kMaxClaimJobs, kMaxJobNameBytes);
+  const auto wait = body.Integer("wait", false, 0, kMaxClaimWait);
+  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
+  if (jobs && jobs->empty()) body.Invalid("jobs", "must name at least one job");
+  if (worker && !ValidWorkerId(*worker)) {
+    body.Invalid("worker", "must be 1-128 printable ASCII characters");
+  }
+  if (auto problem = body.Problem()) return *problem;
+  std::vector<store::ClaimRule> rules;
+  for (const auto& name : *jobs) {
+    const config::JobConfig* job = config_.FindJob(name);
+    if (job == nullptr) {
+      return Error(404, "not_found",
+                   fmt::format("no job named \"{}\" is configured (field \"jobs\")", name));
+    }
+    if (job->executor != config::Executor::kExternal) {
+      return Error(403, "forbidden",
+                   fmt::format("job \"{}\" has executor = \"{}\": only executor = \"external\" "
+                               "jobs are claimed through /v1/claims (field \"jobs\")",
+                               name,
+                               job->executor == config::Executor::kSubprocess ? "subprocess"
+                                                                              : "inprocess"));
+    }
+    if (std::none_of(rules.begin(), rules.end(),
+                     [&](const store::ClaimRule& r) { return r.job == name; })) {
+      rules.push_back(engine::ClaimRuleFor(*job));
+    }
+  }
+  if (stop_.stop_requested()) {
+    return Error(503, "unavailable", "serve is shutting down and claims nothing more");
+  }
+  const std::string node = NodeOf(worker, *caller.token);
+  const auto deadline = clock_.Now() + std::chrono::seconds(wait.value_or(0));
+  // A waiting claim holds one of serve's HTTP threads: at most
+  // max_long_polls wait at once, so that the others stay free for steps'
+  // effects, heartbeats and operators. A claim beyond that looks once.
+  bool waiting = false;
+  if (wait.value_or(0) > 0) {
+    std::lock_guard lock(mu_);
+    if (long_polls_ < options_.max_long_polls) {
+      ++long_polls_;
+      waiting = true;
+    }
+  }
+  struct Slot {
+    const WorkerApi* api;
+    bool held;
+    ~Slot() {
+      if (!held) return;
+      std::lock_guard lock(api->mu_);
+      --api->long_polls_;
+    }
+  } slot{this, waiting};
+  for (;;) {
+    store::ClaimParams p;
+    p.now = store::ToInstant(clock_.Now());
+    p.node = node;
+    p.limit = 1;
+    // Nothing of a paused job is claimed, not even a run released before
+    // the pause (a retry waiting out its backoff, an operator's requeue).
+    auto paused_all = store_.IsPausedAll();
+    if (!paused_all.ok()) return ErrorFor(paused_all.status());
+    for (const auto& rule : *paused_all ? std::vector<store::ClaimRule>{} : rules) {
+      auto recorded = store_.JobGet(rule.job);
+      if (!recorded.ok() && recorded.status().code() != StatusCode::kNotFound) {
+        return ErrorFor(recorded.status());
+      }
+      if (!recorded.ok() || !recorded->paused) p.rules.push_back(rule);
+    }
+    auto claimed = p.rules.empty() ? Result<std::vector<store::ClaimedRun>>(
+                                         std::vector<store::ClaimedRun>{})
+                                   : store_.RunClaim(p);
+    if (!claimed.ok()) return ErrorFor(claimed.status());
+    if (!claimed->empty()) {
+      const store::ClaimedRun& c = claimed->front();
+      return ClaimAnswer(c, *config_.FindJob(c.run.job));
+    }
+    const auto now = clock_.Now();
+    if (!waiting || stop_.stop_requested() || now >= deadline) break;
+    clock_.SleepUntil(std::min(now + options_.poll, deadline), stop_.get_token());
+  }
+  ApiResponse r;
+  r.body = {{"run", nullptr}};
+  if (wait.value_or(0) > 0 && !waiting) r.body["retry_after"] = options_.retry_after;
+  return r;
+}
+
+ApiResponse WorkerApi::ClaimAnswer(const store::ClaimedRun& claim,
+                                   const config::JobConfig& job) const {
+  const auto running = std::find_if(claim.steps.begin(), claim.steps.end(),
+                                     [](const store::StepState& s) { return s.state == "running"; });
+  RunContext ctx;
+  ctx.job = claim.run.job;
+  ctx.partition = claim.run.partition;
+  ctx.business_date = claim.run.business_date;
+  ctx.period = claim.run.period;
+  ctx.run_key = claim.run.RunKey();
+  ctx.scheduled_at = claim.run.scheduled_at;
+  ctx.run_id = claim.run.id;
+  ctx.attempt = claim.attempt;
+  ctx.fencing_token = claim.token;
+  ctx.step = running == claim.steps.end() ? "" : running->name;
+  auto attempt_env = AttemptEnvironment(store_, credentials_, options_.url, ctx);
+  if (!attempt_env.ok()) {
+    // Claimed, but the worker cannot be told: its lease expires and the
+    // reaper decides, as for a worker that died on receiving it.
+    spdlog::error("workers: run {} ({}) claimed but not handed out: {}", claim.run.id,
+                  claim.run.RunKey(), attempt_env.status().ToString());
+    return ErrorFor(attempt_env.status());
+  }
+  const auto ttl = std::chrono::duration_cast<std::chrono::seconds>(job.EffectiveLeaseTtl());
+  ordered_json run = RunJson(claim.run, claim.steps);
+  run["attempt"] = claim.attempt;
+  run["fencing_token"] = claim.token;
+  run["lease_expires_at"] = FormatInstant(claim.lease_expires_at);
+  run["lease_ttl_seconds"] = ttl.count();
+  run["heartbeat_seconds"] = std::max<int64_t>(1, ttl.count() / 3);
+  run["step"] = ctx.step.empty() ? ordered_json(nullptr) : ordered_json(ctx.step);
+  ordered_json env = ordered_json::object();
+  for (const auto& [name, value] : job.env) env[name] = value;
+  for (const auto& [name, value] : exec::RunKeyEnvironment(ctx)) env[name] = value;
+  for (const auto& [name, value] : *attempt_env) {
+    env[name] = value;
+    if (name == "CRONLEDGER_API") run["api"] = value;
+    if (name == "CRONLEDGER_TOKEN") run["credential"] = value;
+    if (name == "CRONLEDGER_CHECKPOINT") run["checkpoint"] = value;
+    if (name == "CRONLEDGER_CHECKPOINT_PARTITION") run["checkpoint_partition"] = value;
+  }
+  run["env"] = std::move(env);
+  ApiResponse r;
+  r.body = {{"run", std::move(run)}};
+  return r;
+}
+
+ApiResponse WorkerApi::Heartbeat(const ApiRequest& request, const Caller& caller,
+                                 int64_t run_id) const {
+  BodyReader body(request.body);
+  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
+  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
+  if (worker && !ValidWorkerId(*worker)) {
+    body.Invalid("worker", "must be 1-128 printable ASCII characters");
+  }
+  if (auto problem = body.Problem()) return *problem;
+  store::RunRecord run;
+  auto job = ExternalJobOf(run_id, &run);
+  if (auto* refused = std::get_if<ApiResponse>(&job)) return *refused;
+  const auto ttl = std::chrono::milliseconds(std::get<const config::JobConfig*>(job)
+                                                 ->EffectiveLeaseTtl());
+  const store::Instant now = store::ToInstant(clock_.Now());
+  const Status s = store_.RunHeartbeat({run_id, *token, now, ttl, NodeOf(worker, *caller.token)});
+  if (!s.ok()) return ErrorFor(s);
+  ApiResponse r;
+  r.body = {{"run_id", run_id},
+            {"fencing_token", *token},
+            {"lease_expires_at", FormatInstant(now + ttl)},
+            {"lease_ttl_seconds", std::chrono::duration_cast<std::chrono::seconds>(ttl).count()}};
+  return r;
+}
+
+namespace {
+
+// The answer after a write that may have ended the attempt: the run as it
+// is now and how the attempt ended (the store may have made it in_doubt).
+ApiResponse AttemptAnswer(store::Store& store, int64_t run_id, int64_t token,
+                          ordered_json head) {
+  auto run = store.RunGet(run_id);
+  if (!run.ok()) return ErrorFor(run.status());
+  auto steps = store.StepList(run_id);
+  if (!steps.ok()) return ErrorFor(steps.status());
+  auto attempts = store.AttemptList(run_id);
+  if (!attempts.ok()) return ErrorFor(attempts.status());
+  const auto it = std::find_if(attempts->begin(), attempts->end(),
+                               [&](const store::AttemptRecord& a) { return a.token == token; });
+  ApiResponse r;
+  r.body = std::move(head);
+  r.body["run_id"] = run_id;
+  r.body["fencing_token"] = token;
+  r.body["attempt_ended"] = it != attempts->end() && it->ended_at.has_value();
+  r.body["end_class"] =
+      it != attempts->end() ? StringOrNull(it->end_class) : ordered_json(nullptr);
+  r.body["run"] = RunJson(*run, *steps);
+  return r;
+}
+
+}  // namespace
+
+ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int64_t run_id,
+                            const std::string& step_name) const {
+  BodyReader body(request.body);
+  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
+  const auto exit_status = body.Integer("exit_status", false, 0, 255);
+  const auto outcome_name = body.String("outcome", false, 32);
+  const auto output_tail = body.String("output_tail", false, kMaxOutputTailBytes);
+  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
+  std::optional<EndClass> outcome;
+  if (outcome_name) {
+    outcome = ParseOutcome(*outcome_name);
+    if (!outcome) body.Invalid("outcome", fmt::format("must be {}", kOutcomes));
+  }
+  if (exit_status.has_value() == outcome_name.has_value()) {
+    body.Invalid("exit_status", "or \"outcome\": exactly one of the two is required");
+  }
+  if (worker && !ValidWorkerId(*worker)) {
+    body.Invalid("worker", "must be 1-128 printable ASCII characters");
+  }
+  if (auto problem = body.Problem()) return *problem;
+  store::RunRecord run;
+  auto found = ExternalJobOf(run_id, &run);
+  if (auto* refused = std::get_if<ApiResponse>(&found)) return *refused;
+  const config::JobConfig& job = *std::get<const config::JobConfig*>(found);
+  const auto step = std::find_if(job.steps.begin(), job.steps.end(),
+                                 [&](const config::StepConfig& s) { return s.name == step_name; });
+  if (step == job.steps.end()) {
+    return Error(404, "not_found",
+                 fmt::format("job \"{}\" has no step \"{}\"", job.name, step_name));
+  }
+  const auto now = [&] { return store::ToInstant(clock_.Now()); };
+  auto lease = store_.RunGetLease(run_id);
+  if (!lease.ok() && lease.status().code() != StatusCode::kFailedPrecondition) {
+    return ErrorFor(lease.status());
+  }
+  const std::string node = Actor(worker, *caller.token, lease, *token);
+  if (!lease.ok() || lease->token != *token) {
+    // Not the run's current token: the store's fence refuses the write and
+    // records it (stale_write_rejected).
+    const Status s = store_.StepUpdate({run_id, *token, step_name, "failed", now(), node});
+    if (!s.ok()) return ErrorFor(s);
+    return Error(409, "stale_lease",
+                 fmt::format("run {}: fencing token {} is not the current one", run_id, *token));
+  }
+  auto steps = store_.StepList(run_id);
+  if (!steps.ok()) return ErrorFor(steps.status());
+  const config::StepConfig* current = CurrentStep(job, *steps);
+  if (current != &*step) {
+    return Error(409, "conflict",
+                 current == nullptr
+                     ? fmt::format("run {}: every step has succeeded; complete the attempt with "
+                                   "POST /v1/runs/{}/complete",
+                                   run_id, run_id)
+                     : fmt::format("run {}: step \"{}\" is not the step to report; the attempt "
+                                   "is at step \"{}\"",
+                                   run_id, step_name, current->name));
+  }
+  exec::StepOutcome o;
+  o.exit_status = exit_status.value_or(0);
+  const EndClass end = exit_status ? engine::ClassifyStep(o, job) : *outcome;
+  if (end == EndClass::kSucceeded) {
+    if (Status s = store_.StepUpdate({run_id, *token, step_name, "succeeded", now(), node});
+        !s.ok()) {
+      return ErrorFor(s);
+    }
+    // The next step starts at once, as the dispatcher starts it.
+    const config::StepConfig* next = nullptr;
+    for (auto it = step + 1; it != job.steps.end() && next == nullptr; ++it) {
+      const auto state = std::find_if(steps->begin(), steps->end(),
+                                      [&](const store::StepState& s) { return s.name == it->name; });
+      if (state == steps->end() || state->state != "succeeded") next = &*it;
+    }
+    if (next != nullptr) {
+      if (Status s = store_.StepUpdate({run_id, *token, next->name, "running", now(), node});
+          !s.ok()) {
+        return ErrorFor(s);
+      }
+    }
+    ApiResponse r;
+    r.body = {{"run_id", run_id},
+              {"step", step_name},
+              {"step_state", "succeeded"},
+              {"end_class", "succeeded"},
+              {"next_step", next ? ordered_json(next->name) : ordered_json(nullptr)},
+              {"attempt_ended", false}};
+    return r;
+  }
+  // A step that did not succeed ends the attempt, in one transaction with
+  // its result: what the dispatcher writes for a subprocess step.
+  ledger::AttemptFacts facts;
+  facts.end = end;
+  facts.step_idempotent = step->idempotent;
+  facts.budget_attempts = lease->budget_attempts;
+  facts.budget_started_at = lease->budget_started_at;
+  facts.now = now();
+  facts.jitter_sample = JitterSample();
+  store::FinishParams finish;
+  finish.run_id = run_id;
+  finish.token = *token;
+  finish.now = facts.now;
+  finish.node = node;
+  finish.end_class = end;
+  finish.exit_status = exit_status.has_value() ? std::optional<int>(static_cast<int>(*exit_status))
+                                               : std::nullopt;
+  finish.step = step_name;
+  finish.output_tail = output_tail.value_or("");
+  finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
+  store::WorkerWrite write;
+  write.step = store::StepParams{run_id, *token, step_name, "failed", facts.now, node};
+  write.finish = finish;
+  auto results = store_.RunApplyWrites({write});
+  if (!results.ok()) return ErrorFor(results.status());
+  if (!results->at(0).ok()) return ErrorFor(results->at(0));
+  spdlog::info("run {} {}: attempt {} (worker {}) {} -> {}", run_id, run.RunKey(),
+               lease->attempt, node, ledger::Name(end), ledger::Name(finish.decision.state));
+  return AttemptAnswer(store_, run_id, *token,
+                       {{"step", step_name}, {"step_state", "failed"}});
+}
+
+ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
+                                int64_t run_id) const {
+  BodyReader body(request.body);
+  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
+  const auto output_tail = body.String("output_tail", false, kMaxOutputTailBytes);
+  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
+  if (worker && !ValidWorkerId(*worker)) {
+    body.Invalid("worker", "must be 1-128 printable ASCII characters");
+  }
+  if (auto problem = body.Problem()) return *problem;
+  store::RunRecord run;
+  auto found = ExternalJobOf(run_id, &run);
+  if (auto* refused = std::get_if<ApiResponse>(&found)) return *refused;
+  const config::JobConfig& job = *std::get<const config::JobConfig*>(found);
+  auto lease = store_.RunGetLease(run_id);
+  if (!lease.ok() && lease.status().code() != StatusCode::kFailedPrecondition) {
+    return ErrorFor(lease.status());
+  }
+  store::FinishParams finish;
+  finish.run_id = run_id;
+  finish.token = *token;
+  finish.now = store::ToInstant(clock_.Now());
+  finish.node = Actor(worker, *caller.token, lease, *token);
+  finish.end_class = EndClass::kSucceeded;
+  finish.output_tail = output_tail.value_or("");
+  if (!lease.ok() || lease->token != *token) {
+    // Asked again after the attempt ended by the worker's own write (a
+    // failed step, an earlier completion whose answer was lost): the same
+    // answer, nothing written.
+    auto attempts = store_.AttemptList(run_id);
+    if (!attempts.ok()) return ErrorFor(attempts.status());
+    for (const auto& a : *attempts) {
+      if (a.token == *token && EndedByWorker(a)) {
+        return AttemptAnswer(store_, run_id, *token, ordered_json::object());
+      }
+    }
+    // Otherwise the store's fence refuses it and records it.
+    auto results = store_.RunFinishAttempts({finish});
+    if (!results.ok()) return ErrorFor(results.status());
+    if (!results->at(0).ok()) return ErrorFor(results->at(0));
+    return Error(409, "stale_lease",
+                 fmt::format("run {}: fencing token {} is not the current one", run_id, *token));
+  }
+  auto steps = store_.StepList(run_id);
+  if (!steps.ok()) return ErrorFor(steps.status());
+  if (const config::StepConfig* current = CurrentStep(job, *steps)) {
+    return Error(409, "conflict",
+                 fmt::format("run {}: step \"{}\" has no result yet; report it with POST "
+                             "/v1/runs/{}/steps/{} before completing",
+                             run_id, current->name, run_id, current->name));
+  }
+  ledger::AttemptFacts facts;
+  facts.end = EndClass::kSucceeded;
+  facts.budget_attempts = lease->budget_attempts;
+  facts.budget_started_at = lease->budget_started_at;
+  facts.now = finish.now;
+  facts.jitter_sample = JitterSample();
+  finish.step = job.steps.empty() ? "" : job.steps.back().name;
+  // Succeeded, unless an effect of the attempt is in doubt: the store then
+  // records the run `unknown` (DESIGN.md, uncertain ends).
+  finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
+  auto results = store_.RunFinishAttempts({finish});
+  if (!results.ok()) return ErrorFor(results.status());
+  if (!results->at(0).ok()) return ErrorFor(results->at(0));
+  ApiResponse answer = AttemptAnswer(store_, run_id, *token, ordered_json::object());
+  if (answer.status == 200) {
+    spdlog::info("run {} {}: attempt {} (worker {}) completed: {} -> {}", run_id, run.RunKey(),
+                 lease->attempt, finish.node, answer.body["end_class"].dump(),
+                 answer.body["run"]["state"].dump());
+  }
+  return answer;
+}
+
+}  // namespace cronledger::api

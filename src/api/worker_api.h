@@ -1,0 +1,109 @@
+// The external-worker protocol (docs/api.md, external workers): runs of
+// `executor = "external"` jobs are claimed and worked over HTTP by programs
+// in any language, fenced exactly like the built-in executor.
+//   POST /v1/claims                    claim one due run (long-poll up to `wait`)
+//   POST /v1/runs/{id}/heartbeat       extend the lease
+//   POST /v1/runs/{id}/steps/{step}    a step's result
+//   POST /v1/runs/{id}/complete        end the attempt after its last step
+// need a bearer token of role worker or operate. Every write after the
+// claim names the attempt's fencing token; a stale one answers 409
+// stale_lease, records stale_write_rejected and changes nothing. Effects and
+// checkpoints go through AttemptApi with the claim's per-attempt credential.
+#ifndef CRONLEDGER_API_WORKER_API_H_
+#define CRONLEDGER_API_WORKER_API_H_
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <variant>
+
+#include "api/auth.h"
+#include "api/credential.h"
+#include "api/request.h"
+#include "config/config.h"
+#include "cronledger/clock.h"
+#include "store/store.h"
+
+namespace cronledger::api {
+
+// The largest body a worker route accepts, and the longest `output_tail`.
+inline constexpr std::size_t kMaxWorkerBodyBytes = 256 * 1024;
+inline constexpr std::size_t kMaxOutputTailBytes = 64 * 1024;
+// The longest long-poll a claim may ask for, in seconds.
+inline constexpr int64_t kMaxClaimWait = 60;
+// A worker id: 1-128 printable ASCII characters.
+inline constexpr std::size_t kMaxWorkerIdBytes = 128;
+
+class WorkerApi {
+ public:
+  struct Options {
+    // The API's address, handed to workers as CRONLEDGER_API.
+    std::string url;
+    // Claims that may wait at once (each holds an HTTP thread while it
+    // waits); a claim beyond this looks once and answers at once.
+    int max_long_polls = 2;
+    // How often a waiting claim looks for a due run.
+    std::chrono::milliseconds poll{250};
+    // Seconds a worker whose claim found nothing is told to wait before
+    // asking again when it could not wait here (`retry_after`).
+    int retry_after = 1;
+    uint64_t jitter_seed = 0;  // 0: nondeterministic
+  };
+
+  // Everything must outlive it. `credentials` issues the per-attempt
+  // credential a claim hands out (the one AttemptApi verifies).
+  WorkerApi(const config::Config& config, store::Store& store, Clock& clock,
+            const TokenAuthenticator& tokens, const AttemptCredentials& credentials,
+            Options options);
+
+  // The answer, or nullopt when the path is none of these routes.
+  // Thread-safe; a claim may block for up to its `wait`.
+  std::optional<ApiResponse> Handle(const ApiRequest& request) const;
+
+  // Ends every waiting claim now (each answers `{"run": null}`), and makes
+  // later claims answer 503: serve is stopping and claims no more.
+  void Stop();
+
+  // Claims waiting right now (tests, metrics).
+  int LongPolls() const;
+
+ private:
+  struct Caller {
+    const ApiToken* token = nullptr;
+  };
+  std::variant<Caller, ApiResponse> Authenticate(const ApiRequest& request) const;
+
+  ApiResponse Claim(const ApiRequest& request, const Caller& caller) const;
+  ApiResponse Heartbeat(const ApiRequest& request, const Caller& caller, int64_t run_id) const;
+  ApiResponse Step(const ApiRequest& request, const Caller& caller, int64_t run_id,
+                   const std::string& step) const;
+  ApiResponse Complete(const ApiRequest& request, const Caller& caller, int64_t run_id) const;
+
+  // The run's configured external job, or the answer refusing the route:
+  // 404 for no such run, 403 for a run of a job that is not external here.
+  std::variant<const config::JobConfig*, ApiResponse> ExternalJobOf(int64_t run_id,
+                                                                   store::RunRecord* run) const;
+  // The claim's answer for one claimed run.
+  ApiResponse ClaimAnswer(const store::ClaimedRun& claim, const config::JobConfig& job) const;
+  double JitterSample() const;
+
+  const config::Config& config_;
+  store::Store& store_;
+  Clock& clock_;
+  const TokenAuthenticator& tokens_;
+  const AttemptCredentials& credentials_;
+  Options options_;
+
+  mutable std::mutex mu_;
+  mutable int long_polls_ = 0;
+  mutable std::mt19937_64 rng_;
+  std::stop_source stop_;
+};
+
+}  // namespace cronledger::api
+
+#endif  // CRONLEDGER_API_WORKER_API_H_
