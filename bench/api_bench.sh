@@ -4,13 +4,14 @@
 # requests per second and p99.
 #
 # Usage: bench/api_bench.sh [--binary PATH] [--gaps-bench PATH] [--requests N]
-#                           [--wrk-seconds S] [--runs R]
+#                           [--wrk-seconds S] [--runs R] [--no-browser]
 #   --binary PATH      the cronledger binary (default: build/bench/cronledger)
 #   --gaps-bench PATH  builds or reuses the 1,000,000-run ledger
 #                      (default: build/bench/bench/gaps_bench)
 #   --requests N       sequential GET /v1/jobs per run, timed by curl (default 50)
 #   --wrk-seconds S    length of each wrk run (default 10)
 #   --runs R           repetitions of the whole measurement (default 3)
+#   --no-browser       skip the dashboard's first load in chromium
 #
 # What it does: copies the gap benchmark's ledger (100 daily jobs x 100
 # partitions x 100 business dates, 997,948 runs; bench/gaps_bench.cc) and
@@ -22,8 +23,11 @@
 # occurrences: the ledger then holds more than 1,000,000 runs) and the run
 # count stops moving, then per run: N sequential `curl` requests (median and
 # largest time_total, i.e. connect to last byte) and `wrk -t2 -c8 -d S
-# --latency` (requests/s and p99). serve is stopped and the folder removed
-# on any exit.
+# --latency` (requests/s and p99); then the dashboard's first load in
+# headless chromium (bench/dashboard_load.js: a fresh browser context per
+# load, from navigation to the overview holding all 100 jobs; playwright-core
+# from tests/browser's lock file, installed once into build/bench). serve is
+# stopped and the folder removed on any exit.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -32,8 +36,9 @@ gaps_bench="$root/build/bench/bench/gaps_bench"
 requests=50
 wrk_seconds=10
 runs=3
+browser=1
 
-usage() { sed -n '6,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '6,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while (($# > 0)); do
   case $1 in
     --binary) binary=${2:?--binary needs a path}; shift 2 ;;
@@ -41,6 +46,7 @@ while (($# > 0)); do
     --requests) requests=${2:?--requests needs a number}; shift 2 ;;
     --wrk-seconds) wrk_seconds=${2:?--wrk-seconds needs seconds}; shift 2 ;;
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
+    --no-browser) browser=0; shift ;;
     -h|--help) usage 0 ;;
     *) echo "api_bench: unknown argument: $1" >&2; usage ;;
   esac
@@ -119,7 +125,24 @@ for run in $(seq "$runs"); do
   echo "run $run: GET /v1/jobs sequential median $median ms, largest $largest ms; wrk 8 conns: $r req/s, p99 $p99" >&2
   medians+=("$median"); maxes+=("$largest"); rps+=("$r"); p99s+=("$p99")
 done
-python3 - "${medians[*]}" "${maxes[*]}" "${rps[*]}" "${p99s[*]}" <<'EOF'
+load_median=""
+if ((browser)); then
+  for t in node npm; do
+    command -v "$t" >/dev/null || { echo "api_bench: $t is missing (scripts/install-deps.sh installs it)" >&2; exit 2; }
+  done
+  node_dir="$root/build/bench/browser-node"
+  if [[ ! -d $node_dir/node_modules/playwright-core ]]; then
+    mkdir -p "$node_dir"
+    cp "$root/tests/browser/package.json" "$root/tests/browser/package-lock.json" "$node_dir/"
+    npm ci --prefix "$node_dir" --no-audit --no-fund --prefer-offline >/dev/null
+  fi
+  link=$(grep -o 'one-time login link (valid [0-9]* min): http://[^ ]*' "$dir/serve.log" | head -1 | sed 's/.*: //')
+  [[ -n $link ]] || { echo "api_bench: serve printed no login link" >&2; exit 1; }
+  NODE_PATH="$node_dir/node_modules" node "$root/bench/dashboard_load.js" "$link" "$jobs" "$runs" >"$dir/load.txt"
+  sed '$d' "$dir/load.txt" >&2
+  load_median=$(awk '$1 == "median" {print $2}' "$dir/load.txt")
+fi
+python3 - "${medians[*]}" "${maxes[*]}" "${rps[*]}" "${p99s[*]}" "$load_median" <<'EOF'
 import statistics, sys
 def ms(v):
     for unit, f in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
@@ -130,4 +153,6 @@ med, mx, rps, p99 = (a.split() for a in sys.argv[1:5])
 print(f"medians of {len(med)} runs:")
 print(f"GET /v1/jobs, one at a time: median {statistics.median(map(float, med)):.1f} ms, largest {statistics.median(map(float, mx)):.1f} ms (target: under 100 ms)")
 print(f"wrk -t2 -c8: {statistics.median(map(float, rps)):.0f} requests/s, p99 {statistics.median(map(ms, p99)):.1f} ms")
+if sys.argv[5]:
+    print(f"dashboard first load (chromium, to the overview filled): median {sys.argv[5]} ms")
 EOF

@@ -683,7 +683,8 @@ class Store {
   // ---- execution ----
 
   // Claims up to `limit` claimable runs (released, pending, due, past any
-  // backoff) of the jobs in `rules`, oldest first, honouring each job's
+  // backoff, of a job not paused and with everything not paused — a run
+  // released before a pause waits too) of the jobs in `rules`, oldest first, honouring each job's
   // max_concurrency and overlap (queue: wait while an earlier run of the
   // partition is pending or running; skip: skip it (overlap) while one is
   // running; allow). Each claim takes the next fencing token, sets the

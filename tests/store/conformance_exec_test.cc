@@ -97,6 +97,28 @@ TEST_P(StoreExec, OnlyReleasedDueRunsOfListedJobsAreClaimed) {
   EXPECT_TRUE(Claim("2026-11-05T12:00:01Z", 10, {Rule("nope")}).empty());
 }
 
+// A run released before its job (or everything) was paused waits: pausing
+// is "nothing of it is claimed", not only "nothing new is released".
+TEST_P(StoreExec, NothingOfAPausedJobIsClaimedEvenWhenReleasedBefore) {
+  Setup({"a"});
+  const auto pause = [&](std::optional<std::string> job, bool paused, const std::string& now) {
+    store::PauseParams p;
+    p.job = std::move(job);
+    p.paused = paused;
+    p.actor = "op";
+    p.reason = "maintenance";
+    p.now = InstantAt(now);
+    ASSERT_TRUE(S().JobSetPaused(p).ok());
+  };
+  pause("j", true, "2026-11-05T12:00:00Z");
+  EXPECT_TRUE(Claim("2026-11-05T12:00:01Z", 5).empty());
+  pause("j", false, "2026-11-05T12:00:02Z");
+  pause(std::nullopt, true, "2026-11-05T12:00:03Z");
+  EXPECT_TRUE(Claim("2026-11-05T12:00:04Z", 5).empty());
+  pause(std::nullopt, false, "2026-11-05T12:00:05Z");
+  EXPECT_EQ(Claim("2026-11-05T12:00:06Z", 5).size(), 1u);
+}
+
 TEST_P(StoreExec, FinishRecordsTheAttemptAndTheOutcome) {
   Setup({"a"});
   const auto c = Claim("2026-11-05T12:00:01Z", 1).at(0);
