@@ -93,8 +93,14 @@ done
 token=$(cat "$dir/cronledger.token")
 auth=(-H "Authorization: Bearer $token")
 
-# The newest run id: stable for 5 s once the planner has caught up.
-newest_run() { curl -sf "${auth[@]}" "$url/v1/runs?limit=1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"]; print(r[0]["id"] if r else 0)'; }
+# The newest run and event ids: stable for 5 s once the planner has caught
+# up and the gap scanner has recorded what the catch-up missed.
+newest_run() {
+  local runs events
+  runs=$(curl -sf "${auth[@]}" "$url/v1/runs?limit=1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"]; print(r[0]["id"] if r else 0)')
+  events=$(curl -sf "${auth[@]}" "$url/v1/events?limit=1" | python3 -c 'import json,sys; e=json.load(sys.stdin)["events"]; print(e[-1]["id"] if e else 0)')
+  echo "$runs/$events"
+}
 last=-1
 stable=0
 for _ in $(seq 600); do
