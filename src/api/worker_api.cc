@@ -273,19 +273,9 @@ ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) co
     p.node = node;
     p.limit = 1;
     // Nothing of a paused job is claimed, not even a run released before
-    // the pause (a retry waiting out its backoff, an operator's requeue).
-    auto paused_all = store_.IsPausedAll();
-    if (!paused_all.ok()) return ErrorFor(paused_all.status());
-    for (const auto& rule : *paused_all ? std::vector<store::ClaimRule>{} : rules) {
-      auto recorded = store_.JobGet(rule.job);
-      if (!recorded.ok() && recorded.status().code() != StatusCode::kNotFound) {
-        return ErrorFor(recorded.status());
-      }
-      if (!recorded.ok() || !recorded->paused) p.rules.push_back(rule);
-    }
-    auto claimed = p.rules.empty() ? Result<std::vector<store::ClaimedRun>>(
-                                         std::vector<store::ClaimedRun>{})
-                                   : store_.RunClaim(p);
+    // the pause: RunClaim leaves paused jobs out.
+    p.rules = rules;
+    auto claimed = store_.RunClaim(p);
     if (!claimed.ok()) return ErrorFor(claimed.status());
     if (!claimed->empty()) {
       const store::ClaimedRun& c = claimed->front();
