@@ -96,6 +96,21 @@ std::optional<std::string_view> BearerCredential(std::string_view header) {
   return header.substr(kBearer.size());
 }
 
+std::variant<const ApiToken*, ApiResponse> AuthenticateBearer(
+    const ApiRequest& request, const TokenAuthenticator& tokens, std::string_view missing,
+    const AttemptCredentials* step_credentials, std::string_view step_refusal) {
+  if (request.authorization.empty()) return Error(401, "unauthenticated", std::string(missing));
+  const auto credential = BearerCredential(request.authorization);
+  if (!credential) {
+    return Error(401, "unauthenticated", "the Authorization header is not \"Bearer TOKEN\"");
+  }
+  if (const ApiToken* token = tokens.Find(*credential)) return token;
+  if (step_credentials != nullptr && step_credentials->Verify(*credential)) {
+    return Error(403, "forbidden", std::string(step_refusal));
+  }
+  return Error(401, "unauthenticated", "the token is not valid here");
+}
+
 TokenAuthenticator::TokenAuthenticator(std::vector<ApiToken> tokens) {
   for (auto& t : tokens) {
     const auto digest = Sha256(t.secret);

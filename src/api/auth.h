@@ -9,8 +9,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "api/credential.h"
+#include "api/request.h"
 #include "config/config.h"
 #include "cronledger/status.h"
 
@@ -54,6 +57,14 @@ class TokenAuthenticator {
 };
 
 // The local operator token of a server without [[auth.token]].
+// The token an "Authorization: Bearer TOKEN" header names, or the 401 that
+// says what is wrong (`missing` when there is no header at all). With
+// `step_credentials`, a step's per-attempt credential gets 403 with
+// `step_refusal` instead (it is valid, just not here).
+std::variant<const ApiToken*, ApiResponse> AuthenticateBearer(
+    const ApiRequest& request, const TokenAuthenticator& tokens, std::string_view missing,
+    const AttemptCredentials* step_credentials = nullptr, std::string_view step_refusal = "");
+
 struct LocalToken {
   std::string path;    // <config folder>/cronledger.token
   std::string secret;  // never logged

@@ -259,18 +259,12 @@ MetricsEndpoint::Answer MetricsEndpoint::Handle(const ApiRequest& request) const
   };
   const ApiToken* token = nullptr;
   if (!config_.server.metrics_public) {
-    if (request.authorization.empty()) {
-      return json(Error(401, "unauthenticated",
-                        "no token: send \"Authorization: Bearer TOKEN\" with a token of role read "
-                        "or operate (or set [server] metrics_public = true)"));
-    }
-    const auto credential = BearerCredential(request.authorization);
-    if (!credential) {
-      return json(
-          Error(401, "unauthenticated", "the Authorization header is not \"Bearer TOKEN\""));
-    }
-    token = tokens_.Find(*credential);
-    if (token == nullptr) return json(Error(401, "unauthenticated", "the token is not valid here"));
+    auto found = AuthenticateBearer(
+        request, tokens_,
+        "no token: send \"Authorization: Bearer TOKEN\" with a token of role read or operate (or "
+        "set [server] metrics_public = true)");
+    if (const auto* refused = std::get_if<ApiResponse>(&found)) return json(*refused);
+    token = std::get<const ApiToken*>(found);
   }
   if (request.method != "GET" && request.method != "HEAD") {
     return json(

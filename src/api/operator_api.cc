@@ -191,22 +191,13 @@ std::variant<const ApiToken*, ApiResponse> OperatorApi::Authenticate(
                  "the dashboard session is over (logged out, expired, or serve restarted): log "
                  "in again");
   }
-  if (request.authorization.empty()) {
-    return Error(401, "unauthenticated",
-                 "no token: send \"Authorization: Bearer TOKEN\" with an [[auth.token]] secret "
-                 "(or, without tokens configured, the one in cronledger.token beside the config)");
-  }
-  const auto credential = BearerCredential(request.authorization);
-  if (!credential) {
-    return Error(401, "unauthenticated", "the Authorization header is not \"Bearer TOKEN\"");
-  }
-  if (const ApiToken* token = tokens_.Find(*credential)) return token;
-  if (step_credentials_.Verify(*credential)) {
-    return Error(403, "forbidden",
-                 "a step's per-attempt credential reaches only its run's effects and "
-                 "checkpoints, not the operator API");
-  }
-  return Error(401, "unauthenticated", "the token is not valid here");
+  return AuthenticateBearer(
+      request, tokens_,
+      "no token: send \"Authorization: Bearer TOKEN\" with an [[auth.token]] secret (or, "
+      "without tokens configured, the one in cronledger.token beside the config)",
+      &step_credentials_,
+      "a step's per-attempt credential reaches only its run's effects and checkpoints, not the "
+      "operator API");
 }
 
 std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const {

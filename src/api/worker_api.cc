@@ -114,22 +114,14 @@ double WorkerApi::JitterSample() const {
 
 std::variant<WorkerApi::Caller, ApiResponse> WorkerApi::Authenticate(
     const ApiRequest& request) const {
-  if (request.authorization.empty()) {
-    return Error(401, "unauthenticated",
-                 "no token: send \"Authorization: Bearer TOKEN\" with a token of role worker or "
-                 "operate");
-  }
-  const auto credential = BearerCredential(request.authorization);
-  if (!credential) {
-    return Error(401, "unauthenticated", "the Authorization header is not \"Bearer TOKEN\"");
-  }
-  if (const ApiToken* token = tokens_.Find(*credential)) return Caller{token};
-  if (credentials_.Verify(*credential)) {
-    return Error(403, "forbidden",
-                 "a per-attempt credential reaches only its run's effects and checkpoints; "
-                 "the worker routes need a token of role worker or operate");
-  }
-  return Error(401, "unauthenticated", "the token is not valid here");
+  auto found = AuthenticateBearer(
+      request, tokens_,
+      "no token: send \"Authorization: Bearer TOKEN\" with a token of role worker or operate",
+      &credentials_,
+      "a per-attempt credential reaches only its run's effects and checkpoints; the worker "
+      "routes need a token of role worker or operate");
+  if (auto* refused = std::get_if<ApiResponse>(&found)) return std::move(*refused);
+  return Caller{std::get<const ApiToken*>(found)};
 }
 
 std::optional<ApiResponse> WorkerApi::Handle(const ApiRequest& request) const {
