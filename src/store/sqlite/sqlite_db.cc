@@ -27,68 +27,32 @@ Status MapSqliteError(int rc, std::string_view message) {
   }
 }
 
-Stmt::~Stmt() {
-  if (stmt_ != nullptr) {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-}
+Statement::~Statement() { sqlite3_finalize(stmt_); }
 
-Stmt& Stmt::Bind(int i, int64_t v) {
-  sqlite3_bind_int64(stmt_, i, v);
-  return *this;
-}
-Stmt& Stmt::Bind(int i, std::string_view v) {
+void Statement::BindInt(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+void Statement::BindText(int i, std::string_view v) {
   sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  return *this;
 }
-Stmt& Stmt::Bind(int i, std::nullopt_t) {
-  sqlite3_bind_null(stmt_, i);
-  return *this;
-}
-Stmt& Stmt::BindOptional(int i, const std::optional<int64_t>& v) {
-  return v ? Bind(i, *v) : Bind(i, std::nullopt);
-}
-Stmt& Stmt::BindOptional(int i, const std::optional<std::string>& v) {
-  return v ? Bind(i, std::string_view(*v)) : Bind(i, std::nullopt);
-}
+void Statement::BindNull(int i) { sqlite3_bind_null(stmt_, i); }
 
-Result<bool> Stmt::Step() {
-  if (!started_) {
-    started_ = true;
-    if (Status s = db_->BeforeStatement(sql_); !s.ok()) return s;
-  }
+Result<bool> Statement::Step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   return db_->Error(rc);
 }
 
-Status Stmt::Run() {
-  for (;;) {
-    auto r = Step();
-    if (!r.ok()) return r.status();
-    if (!*r) return Status::Ok();
-  }
-}
-
-int64_t Stmt::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-std::string Stmt::Text(int col) const {
-  const auto* p = sqlite3_column_text(stmt_, col);
-  return p ? std::string(reinterpret_cast<const char*>(p),
-                         static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
-           : std::string();
-}
-std::string_view Stmt::TextView(int col) const {
+int64_t Statement::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+std::string_view Statement::TextView(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
   return p ? std::string_view(reinterpret_cast<const char*>(p),
                               static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
            : std::string_view();
 }
-bool Stmt::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-std::optional<int64_t> Stmt::OptInt(int col) const {
-  if (IsNull(col)) return std::nullopt;
-  return Int(col);
+bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
 }
 
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create) {
@@ -106,7 +70,7 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create) {
 }
 
 Db::~Db() {
-  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  cache_.clear();  // finalizes every statement before the connection closes
   sqlite3_close(db_);
 }
 
@@ -123,39 +87,23 @@ Status Db::Exec(std::string_view sql) {
   return Status::Ok();
 }
 
-Result<Stmt> Db::Prepare(std::string_view sql) {
+Result<sql::Stmt> Db::Prepare(std::string_view sql) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) {
     sqlite3_stmt* stmt = nullptr;
     const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
                                       SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return Error(rc);
-    it = cache_.emplace(std::string(sql), stmt).first;
+    it = cache_.emplace(std::string(sql), std::make_unique<Statement>(this, stmt)).first;
   }
-  return Stmt(this, it->second, it->first);
+  return sql::Stmt(this, it->second.get(), it->first);
 }
 
-int64_t Db::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+Result<int64_t> Db::LastInsertRowId() { return sqlite3_last_insert_rowid(db_); }
 int Db::Changes() const { return sqlite3_changes(db_); }
-
-Status Db::BeforeStatement(std::string_view sql) { return hook_ ? hook_(sql) : Status::Ok(); }
 
 Status Db::Error(int rc) const { return MapSqliteError(rc, sqlite3_errmsg(db_)); }
 
-Transaction::~Transaction() {
-  if (open_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-}
-
-Status Transaction::Begin() {
-  if (Status s = db_.Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  open_ = true;
-  return Status::Ok();
-}
-
-Status Transaction::Commit() {
-  if (Status s = db_.Exec("COMMIT"); !s.ok()) return s;
-  open_ = false;
-  return Status::Ok();
-}
+void Db::Rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 
 }  // namespace cronledger::store::sqlite

@@ -1,17 +1,17 @@
-// Helpers shared by the SQLite store's translation units. Internal.
-#ifndef CRONLEDGER_STORE_SQLITE_SQLITE_UTIL_H_
-#define CRONLEDGER_STORE_SQLITE_SQLITE_UTIL_H_
+// Helpers shared by the SQL store's translation units. Internal.
+#ifndef CRONLEDGER_STORE_SQL_SQL_UTIL_H_
+#define CRONLEDGER_STORE_SQL_SQL_UTIL_H_
 
 #include <chrono>
 #include <cstdint>
 #include <string_view>
 
-#include "store/sqlite/sqlite_db.h"
+#include "store/sql/sql_db.h"
 #include "store/store.h"
 
-namespace cronledger::store::sqlite_util {
+namespace cronledger::store::sql_util {
 
-using sqlite::Stmt;
+using sql::Stmt;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using std::chrono::sys_seconds;
@@ -97,7 +97,7 @@ Status ForEachRow(Stmt& stmt, OnRow&& on_row) {
 // An existing run back to work (operator retry, resolve, backfill, rerun):
 // pending, or awaiting approval, with a fresh retry budget, misfire-exempt
 // (it is late on purpose).
-inline Status RunBackToWork(sqlite::Db& db, int64_t run_id, Instant now,
+inline Status RunBackToWork(sql::Db& db, int64_t run_id, Instant now,
                             std::string_view state = "pending", bool released = true) {
   ASSIGN_OR_RETURN(s, db.Prepare(
       "UPDATE runs SET state = ?, reason = NULL, released = ?, misfire_exempt = 1, "
@@ -107,6 +107,6 @@ inline Status RunBackToWork(sqlite::Db& db, int64_t run_id, Instant now,
   return s.Run();
 }
 
-}  // namespace cronledger::store::sqlite_util
+}  // namespace cronledger::store::sql_util
 
-#endif  // CRONLEDGER_STORE_SQLITE_SQLITE_UTIL_H_
+#endif  // CRONLEDGER_STORE_SQL_SQL_UTIL_H_

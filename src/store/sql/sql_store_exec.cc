@@ -1,4 +1,4 @@
-// SqliteStore, execution half: claims, leases, fenced writes, attempts.
+// SqlStore, execution half: claims, leases, fenced writes, attempts.
 //
 // Fencing: a claim takes the next token from the one `fencing` row and puts
 // it on the run; every later write by the worker names its token and is an
@@ -13,19 +13,19 @@
 #include <nlohmann/json.hpp>
 
 #include "cronledger/schedule.h"
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_util.h"
+#include "store/sql/sql_store.h"
+#include "store/sql/sql_util.h"
 
 namespace cronledger::store {
 namespace {
 
-using namespace sqlite_util;  // NOLINT: the store's own helpers
-using sqlite::Transaction;
+using namespace sql_util;  // NOLINT: the store's own helpers
+using sql::Transaction;
 
 
 }  // namespace
 
-Result<std::vector<StepState>> SqliteStore::StepsLocked(int64_t run_id) {
+Result<std::vector<StepState>> SqlStore::StepsLocked(int64_t run_id) {
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "SELECT step, state FROM run_steps WHERE run_id = ? ORDER BY position"));
   s.Bind(1, run_id);
@@ -36,7 +36,7 @@ Result<std::vector<StepState>> SqliteStore::StepsLocked(int64_t run_id) {
   return out;
 }
 
-Status SqliteStore::RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
+Status SqlStore::RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
                                       std::string_view node, Instant now) {
   std::optional<int64_t> current;
   std::string job;
@@ -68,7 +68,7 @@ Status SqliteStore::RejectStaleLocked(int64_t run_id, int64_t token, std::string
                 fmt::format("run {}: {} rejected: fencing token {} is stale", run_id, write, token));
 }
 
-Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
+Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   std::vector<ClaimedRun> out;
   if (p.rules.empty() || p.limit <= 0) return out;
   std::lock_guard lock(mu_);
@@ -249,7 +249,7 @@ Result<std::vector<ClaimedRun>> SqliteStore::RunClaim(const ClaimParams& p) {
   return out;
 }
 
-Result<std::vector<StepState>> SqliteStore::StartStepsLocked(int64_t run_id, int attempt,
+Result<std::vector<StepState>> SqlStore::StartStepsLocked(int64_t run_id, int attempt,
                                                              const std::vector<std::string>& names,
                                                              Instant now) {
   std::vector<StepState> steps;
@@ -296,7 +296,7 @@ Result<std::vector<StepState>> SqliteStore::StartStepsLocked(int64_t run_id, int
   return steps;
 }
 
-Status SqliteStore::RunHeartbeat(const HeartbeatParams& p) {
+Status SqlStore::RunHeartbeat(const HeartbeatParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -312,7 +312,7 @@ Status SqliteStore::RunHeartbeat(const HeartbeatParams& p) {
   return result;
 }
 
-Result<SqliteStore::Answer> SqliteStore::StepUpdateLocked(const StepParams& p) {
+Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p) {
   int attempt = 0;
   std::string job;
   std::string run_key;
@@ -354,7 +354,7 @@ Result<SqliteStore::Answer> SqliteStore::StepUpdateLocked(const StepParams& p) {
   return Answer{Status::Ok()};
 }
 
-Status SqliteStore::FencedWrite(const std::function<Result<Answer>()>& write) {
+Status SqlStore::FencedWrite(const std::function<Result<Answer>()>& write) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -364,11 +364,11 @@ Status SqliteStore::FencedWrite(const std::function<Result<Answer>()>& write) {
   return result;
 }
 
-Status SqliteStore::StepUpdate(const StepParams& p) {
+Status SqlStore::StepUpdate(const StepParams& p) {
   return FencedWrite([&] { return StepUpdateLocked(p); });
 }
 
-Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& given) {
+Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
   FinishParams p = given;
   {
     // DESIGN.md, uncertain ends: an effect this attempt found in doubt and
@@ -506,7 +506,7 @@ Result<SqliteStore::Answer> SqliteStore::FinishLocked(const FinishParams& given)
   return Answer{Status::Ok()};
 }
 
-Result<std::vector<Status>> SqliteStore::RunFinishAttempts(const std::vector<FinishParams>& batch) {
+Result<std::vector<Status>> SqlStore::RunFinishAttempts(const std::vector<FinishParams>& batch) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -520,7 +520,7 @@ Result<std::vector<Status>> SqliteStore::RunFinishAttempts(const std::vector<Fin
   return results;
 }
 
-Result<std::vector<Status>> SqliteStore::RunApplyWrites(const std::vector<WorkerWrite>& batch) {
+Result<std::vector<Status>> SqlStore::RunApplyWrites(const std::vector<WorkerWrite>& batch) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -542,7 +542,7 @@ Result<std::vector<Status>> SqliteStore::RunApplyWrites(const std::vector<Worker
   return results;
 }
 
-Result<std::vector<ExpiredLease>> SqliteStore::RunListExpiredLeases(Instant now, int limit) {
+Result<std::vector<ExpiredLease>> SqlStore::RunListExpiredLeases(Instant now, int limit) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
       "SELECT {}, lease_token, lease_node, budget_attempts, coalesce(budget_started_at, 0), "
@@ -566,7 +566,7 @@ Result<std::vector<ExpiredLease>> SqliteStore::RunListExpiredLeases(Instant now,
   return out;
 }
 
-Result<RunLease> SqliteStore::RunGetLease(int64_t run_id) {
+Result<RunLease> SqlStore::RunGetLease(int64_t run_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
       "SELECT {}, lease_token, lease_node, budget_attempts, coalesce(budget_started_at, 0), "
@@ -592,7 +592,7 @@ Result<RunLease> SqliteStore::RunGetLease(int64_t run_id) {
   return l;
 }
 
-Status SqliteStore::RunRetry(const OperatorParams& p) {
+Status SqlStore::RunRetry(const OperatorParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -629,7 +629,7 @@ Status SqliteStore::RunRetry(const OperatorParams& p) {
   return tx.Commit();
 }
 
-Result<std::vector<AttemptRecord>> SqliteStore::AttemptList(int64_t run_id) {
+Result<std::vector<AttemptRecord>> SqlStore::AttemptList(int64_t run_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "SELECT number, fencing_token, node, started_at, ended_at, coalesce(end_class, ''), "
@@ -655,7 +655,7 @@ Result<std::vector<AttemptRecord>> SqliteStore::AttemptList(int64_t run_id) {
   return out;
 }
 
-Result<std::vector<StepState>> SqliteStore::StepList(int64_t run_id) {
+Result<std::vector<StepState>> SqlStore::StepList(int64_t run_id) {
   std::lock_guard lock(mu_);
   return StepsLocked(run_id);
 }

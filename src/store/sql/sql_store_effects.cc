@@ -1,4 +1,4 @@
-// SqliteStore, effects half: the effect ledger (idempotency keys scoped to a
+// SqlStore, effects half: the effect ledger (idempotency keys scoped to a
 // job), in-doubt detection, operator resolution, and checkpoints.
 // docs/effects.md describes the semantics; store.h the contract.
 //
@@ -21,8 +21,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_util.h"
+#include "store/sql/sql_store.h"
+#include "store/sql/sql_util.h"
 
 namespace cronledger::store {
 
@@ -44,9 +44,9 @@ std::optional<RunResolution> ParseRunResolution(std::string_view s) {
 
 namespace {
 
-using namespace sqlite_util;  // NOLINT: the store's own helpers
-using sqlite::Db;
-using sqlite::Transaction;
+using namespace sql_util;  // NOLINT: the store's own helpers
+using sql::Db;
+using sql::Transaction;
 
 constexpr const char* kEffectColumns =
     "id, job, key, fingerprint, state, exit_status, coalesce(result, ''), run_id, run_key, "
@@ -268,7 +268,7 @@ std::string InProgress(const EffectRecord& e) {
 
 // ---- begin ------------------------------------------------------------------
 
-Result<SqliteStore::BeginAnswer> SqliteStore::EffectBeginLocked(const EffectBeginParams& p) {
+Result<SqlStore::BeginAnswer> SqlStore::EffectBeginLocked(const EffectBeginParams& p) {
   ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
   if (!holder) {
     return BeginAnswer{RejectStaleLocked(p.run_id, p.token, "effect begin", p.node, p.now), {}};
@@ -307,7 +307,8 @@ Result<SqliteStore::BeginAnswer> SqliteStore::EffectBeginLocked(const EffectBegi
           .Bind(5, holder->run_key).Bind(6, int64_t{holder->attempt}).Bind(7, p.token)
           .Bind(8, Ms(stored.started_at)).Bind(9, p.request);
       RETURN_IF_ERROR(s.Run());
-      stored.id = db_->LastInsertRowId();
+      ASSIGN_OR_RETURN(id, db_->LastInsertRowId());
+      stored.id = id;
     }
     ev.type = ledger::event::kEffectStarted;
     details["fingerprint"] = p.fingerprint;
@@ -391,7 +392,7 @@ Result<SqliteStore::BeginAnswer> SqliteStore::EffectBeginLocked(const EffectBegi
 
 // ---- commit and fail ----------------------------------------------------------
 
-struct SqliteStore::SettleParams {
+struct SqlStore::SettleParams {
   int64_t run_id = 0;
   int64_t token = 0;
   std::string_view key;
@@ -403,7 +404,7 @@ struct SqliteStore::SettleParams {
   std::string_view node;
 };
 
-Result<SqliteStore::Answer> SqliteStore::EffectSettleLocked(const SettleParams& p) {
+Result<SqlStore::Answer> SqlStore::EffectSettleLocked(const SettleParams& p) {
   const bool commit = p.as == ledger::EffectState::kCommitted;
   const std::string_view verb = commit ? "commit" : "fail";
   ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
@@ -483,7 +484,7 @@ Result<SqliteStore::Answer> SqliteStore::EffectSettleLocked(const SettleParams& 
 
 // ---- operator resolution ----------------------------------------------------------
 
-Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams& p) {
+Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p) {
   RETURN_IF_ERROR(CheckKey(p.key));
   if (p.as == ledger::EffectState::kStarted) {
     return InvalidArgument("an effect is resolved as committed or failed");
@@ -576,7 +577,7 @@ Result<EffectResolveResult> SqliteStore::EffectResolve(const EffectResolveParams
   return out;
 }
 
-Status SqliteStore::RunResolve(const RunResolveParams& p) {
+Status SqlStore::RunResolve(const RunResolveParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -626,7 +627,7 @@ Status SqliteStore::RunResolve(const RunResolveParams& p) {
 
 // ---- reads --------------------------------------------------------------------
 
-Result<std::vector<EffectRecord>> SqliteStore::EffectList(int64_t run_id) {
+Result<std::vector<EffectRecord>> SqlStore::EffectList(int64_t run_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
       "SELECT {} FROM effects e WHERE e.run_id = ?1 OR EXISTS (SELECT 1 FROM effect_doubts d "
@@ -638,7 +639,7 @@ Result<std::vector<EffectRecord>> SqliteStore::EffectList(int64_t run_id) {
   return out;
 }
 
-Result<EffectRecord> SqliteStore::EffectGet(std::string_view job, std::string_view key) {
+Result<EffectRecord> SqlStore::EffectGet(std::string_view job, std::string_view key) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(found, LoadEffect(*db_, job, key));
   if (!found) return NotFound(fmt::format("job {} has no effect \"{}\"", job, key));
@@ -647,7 +648,7 @@ Result<EffectRecord> SqliteStore::EffectGet(std::string_view job, std::string_vi
 
 // ---- checkpoints ----------------------------------------------------------------
 
-Result<Checkpoints> SqliteStore::CheckpointGet(int64_t run_id) {
+Result<Checkpoints> SqlStore::CheckpointGet(int64_t run_id) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(run, LoadRun(*db_, run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", run_id));
@@ -664,7 +665,7 @@ Result<Checkpoints> SqliteStore::CheckpointGet(int64_t run_id) {
   return out;
 }
 
-Result<SqliteStore::Answer> SqliteStore::CheckpointSetLocked(const CheckpointSetParams& p) {
+Result<SqlStore::Answer> SqlStore::CheckpointSetLocked(const CheckpointSetParams& p) {
   ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
   if (!holder) {
     return Answer{RejectStaleLocked(p.run_id, p.token,
@@ -695,7 +696,7 @@ Status RunStatement(Db& db, std::string_view sql) {
 
 }  // namespace
 
-Status SqliteStore::EffectOpLocked(EffectOp& op) {
+Status SqlStore::EffectOpLocked(EffectOp& op) {
   if (const auto* begin = std::get_if<EffectBeginParams>(&op.request)) {
     ASSIGN_OR_RETURN(answer, EffectBeginLocked(*begin));
     op.status = std::move(answer.status);
@@ -731,7 +732,7 @@ Status SqliteStore::EffectOpLocked(EffectOp& op) {
   return Status::Ok();
 }
 
-Status SqliteStore::EffectBatchLocked(EffectOpSource& source,
+Status SqlStore::EffectBatchLocked(EffectOpSource& source,
                                       std::vector<std::span<EffectOp>>& taken) {
   // Begun with the first op for the database, so a batch of malformed ops
   // opens none.
@@ -771,7 +772,7 @@ Status SqliteStore::EffectBatchLocked(EffectOpSource& source,
   return tx ? tx->Commit() : Status::Ok();
 }
 
-Status SqliteStore::RunEffectBatch(EffectOpSource& source) {
+Status SqlStore::RunEffectBatch(EffectOpSource& source) {
   std::lock_guard lock(mu_);
   std::vector<std::span<EffectOp>> taken;
   Status failed = EffectBatchLocked(source, taken);
@@ -788,26 +789,26 @@ Status SqliteStore::RunEffectBatch(EffectOpSource& source) {
   return failed;
 }
 
-Result<EffectBeginResult> SqliteStore::EffectBegin(const EffectBeginParams& p) {
+Result<EffectBeginResult> SqlStore::EffectBegin(const EffectBeginParams& p) {
   EffectOp op{p, {}, {}};
   RunEffectBatch({&op, 1});
   if (!op.status.ok()) return op.status;
   return std::move(op.begun);
 }
 
-Status SqliteStore::EffectCommit(const EffectCommitParams& p) {
+Status SqlStore::EffectCommit(const EffectCommitParams& p) {
   EffectOp op{p, {}, {}};
   RunEffectBatch({&op, 1});
   return op.status;
 }
 
-Status SqliteStore::EffectFail(const EffectFailParams& p) {
+Status SqlStore::EffectFail(const EffectFailParams& p) {
   EffectOp op{p, {}, {}};
   RunEffectBatch({&op, 1});
   return op.status;
 }
 
-Status SqliteStore::CheckpointSet(const CheckpointSetParams& p) {
+Status SqlStore::CheckpointSet(const CheckpointSetParams& p) {
   EffectOp op{p, {}, {}};
   RunEffectBatch({&op, 1});
   return op.status;

@@ -1,4 +1,4 @@
-// SqliteStore, recovery half: queuing expected keys (the gap scanner's
+// SqlStore, recovery half: queuing expected keys (the gap scanner's
 // automatic backfill, an operator's backfill) and approving runs that wait
 // for an operator. store.h has the contract; docs/gaps.md the semantics.
 #include <fmt/format.h>
@@ -6,14 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cronledger/schedule.h"
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_util.h"
+#include "store/sql/sql_store.h"
+#include "store/sql/sql_util.h"
 
 namespace cronledger::store {
 namespace {
 
-using namespace sqlite_util;  // NOLINT: the store's own helpers
-using sqlite::Transaction;
+using namespace sql_util;  // NOLINT: the store's own helpers
+using sql::Transaction;
 
 bool Requeueable(const RunRecord& run, bool include_waived) {
   if (run.state != ledger::RunState::kSkipped) return false;
@@ -21,7 +21,7 @@ bool Requeueable(const RunRecord& run, bool include_waived) {
 }
 
 // A run by id; nullopt when there is none.
-Result<std::optional<RunRecord>> RunById(sqlite::Db& db, int64_t id) {
+Result<std::optional<RunRecord>> RunById(sql::Db& db, int64_t id) {
   ASSIGN_OR_RETURN(s, db.Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
   s.Bind(1, id);
   ASSIGN_OR_RETURN(row, s.Step());
@@ -46,7 +46,7 @@ EventRecord ActionEvent(std::string_view type, const std::string& job, int64_t r
 }
 
 // A job's run of one key; nullopt when there is none.
-Result<std::optional<RunRecord>> RunByKey(sqlite::Db& db, const std::string& job,
+Result<std::optional<RunRecord>> RunByKey(sql::Db& db, const std::string& job,
                                           const QueueKey& k) {
   ASSIGN_OR_RETURN(s, db.Prepare(fmt::format(
       "SELECT {} FROM runs WHERE job = ? AND partition = ? AND period = ?", kRunColumns)));
@@ -56,7 +56,7 @@ Result<std::optional<RunRecord>> RunByKey(sqlite::Db& db, const std::string& job
   return std::optional<RunRecord>(RunFromRow(s));
 }
 
-Status RequireJob(sqlite::Db& db, const std::string& job) {
+Status RequireJob(sql::Db& db, const std::string& job) {
   ASSIGN_OR_RETURN(s, db.Prepare("SELECT 1 FROM jobs WHERE name = ?"));
   s.Bind(1, job);
   ASSIGN_OR_RETURN(row, s.Step());
@@ -66,7 +66,7 @@ Status RequireJob(sqlite::Db& db, const std::string& job) {
 
 // The run a key never planned would have had (and its occurrence, unless
 // the planner recorded it), misfire-exempt: it is late on purpose.
-Result<int64_t> InsertKeyRun(sqlite::Db& db, const std::string& job, const QueueKey& k,
+Result<int64_t> InsertKeyRun(sql::Db& db, const std::string& job, const QueueKey& k,
                              std::string_view state, bool released, Instant now) {
   {
     ASSIGN_OR_RETURN(s, db.Prepare(
@@ -94,7 +94,7 @@ std::string SeenName(const std::optional<ledger::RunState>& s) {
 
 }  // namespace
 
-Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
+Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
   if (p.as != ledger::RunState::kPending && p.as != ledger::RunState::kAwaitingApproval) {
     return Status(StatusCode::kInvalidArgument, "keys are queued as pending or awaiting_approval");
   }
@@ -136,7 +136,7 @@ Result<QueueKeysResult> SqliteStore::RunQueueKeys(const QueueKeysParams& p) {
   return out;
 }
 
-Result<RequeueResult> SqliteStore::RunRequeue(const RequeueParams& p) {
+Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
   if (p.keys.empty()) return Status(StatusCode::kInvalidArgument, "no run keys to queue");
   auto extra = nlohmann::json::parse(p.details, nullptr, false);
   if (!extra.is_object()) {
@@ -208,7 +208,7 @@ Result<RequeueResult> SqliteStore::RunRequeue(const RequeueParams& p) {
   return out;
 }
 
-Result<std::vector<int64_t>> SqliteStore::RunApprove(const ApproveParams& p) {
+Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -250,7 +250,7 @@ Result<std::vector<int64_t>> SqliteStore::RunApprove(const ApproveParams& p) {
   return approved;
 }
 
-Status SqliteStore::RunCancel(const OperatorParams& p) {
+Status SqlStore::RunCancel(const OperatorParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());

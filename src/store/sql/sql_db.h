@@ -1,0 +1,177 @@
+// The seam between the ledger's SQL (store/sql, written once) and a database
+// engine (store/sqlite, store/postgres): a connection with cached prepared
+// statements, transactions, and errors mapped to Status.
+//
+// The SQL the store writes is the common dialect of SQLite 3.40 and
+// PostgreSQL 15: `?` and `?N` parameters (a backend rewrites them), INTEGER
+// (64-bit) and TEXT values, ON CONFLICT upserts, partial indexes. Anything
+// engine-specific (pragmas, locking, the database clock) stays in the
+// backend.
+#ifndef CRONLEDGER_STORE_SQL_SQL_DB_H_
+#define CRONLEDGER_STORE_SQL_SQL_DB_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cronledger/status.h"
+
+namespace cronledger::store::sql {
+
+// Called before every statement runs; a non-ok Status makes the statement
+// fail with it instead (fault injection in tests).
+using StatementHook = std::function<Status(std::string_view sql)>;
+
+// A backend's prepared statement, owned by its Db's cache. Parameters are
+// 1-based, columns 0-based.
+class Statement {
+ public:
+  virtual ~Statement() = default;
+  virtual void BindInt(int i, int64_t v) = 0;
+  virtual void BindText(int i, std::string_view v) = 0;
+  virtual void BindNull(int i) = 0;
+  // Advances: true with a row, false when done.
+  virtual Result<bool> Step() = 0;
+  virtual int64_t Int(int col) const = 0;
+  // The column's text, valid until the next Step or Reset.
+  virtual std::string_view TextView(int col) const = 0;
+  virtual bool IsNull(int col) const = 0;
+  // Back to unexecuted, with no parameters bound.
+  virtual void Reset() = 0;
+};
+
+class Db;
+
+// A prepared statement in use, reset and unbound when the handle goes out
+// of scope.
+class Stmt {
+ public:
+  // `sql` must outlive the Stmt (the Db's cache owns it).
+  Stmt(Db* db, Statement* stmt, std::string_view sql) : db_(db), stmt_(stmt), sql_(sql) {}
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt(Stmt&& o) noexcept : db_(o.db_), stmt_(o.stmt_), sql_(o.sql_), started_(o.started_) {
+    o.stmt_ = nullptr;
+  }
+  ~Stmt() {
+    if (stmt_ != nullptr) stmt_->Reset();
+  }
+
+  Stmt& Bind(int i, int64_t v) {
+    stmt_->BindInt(i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::string_view v) {
+    stmt_->BindText(i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::nullopt_t) {
+    stmt_->BindNull(i);
+    return *this;
+  }
+  Stmt& BindOptional(int i, const std::optional<int64_t>& v) {
+    return v ? Bind(i, *v) : Bind(i, std::nullopt);
+  }
+  Stmt& BindOptional(int i, const std::optional<std::string>& v) {
+    return v ? Bind(i, std::string_view(*v)) : Bind(i, std::nullopt);
+  }
+
+  // Advances: true with a row, false when done.
+  Result<bool> Step();
+  // Runs to completion (no rows expected).
+  Status Run();
+
+  int64_t Int(int col) const { return stmt_->Int(col); }
+  std::string Text(int col) const { return std::string(stmt_->TextView(col)); }
+  // The column's text, valid until the next Step or column call.
+  std::string_view TextView(int col) const { return stmt_->TextView(col); }
+  bool IsNull(int col) const { return stmt_->IsNull(col); }
+  std::optional<int64_t> OptInt(int col) const {
+    if (IsNull(col)) return std::nullopt;
+    return Int(col);
+  }
+
+ private:
+  Db* db_;
+  Statement* stmt_;
+  std::string_view sql_;
+  bool started_ = false;
+};
+
+class Db {
+ public:
+  virtual ~Db() = default;
+
+  // Runs one or more statements without results (DDL, SAVEPOINT).
+  virtual Status Exec(std::string_view sql) = 0;
+  // A cached prepared statement for `sql`.
+  virtual Result<Stmt> Prepare(std::string_view sql) = 0;
+
+  // The id the last INSERT of this connection gave its row.
+  virtual Result<int64_t> LastInsertRowId() = 0;
+  // Rows changed by the last INSERT, UPDATE or DELETE that ran to its end.
+  virtual int Changes() const = 0;
+
+  // A write transaction: writers of one database are serialised, as with
+  // SQLite's single writer, so that the store's checks and writes are never
+  // interleaved with another writer's.
+  virtual Status Begin() = 0;
+  virtual Status Commit() = 0;
+  virtual void Rollback() = 0;
+
+  void SetStatementHook(StatementHook hook) { hook_ = std::move(hook); }
+  // Runs the hook, if any, for `sql`.
+  Status BeforeStatement(std::string_view sql) { return hook_ ? hook_(sql) : Status::Ok(); }
+
+ private:
+  StatementHook hook_;
+};
+
+// Begin() opens a write transaction; rolled back unless Commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(Db& db) : db_(db) {}
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction() {
+    if (open_) db_.Rollback();
+  }
+
+  Status Begin() {
+    if (Status s = db_.Begin(); !s.ok()) return s;
+    open_ = true;
+    return Status::Ok();
+  }
+  Status Commit() {
+    if (Status s = db_.Commit(); !s.ok()) return s;
+    open_ = false;
+    return Status::Ok();
+  }
+
+ private:
+  Db& db_;
+  bool open_ = false;
+};
+
+inline Result<bool> Stmt::Step() {
+  if (!started_) {
+    started_ = true;
+    if (Status s = db_->BeforeStatement(sql_); !s.ok()) return s;
+  }
+  return stmt_->Step();
+}
+
+inline Status Stmt::Run() {
+  for (;;) {
+    auto r = Step();
+    if (!r.ok()) return r.status();
+    if (!*r) return Status::Ok();
+  }
+}
+
+}  // namespace cronledger::store::sql
+
+#endif  // CRONLEDGER_STORE_SQL_SQL_DB_H_

@@ -1,0 +1,869 @@
+#include "store/sql/sql_store.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cronledger/schedule.h"
+#include "store/sql/sql_util.h"
+
+namespace cronledger::store {
+namespace {
+
+using namespace sql_util;  // NOLINT: the store's own helpers
+
+using sql::Db;
+using sql::Stmt;
+using sql::Transaction;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::sys_seconds;
+
+// {"key": {"from": old, "to": new}} for every top-level key that differs.
+nlohmann::json Diff(const std::string& before, const std::string& after) {
+  const auto a = nlohmann::json::parse(before, nullptr, false);
+  const auto b = nlohmann::json::parse(after, nullptr, false);
+  nlohmann::json changes = nlohmann::json::object();
+  if (!a.is_object() || !b.is_object()) {
+    changes["definition"] = {{"from", before}, {"to", after}};
+    return changes;
+  }
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a.items()) keys.insert(k);
+  for (const auto& [k, v] : b.items()) keys.insert(k);
+  for (const auto& k : keys) {
+    const auto av = a.contains(k) ? a[k] : nlohmann::json();
+    const auto bv = b.contains(k) ? b[k] : nlohmann::json();
+    if (av != bv) changes[k] = {{"from", av}, {"to", bv}};
+  }
+  return changes;
+}
+
+}  // namespace
+
+Instant ToInstant(std::chrono::system_clock::time_point t) {
+  return std::chrono::floor<milliseconds>(t);
+}
+
+void SqlStore::SetStatementHook(sql::StatementHook hook) {
+  std::lock_guard lock(mu_);
+  db_->SetStatementHook(std::move(hook));
+}
+
+Status SqlStore::Migrate(std::span<const Migration> migrations, int schema_version,
+                         int compatible_from_written, std::string_view where) {
+  Db& d = *db_;
+  Transaction tx(d);
+  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(d.Exec(
+      "CREATE TABLE IF NOT EXISTS schema_meta (id INTEGER PRIMARY KEY CHECK (id = 1), "
+      "version INTEGER NOT NULL, compatible_from INTEGER NOT NULL)"));
+  int version = 0;
+  int compatible_from = 0;
+  {
+    ASSIGN_OR_RETURN(s, d.Prepare("SELECT version, compatible_from FROM schema_meta"));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) {
+      version = static_cast<int>(s.Int(0));
+      compatible_from = static_cast<int>(s.Int(1));
+    }
+  }
+  if (compatible_from > schema_version) {
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("the database {} has schema version {} and needs cronledger with "
+                              "schema version {} or newer; this cronledger {} has schema "
+                              "version {}: upgrade cronledger",
+                              where, version, compatible_from, CRONLEDGER_VERSION,
+                              schema_version));
+  }
+  for (const Migration& m : migrations) {
+    if (m.number <= version) continue;
+    RETURN_IF_ERROR(d.Exec(m.sql));
+    version = m.number;
+  }
+  {
+    ASSIGN_OR_RETURN(s, d.Prepare(
+        "INSERT INTO schema_meta (id, version, compatible_from) VALUES (1, ?1, ?2) "
+        "ON CONFLICT (id) DO UPDATE SET "
+        "version = CASE WHEN schema_meta.version > ?1 THEN schema_meta.version ELSE ?1 END, "
+        "compatible_from = CASE WHEN schema_meta.compatible_from > ?2 "
+        "THEN schema_meta.compatible_from ELSE ?2 END"));
+    s.Bind(1, int64_t{version}).Bind(2, int64_t{compatible_from_written});
+    RETURN_IF_ERROR(s.Run());
+  }
+  return tx.Commit();
+}
+
+Result<SchemaInfo> SqlStore::GetSchemaInfo() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare("SELECT version, compatible_from FROM schema_meta"));
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return Internal("schema_meta is empty");
+  return SchemaInfo{static_cast<int>(s.Int(0)), static_cast<int>(s.Int(1))};
+}
+
+Status SqlStore::AppendEventLocked(const EventRecord& e) {
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+  s.Bind(1, Ms(e.at)).Bind(2, e.type);
+  if (e.job.empty()) {
+    s.Bind(3, std::nullopt);
+  } else {
+    s.Bind(3, e.job);
+  }
+  s.BindOptional(4, e.run_id);
+  if (e.run_key.empty()) {
+    s.Bind(5, std::nullopt);
+  } else {
+    s.Bind(5, e.run_key);
+  }
+  s.Bind(6, e.actor);
+  if (e.reason.empty()) {
+    s.Bind(7, std::nullopt);
+  } else {
+    s.Bind(7, e.reason);
+  }
+  s.Bind(8, e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
+  return s.Run();
+}
+
+Result<int64_t> SqlStore::AppendActionLocked(const EventRecord& e,
+                                                std::span<const int64_t> run_ids) {
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  ASSIGN_OR_RETURN(event_id, db_->LastInsertRowId());
+  for (const int64_t run_id : run_ids) {
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO event_runs (event_id, run_id) VALUES (?, ?) ON CONFLICT DO NOTHING"));
+      s.Bind(1, event_id).Bind(2, run_id);
+      RETURN_IF_ERROR(s.Run());
+    }
+    ASSIGN_OR_RETURN(s, db_->Prepare("UPDATE runs SET action_event_id = ? WHERE id = ?"));
+    s.Bind(1, event_id).Bind(2, run_id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  return event_id;
+}
+
+Status SqlStore::EventAppend(const EventRecord& e) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  return tx.Commit();
+}
+
+Status SqlStore::EventAppendAll(const std::vector<EventRecord>& events) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  for (const auto& e : events) RETURN_IF_ERROR(AppendEventLocked(e));
+  return tx.Commit();
+}
+
+Result<std::vector<JobVersion>> SqlStore::VersionsLocked(std::string_view job) {
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "SELECT version, effective_from, definition FROM job_versions WHERE job = ? "
+      "ORDER BY version"));
+  s.Bind(1, job);
+  std::vector<JobVersion> out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
+    out.push_back({std::string(job), static_cast<int>(s.Int(0)), SecondsFromMs(s.Int(1)),
+                   s.Text(2)});
+  }));
+  return out;
+}
+
+Result<std::optional<int64_t>> SqlStore::PlannedThroughLocked(std::string_view job) {
+  ASSIGN_OR_RETURN(s, db_->Prepare("SELECT planned_through FROM jobs WHERE name = ?"));
+  s.Bind(1, job);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return NotFound(fmt::format("no job \"{}\" in the ledger", job));
+  return s.OptInt(0);
+}
+
+Result<JobSyncResult> SqlStore::JobSync(const JobSyncParams& p) {
+  std::lock_guard lock(mu_);
+  {
+    // Every planning pass syncs every job; an unchanged definition (the
+    // usual case) is settled with one read, without the write lock.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT v.definition FROM jobs j JOIN job_versions v ON v.job = j.name AND "
+        "v.version = j.current_version WHERE j.name = ?"));
+    s.Bind(1, p.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && s.Text(0) == p.definition) {
+      ASSIGN_OR_RETURN(versions, VersionsLocked(p.job));
+      JobSyncResult unchanged;
+      unchanged.versions = std::move(versions);
+      return unchanged;
+    }
+  }
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  JobSyncResult result;
+  int current = 0;
+  std::optional<int64_t> planned_through;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT current_version, planned_through FROM jobs WHERE name = ?"));
+    s.Bind(1, p.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) {
+      current = static_cast<int>(s.Int(0));
+      planned_through = s.OptInt(1);
+    }
+  }
+  if (current == 0) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "INSERT INTO jobs (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING"));
+    s.Bind(1, p.job).Bind(2, Ms(p.now));
+    RETURN_IF_ERROR(s.Run());
+    result.created = db_->Changes() > 0;
+  }
+  std::string previous;
+  if (current > 0) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT definition FROM job_versions WHERE job = ? AND version = ?"));
+    s.Bind(1, p.job).Bind(2, int64_t{current});
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) previous = s.Text(0);
+  }
+  if (current == 0 || previous != p.definition) {
+    sys_seconds effective = CeilSeconds(p.now);
+    if (planned_through) effective = std::max(effective, SecondsFromMs(*planned_through) + seconds{1});
+    const int version = current + 1;
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO job_versions (job, version, effective_from, definition, created_at) "
+          "VALUES (?, ?, ?, ?, ?)"));
+      s.Bind(1, p.job).Bind(2, int64_t{version}).Bind(3, Ms(effective)).Bind(4, p.definition)
+          .Bind(5, Ms(p.now));
+      RETURN_IF_ERROR(s.Run());
+    }
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare("UPDATE jobs SET current_version = ? WHERE name = ?"));
+      s.Bind(1, int64_t{version}).Bind(2, p.job);
+      RETURN_IF_ERROR(s.Run());
+    }
+    nlohmann::json details = {{"version", version}, {"effective_from", FormatUtc(effective)}};
+    if (current == 0) {
+      details["definition"] = nlohmann::json::parse(p.definition, nullptr, false);
+    } else {
+      details["changes"] = Diff(previous, p.definition);
+    }
+    EventRecord e;
+    e.at = p.now;
+    e.type = ledger::event::kConfigChanged;
+    e.job = p.job;
+    e.actor = p.actor;
+    e.reason = current == 0 ? "job added" : "definition changed";
+    e.details = details.dump();
+    RETURN_IF_ERROR(AppendEventLocked(e));
+    result.version_added = true;
+  }
+  ASSIGN_OR_RETURN(versions, VersionsLocked(p.job));
+  result.versions = std::move(versions);
+  RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+namespace {
+
+constexpr const char* kJobColumns =
+    "name, paused, paused_at, paused_by, pause_reason, planned_through, current_version";
+
+JobRecord JobFromRow(const Stmt& s) {
+  JobRecord j;
+  j.name = s.Text(0);
+  j.paused = s.Int(1) != 0;
+  if (auto at = s.OptInt(2)) j.paused_at = FromMs(*at);
+  j.paused_by = s.Text(3);
+  j.pause_reason = s.Text(4);
+  if (auto pt = s.OptInt(5)) j.planned_through = SecondsFromMs(*pt);
+  j.current_version = static_cast<int>(s.Int(6));
+  return j;
+}
+
+}  // namespace
+
+Result<std::vector<JobRecord>> SqlStore::JobList() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM jobs ORDER BY name", kJobColumns)));
+  std::vector<JobRecord> out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] { out.push_back(JobFromRow(s)); }));
+  return out;
+}
+
+Result<JobRecord> SqlStore::JobGet(std::string_view job) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM jobs WHERE name = ?", kJobColumns)));
+  s.Bind(1, job);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return NotFound(fmt::format("no job \"{}\" in the ledger", job));
+  return JobFromRow(s);
+}
+
+Result<std::vector<JobVersion>> SqlStore::JobVersionList(std::string_view job) {
+  std::lock_guard lock(mu_);
+  return VersionsLocked(job);
+}
+
+Result<PartitionSyncResult> SqlStore::PartitionSync(const PartitionSyncParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(planned_through, PlannedThroughLocked(p.job));
+  sys_seconds boundary = CeilSeconds(p.now);
+  if (planned_through) {
+    boundary = std::max(boundary, SecondsFromMs(*planned_through) + seconds{1});
+  }
+  std::set<std::string> current;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT partition FROM partitions WHERE job = ? AND active_to IS NULL"));
+    s.Bind(1, p.job);
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      current.insert(s.Text(0));
+    }));
+  }
+  const std::set<std::string> wanted(p.active.begin(), p.active.end());
+  PartitionSyncResult result;
+  std::set_difference(wanted.begin(), wanted.end(), current.begin(), current.end(),
+                      std::back_inserter(result.added));
+  std::set_difference(current.begin(), current.end(), wanted.begin(), wanted.end(),
+                      std::back_inserter(result.removed));
+  for (const auto& partition : result.added) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "INSERT INTO partitions (job, partition, active_from, active_to) VALUES (?, ?, ?, NULL) "
+        "ON CONFLICT (job, partition, active_from) DO UPDATE SET active_to = NULL"));
+    s.Bind(1, p.job).Bind(2, partition).Bind(3, Ms(boundary));
+    RETURN_IF_ERROR(s.Run());
+  }
+  for (const auto& partition : result.removed) {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE partitions SET active_to = ? WHERE job = ? AND partition = ? AND "
+        "active_to IS NULL"));
+    s.Bind(1, Ms(boundary)).Bind(2, p.job).Bind(3, partition);
+    RETURN_IF_ERROR(s.Run());
+  }
+  if (!result.added.empty() || !result.removed.empty()) {
+    EventRecord e;
+    e.at = p.now;
+    e.type = ledger::event::kPartitionsChanged;
+    e.job = p.job;
+    e.actor = "planner";
+    e.details = nlohmann::json{{"added", result.added},
+                               {"removed", result.removed},
+                               {"effective_from", FormatUtc(boundary)}}
+                    .dump();
+    RETURN_IF_ERROR(AppendEventLocked(e));
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+Result<std::vector<PartitionInterval>> SqlStore::PartitionHistory(std::string_view job) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "SELECT partition, active_from, active_to FROM partitions WHERE job = ? "
+      "ORDER BY partition, active_from"));
+  s.Bind(1, job);
+  std::vector<PartitionInterval> out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
+    PartitionInterval i{std::string(job), s.Text(0), SecondsFromMs(s.Int(1)), std::nullopt};
+    if (auto to = s.OptInt(2)) i.active_to = SecondsFromMs(*to);
+    out.push_back(std::move(i));
+  }));
+  return out;
+}
+
+Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  PlanResult result;
+  for (const PlannedOccurrence& occ : p.occurrences) {
+    {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "INSERT INTO occurrences (job, scheduled_at, local_time, dst, job_version, tzdata, "
+          "planned_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job, scheduled_at) DO NOTHING"));
+      s.Bind(1, p.job).Bind(2, Ms(occ.scheduled_at)).Bind(3, occ.local_time);
+      if (occ.dst.empty()) {
+        s.Bind(4, std::nullopt);
+      } else {
+        s.Bind(4, occ.dst);
+      }
+      s.Bind(5, int64_t{occ.job_version}).Bind(6, occ.tzdata).Bind(7, Ms(p.now));
+      RETURN_IF_ERROR(s.Run());
+    }
+    if (db_->Changes() == 0) continue;  // planned before: re-planning is a no-op
+    ++result.occurrences_new;
+    std::vector<std::string> deduplicated;
+    for (const auto& run : occ.runs) {
+      {
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "INSERT INTO runs (job, partition, period, business_date, scheduled_at, "
+            "job_version, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', "
+            "?, ?) ON CONFLICT (job, partition, period) DO NOTHING"));
+        s.Bind(1, p.job).Bind(2, run.partition).Bind(3, run.period).Bind(4, run.business_date)
+            .Bind(5, Ms(occ.scheduled_at)).Bind(6, int64_t{occ.job_version}).Bind(7, Ms(p.now))
+            .Bind(8, Ms(p.now));
+        RETURN_IF_ERROR(s.Run());
+      }
+      if (db_->Changes() == 0) {
+        deduplicated.push_back(run.partition);
+        continue;
+      }
+      ++result.runs_planned;
+      EventRecord e;
+      e.at = p.now;
+      e.type = ledger::event::kPlanned;
+      e.job = p.job;
+      ASSIGN_OR_RETURN(run_id, db_->LastInsertRowId());
+      e.run_id = run_id;
+      e.run_key = p.job + "/" + run.partition + "/" + run.period;
+      e.actor = "planner";
+      nlohmann::json details = {{"scheduled_at", FormatUtc(occ.scheduled_at)},
+                                {"local_time", occ.local_time},
+                                {"business_date", run.business_date},
+                                {"job_version", occ.job_version},
+                                {"tzdata", occ.tzdata}};
+      if (!occ.dst.empty()) details["dst"] = occ.dst;
+      e.details = details.dump();
+      RETURN_IF_ERROR(AppendEventLocked(e));
+    }
+    if (!deduplicated.empty()) {
+      result.runs_deduplicated += static_cast<int>(deduplicated.size());
+      // One event per occurrence, not per partition: a fine schedule with
+      // key = "date" would otherwise flood the log.
+      EventRecord e;
+      e.at = p.now;
+      e.type = ledger::event::kDeduplicated;
+      e.job = p.job;
+      e.actor = "planner";
+      e.reason = "period already planned";
+      nlohmann::json details = {{"scheduled_at", FormatUtc(occ.scheduled_at)},
+                                {"local_time", occ.local_time},
+                                {"period", occ.runs.front().period},
+                                {"runs", deduplicated.size()}};
+      if (deduplicated.size() <= 20) details["partitions"] = deduplicated;
+      e.details = details.dump();
+      RETURN_IF_ERROR(AppendEventLocked(e));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "UPDATE jobs SET planned_through = max(coalesce(planned_through, ?1), ?1) "
+        "WHERE name = ?2"));
+    s.Bind(1, Ms(p.planned_through)).Bind(2, p.job);
+    RETURN_IF_ERROR(s.Run());
+    if (db_->Changes() == 0) return NotFound(fmt::format("no job \"{}\" in the ledger", p.job));
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+Result<ReleaseOutlook> SqlStore::RunReleaseOutlook(Instant now) {
+  std::lock_guard lock(mu_);
+  ReleaseOutlook out;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT DISTINCT job FROM runs WHERE state = 'pending' AND released = 0 "
+        "AND scheduled_at <= ? ORDER BY job"));
+    s.Bind(1, Ms(now));
+    RETURN_IF_ERROR(ForEachRow(s, [&] { out.due_jobs.push_back(s.Text(0)); }));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT min(scheduled_at) FROM runs WHERE state = 'pending' AND released = 0 "
+        "AND scheduled_at > ?"));
+    s.Bind(1, Ms(now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && !s.IsNull(0)) out.next_at = SecondsFromMs(s.Int(0));
+  }
+  return out;
+}
+
+Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
+  std::lock_guard lock(mu_);
+  {
+    // Runs every second for every job: look before taking the write lock,
+    // so that a job with nothing newly due costs one read.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT EXISTS (SELECT 1 FROM jobs WHERE name = ?1), EXISTS (SELECT 1 FROM runs "
+        "WHERE job = ?1 AND state = 'pending' AND scheduled_at <= ?2 AND released = 0)"));
+    s.Bind(1, p.job).Bind(2, Ms(p.now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && s.Int(0) == 0) return NotFound(fmt::format("no job \"{}\" in the ledger", p.job));
+    if (row && s.Int(1) == 0) return ReleaseResult{};
+  }
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ledger::ReleasePolicy policy = p.policy;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT paused OR coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0) "
+        "FROM jobs WHERE name = ?"));
+    s.Bind(1, p.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return NotFound(fmt::format("no job \"{}\" in the ledger", p.job));
+    policy.paused = s.Int(0) != 0;
+  }
+  std::vector<ledger::DueRun> due;
+  std::map<int64_t, std::pair<std::string, sys_seconds>> keys;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT id, partition, period, scheduled_at, misfire_exempt FROM runs "
+        "WHERE job = ? AND state = 'pending' AND scheduled_at <= ? AND released = 0 "
+        "ORDER BY scheduled_at, id LIMIT ?"));
+    s.Bind(1, p.job).Bind(2, Ms(p.now)).Bind(3, int64_t{p.limit});
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      ledger::DueRun r{s.Int(0), s.Text(1), SecondsFromMs(s.Int(3)), s.Int(4) != 0};
+      keys[r.id] = {p.job + "/" + r.partition + "/" + s.Text(2), r.scheduled_at};
+      due.push_back(std::move(r));
+    }));
+  }
+  ReleaseResult result;
+  const auto decisions =
+      ledger::DecideRelease(std::move(due), policy, std::chrono::floor<seconds>(p.now));
+  for (const auto& d : decisions) {
+    switch (d.action) {
+      case ledger::ReleaseAction::kRelease: {
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "UPDATE runs SET released = 1, updated_at = ? WHERE id = ? AND state = 'pending' "
+            "AND released = 0"));
+        s.Bind(1, Ms(p.now)).Bind(2, d.id);
+        RETURN_IF_ERROR(s.Run());
+        result.released += db_->Changes();
+        break;
+      }
+      case ledger::ReleaseAction::kHold: {
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "UPDATE runs SET misfire_exempt = 1, updated_at = ? WHERE id = ? AND "
+            "state = 'pending' AND released = 0"));
+        s.Bind(1, Ms(p.now)).Bind(2, d.id);
+        RETURN_IF_ERROR(s.Run());
+        break;
+      }
+      case ledger::ReleaseAction::kSkip: {
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "UPDATE runs SET state = 'skipped', reason = ?, updated_at = ?, finished_at = ? "
+            "WHERE id = ? AND state = 'pending' AND released = 0"));
+        const std::string_view reason = ledger::Name(d.reason);
+        s.Bind(1, reason).Bind(2, Ms(p.now)).Bind(3, Ms(p.now)).Bind(4, d.id);
+        RETURN_IF_ERROR(s.Run());
+        if (db_->Changes() == 0) break;
+        ++result.skipped;
+        const auto& [run_key, scheduled_at] = keys[d.id];
+        EventRecord e;
+        e.at = p.now;
+        e.type = ledger::event::kSkipped;
+        e.job = p.job;
+        e.run_id = d.id;
+        e.run_key = run_key;
+        e.actor = "planner";
+        e.reason = std::string(reason);
+        e.details = nlohmann::json{
+            {"reason", reason},
+            {"waived", ledger::IsWaived(d.reason)},
+            {"scheduled_at", FormatUtc(scheduled_at)},
+            {"late_seconds",
+             std::chrono::duration_cast<seconds>(p.now - scheduled_at).count()}}
+                        .dump();
+        RETURN_IF_ERROR(AppendEventLocked(e));
+        break;
+      }
+    }
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+Status SqlStore::JobSetPaused(const PauseParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  // "job X is already paused" / "job X is not paused".
+  const std::string_view state = p.paused ? "already paused" : "not paused";
+  if (p.job) {
+    ASSIGN_OR_RETURN(s, db_->Prepare("SELECT paused FROM jobs WHERE name = ?"));
+    s.Bind(1, *p.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return NotFound(fmt::format("no job \"{}\" in the ledger", *p.job));
+    if ((s.Int(0) != 0) == p.paused) {
+      return Status(StatusCode::kConflict, fmt::format("job \"{}\" is {}", *p.job, state));
+    }
+    ASSIGN_OR_RETURN(u, db_->Prepare(
+        "UPDATE jobs SET paused = ?, paused_at = ?, paused_by = ?, pause_reason = ? "
+        "WHERE name = ?"));
+    u.Bind(1, int64_t{p.paused ? 1 : 0});
+    if (p.paused) {
+      u.Bind(2, Ms(p.now)).Bind(3, p.actor).Bind(4, p.reason);
+    } else {
+      u.Bind(2, std::nullopt).Bind(3, std::nullopt).Bind(4, std::nullopt);
+    }
+    u.Bind(5, *p.job);
+    RETURN_IF_ERROR(u.Run());
+  } else {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0)"));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && (s.Int(0) != 0) == p.paused) {
+      return Status(StatusCode::kConflict, fmt::format("everything is {}", state));
+    }
+    ASSIGN_OR_RETURN(u, db_->Prepare(
+        "INSERT INTO settings (key, value) VALUES ('paused_all', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value"));
+    u.Bind(1, std::string_view(p.paused ? "1" : "0"));
+    RETURN_IF_ERROR(u.Run());
+  }
+  EventRecord e;
+  e.at = p.now;
+  e.type = p.paused ? ledger::event::kPaused : ledger::event::kResumed;
+  e.job = p.job.value_or("");
+  e.actor = p.actor;
+  e.reason = p.reason;
+  e.details = nlohmann::json{{"scope", p.job ? "job" : "all"}}.dump();
+  RETURN_IF_ERROR(AppendEventLocked(e));
+  return tx.Commit();
+}
+
+Result<bool> SqlStore::IsPausedAll() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "SELECT coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0)"));
+  ASSIGN_OR_RETURN(row, s.Step());
+  return row && s.Int(0) != 0;
+}
+
+Result<std::vector<RunRecord>> SqlStore::RunList(const RunQuery& q) {
+  std::lock_guard lock(mu_);
+  std::string sql = fmt::format("SELECT {} FROM runs WHERE 1 = 1", kRunColumns);
+  if (q.job) sql += " AND job = ?1";
+  if (q.business_date) sql += " AND business_date = ?2";
+  if (q.state) sql += " AND state = ?3";
+  if (q.partition) sql += " AND partition = ?4";
+  if (q.before_id) sql += " AND id < ?5";
+  sql += " ORDER BY id DESC LIMIT ?6";
+  ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+  if (q.job) s.Bind(1, *q.job);
+  if (q.business_date) s.Bind(2, *q.business_date);
+  if (q.state) s.Bind(3, ledger::Name(*q.state));
+  if (q.partition) s.Bind(4, *q.partition);
+  if (q.before_id) s.Bind(5, *q.before_id);
+  s.Bind(6, int64_t{q.limit});
+  std::vector<RunRecord> out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
+    out.push_back(RunFromRow(s));
+  }));
+  return out;
+}
+
+Status SqlStore::RunListByDate(const RunDateQuery& q, std::vector<RunRecord>* page) {
+  std::lock_guard lock(mu_);
+  // runs_job_date (job, business_date) ends in the rowid, so the range and
+  // the order come from the index: no sort, wherever the page starts.
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "SELECT {} FROM runs WHERE job = ?1 AND business_date >= ?2 AND business_date <= ?3 "
+      "AND (business_date, id) > (?4, ?5) ORDER BY business_date, id LIMIT ?6",
+      kRunColumns)));
+  s.Bind(1, q.job).Bind(2, q.from_date).Bind(3, q.to_date);
+  // Not std::string_view(): a null pointer would bind NULL, matching nothing.
+  s.Bind(4, q.after ? std::string_view(q.after->first) : std::string_view(""));
+  s.Bind(5, q.after ? q.after->second : std::numeric_limits<int64_t>::min());
+  s.Bind(6, int64_t{q.limit});
+  std::size_t n = 0;
+  Status st = ForEachRow(s, [&] {
+    if (n == page->size()) page->emplace_back();
+    AssignRunFromRow(s, &(*page)[n++]);
+  });
+  page->resize(n);
+  return st;
+}
+
+Result<RunRecord> SqlStore::RunGet(int64_t id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
+  s.Bind(1, id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return NotFound(fmt::format("no run with id {}", id));
+  return RunFromRow(s);
+}
+
+Result<std::vector<RunRecord>> SqlStore::RunListDue(Instant now, int limit) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ? "
+      "ORDER BY scheduled_at, id LIMIT ?",
+      kRunColumns)));
+  s.Bind(1, Ms(now)).Bind(2, int64_t{limit});
+  std::vector<RunRecord> out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
+    out.push_back(RunFromRow(s));
+  }));
+  return out;
+}
+
+Result<std::vector<EventRecord>> SqlStore::EventList(const EventQuery& q) {
+  std::lock_guard lock(mu_);
+  // Without `since`: the newest `limit`; with it: the first `limit` from then.
+  std::string sql =
+      "SELECT id, at, type, coalesce(job, ''), run_id, coalesce(run_key, ''), actor, "
+      "coalesce(reason, ''), details FROM events WHERE 1 = 1";
+  if (q.job) sql += " AND job = ?1";
+  // A run's history includes the actions over many runs that covered it.
+  if (q.run_id) {
+    sql += " AND (run_id = ?2 OR id IN (SELECT event_id FROM event_runs WHERE run_id = ?2))";
+  }
+  if (q.since) sql += " AND at >= ?3";
+  if (q.type) sql += " AND type = ?4";
+  sql += q.since ? " ORDER BY id ASC LIMIT ?5" : " ORDER BY id DESC LIMIT ?5";
+  ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+  if (q.job) s.Bind(1, *q.job);
+  if (q.run_id) s.Bind(2, *q.run_id);
+  if (q.since) s.Bind(3, Ms(*q.since));
+  if (q.type) s.Bind(4, *q.type);
+  s.Bind(5, int64_t{q.limit});
+  std::vector<EventRecord> out;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
+    out.push_back(EventFromRow(s));
+  }));
+  if (!q.since) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
+  std::lock_guard lock(mu_);
+  JobStats stats;
+  stats.job = p.job;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT state, coalesce(reason, ''), count(*) FROM runs WHERE job = ? AND "
+        "business_date = ? AND scheduled_at <= ? GROUP BY state, reason"));
+    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      const int n = static_cast<int>(s.Int(2));
+      stats.by_state[s.Text(0)] += n;
+      if (const std::string reason = s.Text(1); !reason.empty()) stats.by_reason[reason] += n;
+    }));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT finished_at, business_date FROM runs WHERE job = ? AND state = 'succeeded' "
+        "ORDER BY finished_at DESC LIMIT 1"));
+    s.Bind(1, p.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && !s.IsNull(0)) {
+      stats.last_success_at = FromMs(s.Int(0));
+      stats.last_success_business_date = s.Text(1);
+    }
+  }
+  {
+    // One range per partial index (migration 003): runs in flight, ends
+    // needing attention, and misfired skips.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT min(m) FROM ("
+        " SELECT min(scheduled_at) AS m FROM runs WHERE job = ?1 "
+        "  AND (state = 'pending' OR state = 'running') AND scheduled_at BETWEEN ?2 AND ?3"
+        " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 "
+        "  AND (state = 'failed' OR state = 'unknown' OR state = 'awaiting_approval') "
+        "  AND scheduled_at BETWEEN ?2 AND ?3"
+        " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 AND state = 'skipped' "
+        "  AND reason = 'misfired' AND scheduled_at BETWEEN ?2 AND ?3)"));
+    s.Bind(1, p.job).Bind(2, Ms(p.horizon_from)).Bind(3, Ms(p.now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row && !s.IsNull(0)) stats.oldest_open_scheduled_at = SecondsFromMs(s.Int(0));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT rs.step, rs.state, count(*) FROM run_steps rs JOIN runs r ON r.id = rs.run_id "
+        "WHERE r.job = ? AND r.business_date = ? AND r.scheduled_at <= ? "
+        "GROUP BY rs.step, rs.state"));
+    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      stats.steps[s.Text(0)][s.Text(1)] = static_cast<int>(s.Int(2));
+    }));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'pending' AND "
+        "scheduled_at <= ?2) + (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running'), "
+        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'unknown'), "
+        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running' "
+        "AND lease_expires_at < ?2)"));
+    s.Bind(1, p.job).Bind(2, Ms(p.now));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) {
+      stats.in_flight = static_cast<int>(s.Int(0));
+      stats.unknown_total = static_cast<int>(s.Int(1));
+      stats.expired_leases = static_cast<int>(s.Int(2));
+    }
+  }
+  return stats;
+}
+
+Result<LedgerMetrics> SqlStore::MetricsGet(const LedgerMetricsParams& p) {
+  std::lock_guard lock(mu_);
+  LedgerMetrics m;
+  {
+    // Covered by the index runs_job_state.
+    ASSIGN_OR_RETURN(s, db_->Prepare("SELECT job, state, count(*) FROM runs GROUP BY job, state"));
+    RETURN_IF_ERROR(ForEachRow(s, [&] { m.runs[s.Text(0)][s.Text(1)] = s.Int(2); }));
+  }
+  {
+    // Attempts by end class, the retry successes (a success whose previous
+    // attempt did not succeed: found by the primary key) and the
+    // duration histogram, in one pass over the ended attempts.
+    std::string sql =
+        "SELECT r.job, a.end_class, count(*), "
+        "sum(a.end_class = 'succeeded' AND a.number > 1 AND EXISTS (SELECT 1 FROM attempts b "
+        "WHERE b.run_id = a.run_id AND b.number = a.number - 1 AND "
+        "coalesce(b.end_class, '') <> 'succeeded')), "
+        "sum(max(a.ended_at - a.started_at, 0))";
+    for (std::size_t i = 0; i < p.duration_bounds.size(); ++i) {
+      sql += fmt::format(", sum(a.ended_at - a.started_at <= ?{})", i + 1);
+    }
+    sql += " FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.ended_at IS NOT NULL "
+           "GROUP BY r.job, a.end_class";
+    ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+    for (std::size_t i = 0; i < p.duration_bounds.size(); ++i) {
+      s.Bind(static_cast<int>(i + 1), static_cast<int64_t>(p.duration_bounds[i].count()));
+    }
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      const std::string job = s.Text(0);
+      const int64_t n = s.Int(2);
+      if (!s.IsNull(1)) m.attempts[job][s.Text(1)] += n;
+      if (const int64_t retried = s.Int(3); retried > 0) m.retry_successes[job] += retried;
+      DurationHistogram& h = m.durations[job];
+      h.cumulative.resize(p.duration_bounds.size(), 0);
+      h.count += n;
+      h.sum_ms += s.Int(4);
+      for (std::size_t i = 0; i < p.duration_bounds.size(); ++i) {
+        h.cumulative[i] += s.Int(static_cast<int>(5 + i));
+      }
+    }));
+  }
+  if (!p.recovery_events.empty()) {
+    std::string sql =
+        "SELECT job, type, count(*) FROM events "
+        "WHERE job IS NOT NULL AND actor <> ?1 AND type IN (";
+    for (std::size_t i = 0; i < p.recovery_events.size(); ++i) {
+      sql += fmt::format("{}?{}", i == 0 ? "" : ", ", i + 2);
+    }
+    sql += ") GROUP BY job, type";
+    ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+    s.Bind(1, p.automatic_actor);
+    for (std::size_t i = 0; i < p.recovery_events.size(); ++i) {
+      s.Bind(static_cast<int>(i + 2), p.recovery_events[i]);
+    }
+    RETURN_IF_ERROR(ForEachRow(s, [&] { m.recoveries[s.Text(0)][s.Text(1)] = s.Int(2); }));
+  }
+  return m;
+}
+
+}  // namespace cronledger::store

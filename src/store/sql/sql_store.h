@@ -1,0 +1,161 @@
+// The ledger in SQL, written once for every engine behind sql::Db: SQLite
+// (the embedded default, store/sqlite) and PostgreSQL (many nodes,
+// store/postgres). The conformance suite in tests/store runs against both.
+#ifndef CRONLEDGER_STORE_SQL_SQL_STORE_H_
+#define CRONLEDGER_STORE_SQL_SQL_STORE_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "store/sql/sql_db.h"
+#include "store/store.h"
+
+namespace cronledger::store {
+
+// A numbered schema migration (the engine's dialect).
+struct Migration {
+  int number;
+  const char* name;
+  const char* sql;
+};
+
+// Thread-safe: calls are serialised on one connection. Several processes
+// may share the database; the engine's write transactions (sql::Db::Begin)
+// order their writes.
+class SqlStore : public Store {
+ public:
+  Result<SchemaInfo> GetSchemaInfo() override;
+
+  Result<JobSyncResult> JobSync(const JobSyncParams& p) override;
+  Result<std::vector<JobRecord>> JobList() override;
+  Result<JobRecord> JobGet(std::string_view job) override;
+  Result<std::vector<JobVersion>> JobVersionList(std::string_view job) override;
+
+  Result<PartitionSyncResult> PartitionSync(const PartitionSyncParams& p) override;
+  Result<std::vector<PartitionInterval>> PartitionHistory(std::string_view job) override;
+
+  Result<PlanResult> RunPlan(const PlanParams& p) override;
+  Result<ReleaseResult> RunRelease(const ReleaseParams& p) override;
+  Result<ReleaseOutlook> RunReleaseOutlook(Instant now) override;
+  Status JobSetPaused(const PauseParams& p) override;
+  Result<bool> IsPausedAll() override;
+
+  Result<std::vector<RunRecord>> RunList(const RunQuery& q) override;
+  Result<RunRecord> RunGet(int64_t id) override;
+  Status RunListByDate(const RunDateQuery& q, std::vector<RunRecord>* page) override;
+  Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) override;
+
+  Status EventAppend(const EventRecord& e) override;
+  Status EventAppendAll(const std::vector<EventRecord>& events) override;
+  Result<std::vector<EventRecord>> EventList(const EventQuery& q) override;
+
+  Result<JobStats> StatsGet(const StatsParams& p) override;
+  Result<LedgerMetrics> MetricsGet(const LedgerMetricsParams& p) override;
+
+  Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) override;
+  Status RunHeartbeat(const HeartbeatParams& p) override;
+  Status StepUpdate(const StepParams& p) override;
+  Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
+  Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) override;
+  Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
+  Result<RunLease> RunGetLease(int64_t run_id) override;
+  Status RunRetry(const OperatorParams& p) override;
+  Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) override;
+  Result<std::vector<StepState>> StepList(int64_t run_id) override;
+
+  // sql_store_effects.cc
+  Result<EffectBeginResult> EffectBegin(const EffectBeginParams& p) override;
+  Status EffectCommit(const EffectCommitParams& p) override;
+  Status EffectFail(const EffectFailParams& p) override;
+  Result<EffectResolveResult> EffectResolve(const EffectResolveParams& p) override;
+  Status RunResolve(const RunResolveParams& p) override;
+  Result<std::vector<EffectRecord>> EffectList(int64_t run_id) override;
+  Result<EffectRecord> EffectGet(std::string_view job, std::string_view key) override;
+  Result<Checkpoints> CheckpointGet(int64_t run_id) override;
+  Status CheckpointSet(const CheckpointSetParams& p) override;
+  // EffectBegin, EffectCommit, EffectFail and CheckpointSet are this call
+  // with one op: one code path; one transaction, a SAVEPOINT per op after
+  // the first.
+  Status RunEffectBatch(EffectOpSource& source) override;
+  using Store::RunEffectBatch;
+
+  // sql_store_recovery.cc
+  Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) override;
+  Result<RequeueResult> RunRequeue(const RequeueParams& p) override;
+  Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) override;
+  Status RunCancel(const OperatorParams& p) override;
+
+  // Replaces the statement hook (tests).
+  void SetStatementHook(sql::StatementHook hook);
+
+ protected:
+  explicit SqlStore(std::unique_ptr<sql::Db> db) : db_(std::move(db)) {}
+
+  // Applies the migrations numbered above the database's version in one
+  // write transaction (forward-only, so a crash leaves the previous schema
+  // intact). A database migrated by a newer binary is used as is while
+  // `schema_version` is at least its compatible_from (migrations are
+  // additive); otherwise kFailedPrecondition naming `where`.
+  Status Migrate(std::span<const Migration> migrations, int schema_version,
+                 int compatible_from, std::string_view where);
+
+  sql::Db& db() { return *db_; }
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  Status AppendEventLocked(const EventRecord& e);
+  // Appends an action that puts `run_ids` back to work: each run's history
+  // shows it (event_runs) and its next attempts link to it. Returns its id.
+  Result<int64_t> AppendActionLocked(const EventRecord& e, std::span<const int64_t> run_ids);
+  Result<std::vector<JobVersion>> VersionsLocked(std::string_view job);
+  Result<std::optional<int64_t>> PlannedThroughLocked(std::string_view job);
+  // Appends stale_write_rejected for a write by `token` to `run_id` and
+  // returns the kStaleLease status to report.
+  Status RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
+                           std::string_view node, Instant now);
+  Result<std::vector<StepState>> StepsLocked(int64_t run_id);
+  // A claimed attempt's step rows, with the first step not yet succeeded
+  // marked running.
+  Result<std::vector<StepState>> StartStepsLocked(int64_t run_id, int attempt,
+                                                  const std::vector<std::string>& names,
+                                                  Instant now);
+  // One fenced write inside the caller's transaction. The outer Result is a
+  // database failure (the transaction must roll back); the inner Status is
+  // the write's own answer (ok, kStaleLease, ...), already written.
+  struct Answer {
+    Status status;
+  };
+  Result<Answer> StepUpdateLocked(const StepParams& p);
+  Result<Answer> FinishLocked(const FinishParams& p);
+  // One fenced write as its own transaction: commits when it applied, and
+  // when it was refused as stale (its stale_write_rejected event stays).
+  Status FencedWrite(const std::function<Result<Answer>()>& write);
+  // Settles a started effect for EffectCommit / EffectFail, fenced
+  // (sql_store_effects.cc).
+  struct SettleParams;
+  Result<Answer> EffectSettleLocked(const SettleParams& p);
+  struct BeginAnswer {
+    Status status;
+    EffectBeginResult begun;  // when status is ok
+  };
+  Result<BeginAnswer> EffectBeginLocked(const EffectBeginParams& p);
+  Result<Answer> CheckpointSetLocked(const CheckpointSetParams& p);
+  // Applies one op inside the caller's transaction, answering it in place;
+  // a non-ok Status is a database failure.
+  Status EffectOpLocked(EffectOp& op);
+  // RunEffectBatch's transaction, noting each lot taken from `source` in
+  // `taken`; a non-ok Status is a database failure.
+  Status EffectBatchLocked(EffectOpSource& source, std::vector<std::span<EffectOp>>& taken);
+
+  std::mutex mu_;
+  std::unique_ptr<sql::Db> db_;
+};
+
+}  // namespace cronledger::store
+
+#endif  // CRONLEDGER_STORE_SQL_SQL_STORE_H_
