@@ -9,4 +9,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$root/build/test"
+# ctest's pg_server fixture starts and stops a throwaway PostgreSQL; this
+# stops it too if ctest itself is interrupted.
+trap '"$root/scripts/pg-server.sh" stop "$root/build/test/pg"' EXIT
 ctest --output-on-failure --timeout 600 -j"$(nproc)"

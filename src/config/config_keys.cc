@@ -123,15 +123,19 @@ bool CheckPlaceholders(const Value& v, const Site& site) {
   return ok;
 }
 
-// "sqlite:PATH" (PATH made absolute) or the later-release PostgreSQL error.
+// "sqlite:PATH" (PATH made absolute) or a PostgreSQL connection URI, kept
+// as written (libpq reads it; the password, if any, never reaches a log).
 void ApplyStore(const Value& v, const Site& site, ServerConfig& s) {
   const std::string& text = v.text;
   if (text.starts_with("postgresql://") || text.starts_with("postgres://")) {
-    return site.Error("PostgreSQL stores arrive in a later release; use sqlite:FILE");
+    s.store = text;
+    return;
   }
   if (!text.starts_with("sqlite:")) {
     return site.Error(fmt::format(
-        "{} is not a store; use sqlite:FILE, e.g. \"sqlite:cronledger.db\"", Quote(text)));
+        "{} is not a store; use sqlite:FILE, e.g. \"sqlite:cronledger.db\", or "
+        "postgresql://USER@HOST/DB",
+        Quote(text)));
   }
   const std::string file = text.substr(7);
   if (file.empty()) {
@@ -427,9 +431,9 @@ void ApplyEnvFromHost(const Value& v, const Site& site, JobConfig& j) {
 }
 
 const KeySpec<ServerConfig> kServerKeys[] = {
-    {"store", Kind::kString, "string: sqlite:FILE", "required",
-     "The ledger's database. FILE is relative to the config's folder. PostgreSQL URLs arrive in a "
-     "later release.",
+    {"store", Kind::kString, "string: sqlite:FILE or postgresql://USER@HOST/DB", "required",
+     "The ledger's database. FILE is relative to the config's folder. A PostgreSQL URL (libpq "
+     "syntax) lets several nodes share one ledger (docs/deploy.md).",
      ApplyStore},
     {"listen", Kind::kString, "string: host:port", "127.0.0.1:8377",
      "Address of the HTTP API, which steps reach as `CRONLEDGER_API`. Loopback hosts only "

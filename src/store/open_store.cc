@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger::store {
@@ -17,7 +18,18 @@ Result<std::unique_ptr<Store>> OpenStore(const config::ServerConfig& server, boo
     if (!s.ok()) return s.status();
     return std::unique_ptr<Store>(std::move(*s));
   }
-  return InvalidArgument(fmt::format("unsupported store \"{}\"; use sqlite:FILE", server.store));
+  if (server.store.rfind("postgresql://", 0) == 0 || server.store.rfind("postgres://", 0) == 0) {
+    // `create` is SQLite's: a PostgreSQL database is created by its
+    // administrator, and migrating an empty one is how a cluster starts.
+    PostgresOptions o;
+    o.url = server.store;
+    auto s = PostgresStore::Open(o);
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<Store>(std::move(*s));
+  }
+  return InvalidArgument(
+      fmt::format("unsupported store \"{}\"; use sqlite:FILE or postgresql://USER@HOST/DB",
+                  postgres::RedactUrl(server.store)));
 }
 
 }  // namespace cronledger::store

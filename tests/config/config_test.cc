@@ -392,12 +392,9 @@ TEST(ConfigProblems, MissingRequiredKeysPointAtTheirTable) {
 // ---- problems: server ---------------------------------------------------------------------
 
 TEST(ConfigProblems, Store) {
-  EXPECT_EQ(Problems("[server]\nstore = \"postgresql://cl@db/cl\"\n"),
-            (Lines{"c.toml:2: server.store: PostgreSQL stores arrive in a later release; use "
-                   "sqlite:FILE"}));
   EXPECT_EQ(Problems("[server]\nstore = \"cronledger.db\"\n"),
             (Lines{"c.toml:2: server.store: \"cronledger.db\" is not a store; use sqlite:FILE, "
-                   "e.g. \"sqlite:cronledger.db\""}));
+                   "e.g. \"sqlite:cronledger.db\", or postgresql://USER@HOST/DB"}));
   EXPECT_EQ(Problems("[server]\nstore = \"sqlite:\"\n"),
             (Lines{"c.toml:2: server.store: \"sqlite:\" names no file; use sqlite:FILE, e.g. "
                    "\"sqlite:cronledger.db\""}));
@@ -736,8 +733,6 @@ TEST(ConfigProblems, EveryProblemIsReportedInFileOrder) {
   EXPECT_EQ(Problems(text),
             (Lines{
                 "c.toml:1: colour: unknown key",
-                "c.toml:3: server.store: PostgreSQL stores arrive in a later release; use "
-                "sqlite:FILE",
                 "c.toml:4: server.listen: host \"0.0.0.0\" is not a loopback address: "
                 "listening beyond this machine needs [[auth.token]] entries; without them serve "
                 "listens only on 127.x.x.x, ::1 or localhost",

@@ -1,11 +1,17 @@
 #include "store/store_factory.h"
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <fstream>
 
+#include <fmt/format.h>
+
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger::testing {
@@ -45,10 +51,78 @@ class SqliteBackend final : public StoreBackend {
   std::string path_;
 };
 
+// Each test gets a schema of its own in the test server's database (a
+// schema is created in milliseconds; a database in a few hundred).
+class PostgresBackend final : public StoreBackend {
+ public:
+  PostgresBackend() {
+    static std::atomic<int> counter{0};
+    server_ = TestPostgresUrl();
+    schema_ = fmt::format("t_{}_{}", getpid(), counter++);
+    if (!server_.empty()) Admin(fmt::format("CREATE SCHEMA {}", schema_));
+  }
+  ~PostgresBackend() override {
+    if (!server_.empty()) Admin(fmt::format("DROP SCHEMA {} CASCADE", schema_));
+  }
+
+  std::string Name() const override { return "postgresql"; }
+
+  Result<std::unique_ptr<store::Store>> Open() override {
+    if (server_.empty()) {
+      return Status(StatusCode::kUnavailable,
+                    "no PostgreSQL test server: run the tests through ctest (its pg_server "
+                    "fixture starts one) or set CRONLEDGER_TEST_PG_URL");
+    }
+    store::PostgresOptions o;
+    o.url = Url();
+    o.database_clock = false;  // the conformance suite pins time
+    auto s = store::PostgresStore::Open(o);
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<store::Store>(std::move(*s));
+  }
+
+  void SetCompatibleFrom(int v) override {
+    Admin(fmt::format("UPDATE {0}.schema_meta SET compatible_from = {1}, "
+                      "version = GREATEST(version, {1})",
+                      schema_, v));
+  }
+
+  std::string Url() const { return TestPostgresSchemaUrl(schema_); }
+
+ private:
+  void Admin(const std::string& sql) {
+    PGconn* c = PQconnectdb(server_.c_str());
+    PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+    PGresult* r = PQexec(c, sql.c_str());
+    PQclear(r);
+    PQfinish(c);
+  }
+
+  std::string server_;
+  std::string schema_;
+};
+
 }  // namespace
 
+std::string TestPostgresUrl() {
+  if (const char* env = getenv("CRONLEDGER_TEST_PG_URL"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::ifstream in(std::string(CRONLEDGER_TEST_PG_STATE) + "/url");
+  std::string url;
+  std::getline(in, url);
+  return url;
+}
+
+std::string TestPostgresSchemaUrl(const std::string& schema) {
+  const std::string server = TestPostgresUrl();
+  return fmt::format("{}{}options=-csearch_path%3D{}", server,
+                     server.find('?') == std::string::npos ? "?" : "&", schema);
+}
+
 std::vector<StoreFactory> AllStoreFactories() {
-  return {{"sqlite", [] { return std::make_unique<SqliteBackend>(); }}};
+  return {{"sqlite", [] { return std::make_unique<SqliteBackend>(); }},
+          {"postgresql", [] { return std::make_unique<PostgresBackend>(); }}};
 }
 
 }  // namespace cronledger::testing

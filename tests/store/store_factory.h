@@ -1,5 +1,5 @@
 // Store factories for the conformance suite: every case runs against every
-// backend bound here (SQLite now; PostgreSQL joins with its issue).
+// backend bound here: SQLite and PostgreSQL.
 #ifndef CRONLEDGER_TESTS_STORE_STORE_FACTORY_H_
 #define CRONLEDGER_TESTS_STORE_STORE_FACTORY_H_
 
@@ -31,6 +31,13 @@ struct StoreFactory {
 };
 
 std::vector<StoreFactory> AllStoreFactories();
+
+// The throwaway PostgreSQL server the tests use: $CRONLEDGER_TEST_PG_URL, or
+// the one ctest's pg_server fixture started (scripts/pg-server.sh); "" when
+// there is none.
+std::string TestPostgresUrl();
+// A URL of that server whose connections use `schema` (search_path).
+std::string TestPostgresSchemaUrl(const std::string& schema);
 
 inline void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
 

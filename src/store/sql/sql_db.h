@@ -4,7 +4,8 @@
 //
 // The SQL the store writes is the common dialect of SQLite 3.40 and
 // PostgreSQL 15: `?` and `?N` parameters (a backend rewrites them), INTEGER
-// (64-bit) and TEXT values, ON CONFLICT upserts, partial indexes. Anything
+// (64-bit) and TEXT values, ON CONFLICT upserts, partial indexes, and
+// SQLite's `+column` hint (PostgreSQL's rewrite drops the `+`). Anything
 // engine-specific (pragmas, locking, the database clock) stays in the
 // backend.
 #ifndef CRONLEDGER_STORE_SQL_SQL_DB_H_

@@ -458,7 +458,8 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
   }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
-        "UPDATE jobs SET planned_through = max(coalesce(planned_through, ?1), ?1) "
+        "UPDATE jobs SET planned_through = CASE WHEN planned_through > ?1 THEN planned_through "
+        "ELSE ?1 END "
         "WHERE name = ?2"));
     s.Bind(1, Ms(p.planned_through)).Bind(2, p.job);
     RETURN_IF_ERROR(s.Run());
@@ -507,7 +508,7 @@ Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
   ledger::ReleasePolicy policy = p.policy;
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT paused OR coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0) "
+        "SELECT paused + (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') "
         "FROM jobs WHERE name = ?"));
     s.Bind(1, p.job);
     ASSIGN_OR_RETURN(row, s.Step());
@@ -611,7 +612,7 @@ Status SqlStore::JobSetPaused(const PauseParams& p) {
     RETURN_IF_ERROR(u.Run());
   } else {
     ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0)"));
+        "SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1'"));
     ASSIGN_OR_RETURN(row, s.Step());
     if (row && (s.Int(0) != 0) == p.paused) {
       return Status(StatusCode::kConflict, fmt::format("everything is {}", state));
@@ -636,7 +637,7 @@ Status SqlStore::JobSetPaused(const PauseParams& p) {
 Result<bool> SqlStore::IsPausedAll() {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(
-      "SELECT coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0)"));
+      "SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1'"));
   ASSIGN_OR_RETURN(row, s.Step());
   return row && s.Int(0) != 0;
 }
@@ -774,7 +775,7 @@ Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
         "  AND (state = 'failed' OR state = 'unknown' OR state = 'awaiting_approval') "
         "  AND scheduled_at BETWEEN ?2 AND ?3"
         " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 AND state = 'skipped' "
-        "  AND reason = 'misfired' AND scheduled_at BETWEEN ?2 AND ?3)"));
+        "  AND reason = 'misfired' AND scheduled_at BETWEEN ?2 AND ?3) AS ranges"));
     s.Bind(1, p.job).Bind(2, Ms(p.horizon_from)).Bind(3, Ms(p.now));
     ASSIGN_OR_RETURN(row, s.Step());
     if (row && !s.IsNull(0)) stats.oldest_open_scheduled_at = SecondsFromMs(s.Int(0));
@@ -821,12 +822,13 @@ Result<LedgerMetrics> SqlStore::MetricsGet(const LedgerMetricsParams& p) {
     // duration histogram, in one pass over the ended attempts.
     std::string sql =
         "SELECT r.job, a.end_class, count(*), "
-        "sum(a.end_class = 'succeeded' AND a.number > 1 AND EXISTS (SELECT 1 FROM attempts b "
-        "WHERE b.run_id = a.run_id AND b.number = a.number - 1 AND "
-        "coalesce(b.end_class, '') <> 'succeeded')), "
-        "sum(max(a.ended_at - a.started_at, 0))";
+        "sum(CASE WHEN a.end_class = 'succeeded' AND a.number > 1 AND EXISTS (SELECT 1 FROM "
+        "attempts b WHERE b.run_id = a.run_id AND b.number = a.number - 1 AND "
+        "coalesce(b.end_class, '') <> 'succeeded') THEN 1 ELSE 0 END), "
+        "sum(CASE WHEN a.ended_at > a.started_at THEN a.ended_at - a.started_at ELSE 0 END)";
     for (std::size_t i = 0; i < p.duration_bounds.size(); ++i) {
-      sql += fmt::format(", sum(a.ended_at - a.started_at <= ?{})", i + 1);
+      sql += fmt::format(", sum(CASE WHEN a.ended_at - a.started_at <= ?{} THEN 1 ELSE 0 END)",
+                         i + 1);
     }
     sql += " FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.ended_at IS NOT NULL "
            "GROUP BY r.job, a.end_class";

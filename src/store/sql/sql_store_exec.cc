@@ -97,7 +97,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
       "AND released = 1 AND scheduled_at <= ?1 "
       "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND +job IN ({}) "
       "AND +job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
-      "AND coalesce((SELECT value = '1' FROM settings WHERE key = 'paused_all'), 0) = 0 "
+      "AND (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') = 0 "
       "ORDER BY scheduled_at, id LIMIT ?2",
       kRunColumns, placeholders);
   // `+job`: walk runs_due in order rather than every active run of each job

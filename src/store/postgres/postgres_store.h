@@ -1,0 +1,89 @@
+// The store for many nodes: one PostgreSQL database shared by every
+// `serve`. The ledger's SQL is SqlStore's, the same as SQLite's; what is
+// PostgreSQL's own is here and in pg_db: the connection, the advisory lock
+// that orders writers, and the database clock.
+#ifndef CRONLEDGER_STORE_POSTGRES_POSTGRES_STORE_H_
+#define CRONLEDGER_STORE_POSTGRES_POSTGRES_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/postgres/pg_db.h"
+#include "store/sql/sql_store.h"
+
+namespace cronledger::store {
+
+struct PostgresOptions {
+  std::string url;  // postgresql://user@host:port/db (libpq syntax)
+  // Every ledger decision on the database server's clock (DESIGN.md, Time):
+  // the `now` a caller passes is replaced by the server's, so nodes whose
+  // clocks disagree still agree on what is due and which lease expired.
+  // Tests that pin time turn it off.
+  bool database_clock = true;
+  // Fault injection for tests: runs before every SQL statement.
+  sql::StatementHook statement_hook;
+};
+
+// The same numbered migrations as SQLite, in PostgreSQL's spelling.
+inline constexpr int kPostgresSchemaVersion = 5;
+inline constexpr int kPostgresCompatibleFrom = 1;
+
+class PostgresStore final : public SqlStore {
+ public:
+  // Connects and applies pending migrations in one transaction under the
+  // write lock, so nodes starting together migrate once.
+  // kFailedPrecondition when the database needs a newer cronledger;
+  // kUnavailable when the server cannot be reached.
+  static Result<std::unique_ptr<PostgresStore>> Open(const PostgresOptions& options);
+
+  std::string_view Name() const override { return "postgresql"; }
+
+  // Each call that takes `now` reads the database clock first when
+  // options.database_clock is set.
+  Result<JobSyncResult> JobSync(const JobSyncParams& p) override;
+  Result<PartitionSyncResult> PartitionSync(const PartitionSyncParams& p) override;
+  Result<PlanResult> RunPlan(const PlanParams& p) override;
+  Result<ReleaseResult> RunRelease(const ReleaseParams& p) override;
+  Result<ReleaseOutlook> RunReleaseOutlook(Instant now) override;
+  Status JobSetPaused(const PauseParams& p) override;
+  Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) override;
+  Status EventAppend(const EventRecord& e) override;
+  Status EventAppendAll(const std::vector<EventRecord>& events) override;
+  Result<JobStats> StatsGet(const StatsParams& p) override;
+  Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) override;
+  Status RunHeartbeat(const HeartbeatParams& p) override;
+  Status StepUpdate(const StepParams& p) override;
+  Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
+  Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) override;
+  Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
+  Status RunRetry(const OperatorParams& p) override;
+  Result<EffectBeginResult> EffectBegin(const EffectBeginParams& p) override;
+  Status EffectCommit(const EffectCommitParams& p) override;
+  Status EffectFail(const EffectFailParams& p) override;
+  Result<EffectResolveResult> EffectResolve(const EffectResolveParams& p) override;
+  Status RunResolve(const RunResolveParams& p) override;
+  Status CheckpointSet(const CheckpointSetParams& p) override;
+  Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) override;
+  Result<RequeueResult> RunRequeue(const RequeueParams& p) override;
+  Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) override;
+  Status RunCancel(const OperatorParams& p) override;
+  Status RunEffectBatch(EffectOpSource& source) override;
+  using Store::RunEffectBatch;
+
+ private:
+  PostgresStore(std::unique_ptr<postgres::Db> db, bool database_clock)
+      : SqlStore(std::move(db)), database_clock_(database_clock) {}
+
+  // `given`, or the database's clock when database_clock is set.
+  Result<Instant> Now(Instant given);
+  template <typename P>
+  Result<P> OnDatabaseClock(const P& p);
+
+  postgres::Db* pg_ = nullptr;
+  bool database_clock_;
+};
+
+}  // namespace cronledger::store
+
+#endif  // CRONLEDGER_STORE_POSTGRES_POSTGRES_STORE_H_
