@@ -32,4 +32,6 @@ Result<std::unique_ptr<Store>> OpenStore(const config::ServerConfig& server, boo
                   postgres::RedactUrl(server.store)));
 }
 
+std::string RedactStoreUrl(std::string_view url) { return postgres::RedactUrl(url); }
+
 }  // namespace cronledger::store

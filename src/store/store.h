@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -613,6 +614,39 @@ class EffectOpSource {
   virtual std::span<EffectOp> Next() = 0;
 };
 
+// ---- nodes and retention -----------------------------------------------------
+
+// A `serve` node saying it is alive (the node heartbeat table).
+struct NodeBeat {
+  std::string node;
+  std::string version;
+  std::string listen;  // its API address, "" when it serves none
+  Instant started_at;
+  Instant now;
+};
+
+struct NodeRecord {
+  std::string node;
+  std::string version;
+  std::string listen;
+  Instant started_at;
+  Instant last_seen_at;
+  int running = 0;  // runs whose lease it holds now
+};
+
+struct PurgeParams {
+  // Runs in a finished end state (succeeded, failed, skipped, cancelled)
+  // whose last change is before this instant go, with what belongs to them.
+  Instant before;
+  int limit = 500;  // runs per call (one transaction)
+};
+struct PurgeResult {
+  int runs = 0;
+  int attempts = 0;
+  int events = 0;
+  int effects = 0;
+};
+
 // ---- the interface --------------------------------------------------------
 
 class Store {
@@ -622,6 +656,11 @@ class Store {
   // "sqlite", "postgresql".
   virtual std::string_view Name() const = 0;
   virtual Result<SchemaInfo> GetSchemaInfo() = 0;
+
+  // The instant the ledger's decisions are made at: `local` (the caller's
+  // clock) on SQLite, the database server's clock on PostgreSQL (DESIGN.md,
+  // Time), so that a pass reads it once and plans, releases and reaps by it.
+  virtual Result<Instant> LedgerNow(Instant local) = 0;
 
   // Creates the job if new and records a new version when `definition`
   // differs from the current one, effective from max(now, planned_through +
@@ -836,6 +875,29 @@ class Store {
   virtual Status RunEffectBatch(EffectOpSource& source) = 0;
   // The same for ops all known at the call.
   Status RunEffectBatch(std::span<EffectOp> ops);
+
+  // ---- nodes and retention ----
+
+  // Calls `wake`, from a thread of the store's, whenever another process
+  // may have made runs claimable (PostgreSQL: LISTEN/NOTIFY on the releases,
+  // retries and requeues of every node), so that an idle dispatcher claims
+  // at once instead of at its next poll. Once per store; stops when the
+  // store is destroyed. SQLite: never called (one node; its passes poll).
+  virtual void WatchForWork(std::function<void()> wake) { (void)wake; }
+
+  // Records that `node` is alive now (inserting it the first time).
+  virtual Status NodeHeartbeat(const NodeBeat& b) = 0;
+  // Every node that ever beat, by name, with the runs it holds leases on.
+  virtual Result<std::vector<NodeRecord>> NodeList() = 0;
+
+  // Ledger retention: deletes up to `limit` finished runs (succeeded,
+  // failed, skipped, cancelled) last changed before `before`, oldest first,
+  // with their attempts, steps, events, effects (those they started) and
+  // run checkpoints, in one transaction; then, when fewer than `limit` were
+  // left, events about no run older than `before` that no remaining run
+  // refers to. Never a run in any other state, and never the run that wrote
+  // a partition's current watermark (the watermark is the partition's).
+  virtual Result<PurgeResult> RunPurge(const PurgeParams& p) = 0;
 };
 
 inline Status Store::RunEffectBatch(std::span<EffectOp> ops) {

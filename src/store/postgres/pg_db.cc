@@ -122,17 +122,23 @@ Status Statement::Execute() {
   if (!prepared_) {
     // Prepared with the types of the first use: integers as bigint, text as
     // text, and NULL inferred from where it appears.
+    // A failed PREPARE would abort the transaction it runs in: guard the
+    // first use of a statement with a savepoint (once per connection).
+    const bool guarded = db_->in_transaction();
+    if (guarded) PQclear(PQexec(*conn, "SAVEPOINT cl_prepare"));
     PGresult* r = PQprepare(*conn, name_.c_str(), text_.c_str(), static_cast<int>(types_.size()),
                             types_.data());
     bool ok = r != nullptr && PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok && r != nullptr && IndeterminateType(r)) {
       // A NULL the server cannot place (`? IS NULL`): text, as SQLite sees it.
+      if (guarded) PQclear(PQexec(*conn, "ROLLBACK TO SAVEPOINT cl_prepare"));
       for (auto& t : types_) t = t == 0 ? kTextOid : t;
       PQclear(r);
       r = PQprepare(*conn, name_.c_str(), text_.c_str(), static_cast<int>(types_.size()),
                     types_.data());
       ok = r != nullptr && PQresultStatus(r) == PGRES_COMMAND_OK;
     }
+    if (guarded && ok) PQclear(PQexec(*conn, "RELEASE SAVEPOINT cl_prepare"));
     Status s = ok ? Status::Ok() : db_->Error(r);
     PQclear(r);
     if (!ok) return s;
@@ -187,6 +193,20 @@ std::string_view Statement::TextView(int col) const {
 
 bool Statement::IsNull(int col) const { return PQgetisnull(result_, row_, col) != 0; }
 
+int Statement::ColumnCount() const { return result_ ? PQnfields(result_) : 0; }
+std::string_view Statement::ColumnName(int col) const { return PQfname(result_, col); }
+sql::ColumnType Statement::TypeOf(int col) const {
+  if (PQgetisnull(result_, row_, col) != 0) return sql::ColumnType::kNull;
+  switch (PQftype(result_, col)) {
+    case 20:  // int8
+    case 21:  // int2
+    case 23:  // int4
+      return sql::ColumnType::kInt;
+    default:
+      return sql::ColumnType::kText;
+  }
+}
+
 void Statement::Reset() {
   PQclear(result_);
   result_ = nullptr;
@@ -198,7 +218,12 @@ void Statement::Reset() {
 // ---- Db ------------------------------------------------------------------------
 
 Result<std::unique_ptr<Db>> Db::Connect(const std::string& url) {
-  PGconn* conn = PQconnectdb(url.c_str());
+  // A default connect timeout, so that reconnecting to a database host that
+  // is gone fails within seconds instead of the OS's minutes; the URL's own
+  // connect_timeout, if any, comes later and wins.
+  const char* keywords[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {"10", url.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
     std::string message = conn ? PQerrorMessage(conn) : "out of memory";
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {

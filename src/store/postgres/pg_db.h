@@ -55,6 +55,9 @@ class Statement final : public sql::Statement {
   int64_t Int(int col) const override;
   std::string_view TextView(int col) const override;
   bool IsNull(int col) const override;
+  int ColumnCount() const override;
+  std::string_view ColumnName(int col) const override;
+  sql::ColumnType TypeOf(int col) const override;
   void Reset() override;
 
   // The connection was reset: prepare again before the next use.
@@ -95,6 +98,7 @@ class Db final : public sql::Db {
   // For Statement: the connection, re-established first when it was lost.
   Result<pg_conn*> Connection();
   void SetChanges(int n) { changes_ = n; }
+  bool in_transaction() const { return in_transaction_; }
   // A Status for a failed result (nullptr: the connection failed).
   Status Error(const pg_result* result) const;
 

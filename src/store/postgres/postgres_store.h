@@ -5,8 +5,11 @@
 #ifndef CRONLEDGER_STORE_POSTGRES_POSTGRES_STORE_H_
 #define CRONLEDGER_STORE_POSTGRES_POSTGRES_STORE_H_
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/postgres/pg_db.h"
@@ -23,10 +26,13 @@ struct PostgresOptions {
   bool database_clock = true;
   // Fault injection for tests: runs before every SQL statement.
   sql::StatementHook statement_hook;
+  // Tests of rolling upgrades: act as the release whose schema version this
+  // is (0: this binary's), applying no migration above it.
+  int schema_version = 0;
 };
 
 // The same numbered migrations as SQLite, in PostgreSQL's spelling.
-inline constexpr int kPostgresSchemaVersion = 5;
+inline constexpr int kPostgresSchemaVersion = 6;
 inline constexpr int kPostgresCompatibleFrom = 1;
 
 class PostgresStore final : public SqlStore {
@@ -36,6 +42,7 @@ class PostgresStore final : public SqlStore {
   // kFailedPrecondition when the database needs a newer cronledger;
   // kUnavailable when the server cannot be reached.
   static Result<std::unique_ptr<PostgresStore>> Open(const PostgresOptions& options);
+  ~PostgresStore() override;
 
   std::string_view Name() const override { return "postgresql"; }
 
@@ -70,10 +77,21 @@ class PostgresStore final : public SqlStore {
   Status RunCancel(const OperatorParams& p) override;
   Status RunEffectBatch(EffectOpSource& source) override;
   using Store::RunEffectBatch;
+  Result<Instant> LedgerNow(Instant local) override { return Now(local); }
+  Status NodeHeartbeat(const NodeBeat& b) override;
+  // LISTEN on a connection of its own, in a thread of its own.
+  void WatchForWork(std::function<void()> wake) override;
 
  private:
-  PostgresStore(std::unique_ptr<postgres::Db> db, bool database_clock)
-      : SqlStore(std::move(db)), database_clock_(database_clock) {}
+  PostgresStore(std::unique_ptr<postgres::Db> db, std::string url, bool database_clock)
+      : SqlStore(std::move(db)), url_(std::move(url)), database_clock_(database_clock) {}
+
+  // After a call that may have made runs claimable: NOTIFY every node's
+  // listener (after the commit, so that what they claim is there).
+  void NotifyWork();
+  void Listen(std::function<void()> wake);
+
+  Status AfterLedgerCopy() override;
 
   // `given`, or the database's clock when database_clock is set.
   Result<Instant> Now(Instant given);
@@ -81,7 +99,10 @@ class PostgresStore final : public SqlStore {
   Result<P> OnDatabaseClock(const P& p);
 
   postgres::Db* pg_ = nullptr;
+  std::string url_;
   bool database_clock_;
+  std::atomic<bool> stopping_{false};
+  std::thread listener_;
 };
 
 }  // namespace cronledger::store

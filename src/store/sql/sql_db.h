@@ -26,6 +26,9 @@ namespace cronledger::store::sql {
 // fail with it instead (fault injection in tests).
 using StatementHook = std::function<Status(std::string_view sql)>;
 
+// What a column of the current row holds.
+enum class ColumnType { kNull, kInt, kText };
+
 // A backend's prepared statement, owned by its Db's cache. Parameters are
 // 1-based, columns 0-based.
 class Statement {
@@ -40,6 +43,11 @@ class Statement {
   // The column's text, valid until the next Step or Reset.
   virtual std::string_view TextView(int col) const = 0;
   virtual bool IsNull(int col) const = 0;
+  // The result's shape, known once Step has returned a row (whole-ledger
+  // copies read tables without naming their columns).
+  virtual int ColumnCount() const = 0;
+  virtual std::string_view ColumnName(int col) const = 0;
+  virtual ColumnType TypeOf(int col) const = 0;
   // Back to unexecuted, with no parameters bound.
   virtual void Reset() = 0;
 };
@@ -90,6 +98,9 @@ class Stmt {
   // The column's text, valid until the next Step or column call.
   std::string_view TextView(int col) const { return stmt_->TextView(col); }
   bool IsNull(int col) const { return stmt_->IsNull(col); }
+  int ColumnCount() const { return stmt_->ColumnCount(); }
+  std::string_view ColumnName(int col) const { return stmt_->ColumnName(col); }
+  ColumnType TypeOf(int col) const { return stmt_->TypeOf(col); }
   std::optional<int64_t> OptInt(int col) const {
     if (IsNull(col)) return std::nullopt;
     return Int(col);

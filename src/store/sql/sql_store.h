@@ -24,12 +24,20 @@ struct Migration {
   const char* sql;
 };
 
+// What CopyLedger copied: rows per table, in copy order, and the fencing
+// sequence's last token in the target.
+struct LedgerCopyReport {
+  std::vector<std::pair<std::string, int64_t>> tables;
+  int64_t last_token = 0;
+};
+
 // Thread-safe: calls are serialised on one connection. Several processes
 // may share the database; the engine's write transactions (sql::Db::Begin)
 // order their writes.
 class SqlStore : public Store {
  public:
   Result<SchemaInfo> GetSchemaInfo() override;
+  Result<Instant> LedgerNow(Instant local) override { return local; }
 
   Result<JobSyncResult> JobSync(const JobSyncParams& p) override;
   Result<std::vector<JobRecord>> JobList() override;
@@ -90,6 +98,17 @@ class SqlStore : public Store {
   Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) override;
   Status RunCancel(const OperatorParams& p) override;
 
+  // sql_store_nodes.cc
+  Status NodeHeartbeat(const NodeBeat& b) override;
+  Result<std::vector<NodeRecord>> NodeList() override;
+  Result<PurgeResult> RunPurge(const PurgeParams& p) override;
+
+  // `cronledger migrate-store`: copies every table of `from`'s ledger into
+  // `to`, which must be empty (kFailedPrecondition otherwise), in one
+  // transaction of `to`; continues the fencing sequence above every token
+  // `from` issued; verifies the row counts before committing.
+  static Result<LedgerCopyReport> CopyLedger(SqlStore& from, SqlStore& to);
+
   // Replaces the statement hook (tests).
   void SetStatementHook(sql::StatementHook hook);
 
@@ -103,6 +122,10 @@ class SqlStore : public Store {
   // additive); otherwise kFailedPrecondition naming `where`.
   Status Migrate(std::span<const Migration> migrations, int schema_version,
                  int compatible_from, std::string_view where);
+
+  // After CopyLedger wrote explicit row ids: whatever the engine needs so
+  // that new rows get ids above them (PostgreSQL's identity sequences).
+  virtual Status AfterLedgerCopy() { return Status::Ok(); }
 
   sql::Db& db() { return *db_; }
   std::mutex& mutex() { return mu_; }

@@ -50,6 +50,19 @@ std::string_view Statement::TextView(int col) const {
            : std::string_view();
 }
 bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+int Statement::ColumnCount() const { return sqlite3_column_count(stmt_); }
+std::string_view Statement::ColumnName(int col) const { return sqlite3_column_name(stmt_, col); }
+sql::ColumnType Statement::TypeOf(int col) const {
+  switch (sqlite3_column_type(stmt_, col)) {
+    case SQLITE_NULL:
+      return sql::ColumnType::kNull;
+    case SQLITE_INTEGER:
+      return sql::ColumnType::kInt;
+    default:
+      return sql::ColumnType::kText;
+  }
+}
+
 void Statement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);

@@ -38,6 +38,9 @@ class Statement final : public sql::Statement {
   int64_t Int(int col) const override;
   std::string_view TextView(int col) const override;
   bool IsNull(int col) const override;
+  int ColumnCount() const override;
+  std::string_view ColumnName(int col) const override;
+  sql::ColumnType TypeOf(int col) const override;
   void Reset() override;
 
  private:

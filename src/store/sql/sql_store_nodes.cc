@@ -1,0 +1,111 @@
+// SqlStore, operations half: the node heartbeat table and ledger retention.
+#include <fmt/format.h>
+
+#include "store/sql/sql_store.h"
+#include "store/sql/sql_util.h"
+
+namespace cronledger::store {
+namespace {
+
+using namespace sql_util;  // NOLINT: the store's own helpers
+
+using sql::Transaction;
+
+// Runs one statement binding `id` to every parameter; returns the rows changed.
+Result<int> RunForId(sql::Db& db, std::string_view sql, int64_t id) {
+  ASSIGN_OR_RETURN(s, db.Prepare(sql));
+  s.Bind(1, id);
+  RETURN_IF_ERROR(s.Run());
+  return db.Changes();
+}
+
+}  // namespace
+
+Status SqlStore::NodeHeartbeat(const NodeBeat& b) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "INSERT INTO nodes (name, version, listen, started_at, last_seen_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
+      "version = excluded.version, listen = excluded.listen, "
+      "started_at = excluded.started_at, last_seen_at = excluded.last_seen_at"));
+  s.Bind(1, b.node).Bind(2, b.version).Bind(3, b.listen).Bind(4, Ms(b.started_at))
+      .Bind(5, Ms(b.now));
+  return s.Run();
+}
+
+Result<std::vector<NodeRecord>> SqlStore::NodeList() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "SELECT n.name, n.version, n.listen, n.started_at, n.last_seen_at, "
+      "(SELECT count(*) FROM runs r WHERE r.state = 'running' AND r.lease_node = n.name) "
+      "FROM nodes n ORDER BY n.name"));
+  std::vector<NodeRecord> nodes;
+  RETURN_IF_ERROR(ForEachRow(s, [&] {
+    NodeRecord n;
+    n.node = s.Text(0);
+    n.version = s.Text(1);
+    n.listen = s.Text(2);
+    n.started_at = FromMs(s.Int(3));
+    n.last_seen_at = FromMs(s.Int(4));
+    n.running = static_cast<int>(s.Int(5));
+    nodes.push_back(std::move(n));
+  }));
+  return nodes;
+}
+
+Result<PurgeResult> SqlStore::RunPurge(const PurgeParams& p) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  std::vector<int64_t> ids;
+  {
+    // The literal condition of the partial index runs_updated (migration 006).
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT id FROM runs WHERE state IN ('succeeded', 'failed', 'skipped', 'cancelled') "
+        "AND updated_at < ?1 AND NOT EXISTS (SELECT 1 FROM checkpoints c "
+        "WHERE c.scope = 'partition' AND c.writer_run_id = runs.id) "
+        "ORDER BY updated_at, id LIMIT ?2"));
+    s.Bind(1, Ms(p.before)).Bind(2, int64_t{p.limit});
+    RETURN_IF_ERROR(ForEachRow(s, [&] { ids.push_back(s.Int(0)); }));
+  }
+  PurgeResult result;
+  for (const int64_t id : ids) {
+    // Children first: the ledger's foreign keys point at runs and effects.
+    ASSIGN_OR_RETURN(attempts, RunForId(*db_, "DELETE FROM attempts WHERE run_id = ?1", id));
+    result.attempts += attempts;
+    RETURN_IF_ERROR(RunForId(*db_, "DELETE FROM run_steps WHERE run_id = ?1", id).status());
+    RETURN_IF_ERROR(RunForId(*db_,
+                             "DELETE FROM effect_doubts WHERE run_id = ?1 OR effect_id IN "
+                             "(SELECT id FROM effects WHERE run_id = ?1)",
+                             id)
+                        .status());
+    RETURN_IF_ERROR(
+        RunForId(*db_, "UPDATE effects SET doubt_run_id = NULL, doubt_token = NULL "
+                       "WHERE doubt_run_id = ?1 AND run_id <> ?1",
+                 id)
+            .status());
+    ASSIGN_OR_RETURN(effects, RunForId(*db_, "DELETE FROM effects WHERE run_id = ?1", id));
+    result.effects += effects;
+    RETURN_IF_ERROR(
+        RunForId(*db_, "DELETE FROM checkpoints WHERE scope = 'run' AND run_id = ?1", id)
+            .status());
+    RETURN_IF_ERROR(RunForId(*db_, "DELETE FROM event_runs WHERE run_id = ?1", id).status());
+    ASSIGN_OR_RETURN(events, RunForId(*db_, "DELETE FROM events WHERE run_id = ?1", id));
+    result.events += events;
+    ASSIGN_OR_RETURN(runs, RunForId(*db_, "DELETE FROM runs WHERE id = ?1", id));
+    result.runs += runs;
+  }
+  if (static_cast<int>(ids.size()) < p.limit) {
+    // Actions over many runs and job-level events, once nothing refers to them.
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "DELETE FROM events WHERE run_id IS NULL AND at < ?1 "
+        "AND NOT EXISTS (SELECT 1 FROM event_runs er WHERE er.event_id = events.id)"));
+    s.Bind(1, Ms(p.before));
+    RETURN_IF_ERROR(s.Run());
+    result.events += db_->Changes();
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+}  // namespace cronledger::store

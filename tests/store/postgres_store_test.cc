@@ -1,0 +1,240 @@
+// What is PostgreSQL's own beyond the conformance suite: the database clock,
+// LISTEN/NOTIFY, migrating nodes that start together, the SQL rewrite and
+// keeping passwords out of messages. Against the test server (ctest's
+// pg_server fixture).
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store/conformance.h"
+#include "store/postgres/pg_db.h"
+#include "store/postgres/postgres_store.h"
+#include "store/store_factory.h"
+
+namespace cronledger::testing {
+namespace {
+
+using store::PostgresOptions;
+using store::PostgresStore;
+
+void Admin(const std::string& sql) {
+  PGconn* c = PQconnectdb(TestPostgresUrl().c_str());
+  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+  PQclear(PQexec(c, sql.c_str()));
+  PQfinish(c);
+}
+
+class PostgresStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(TestPostgresUrl().empty()) << "no PostgreSQL test server";
+    static std::atomic<int> n{0};
+    schema_ = "p_" + std::to_string(getpid()) + "_" + std::to_string(n++);
+    Admin("CREATE SCHEMA " + schema_);
+  }
+  void TearDown() override { Admin("DROP SCHEMA IF EXISTS " + schema_ + " CASCADE"); }
+
+  std::unique_ptr<PostgresStore> Open(bool database_clock) {
+    PostgresOptions o;
+    o.url = TestPostgresSchemaUrl(schema_);
+    o.database_clock = database_clock;
+    auto s = PostgresStore::Open(o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  // A job "j" with `n` partitions due at 2026-11-05T09:00Z, planned.
+  static void Plan(store::Store& s, int n) {
+    ASSERT_TRUE(s.JobSync({"j", R"({"schedule":"0 9 * * *"})", InstantAt("2026-11-01T00:00:00Z")})
+                    .ok());
+    store::PlannedOccurrence occ;
+    occ.scheduled_at = SecondsAt("2026-11-05T09:00:00Z");
+    occ.local_time = "2026-11-05T09:00:00Z";
+    occ.job_version = 1;
+    occ.tzdata = "2025b";
+    for (int i = 0; i < n; ++i) occ.runs.push_back({"p" + std::to_string(i), "d", "2026-11-05"});
+    store::PlanParams p;
+    p.job = "j";
+    p.occurrences = {occ};
+    p.planned_through = occ.scheduled_at;
+    p.now = InstantAt("2026-11-05T08:00:00Z");
+    ASSERT_TRUE(s.RunPlan(p).ok());
+  }
+
+  std::string schema_;
+};
+
+TEST_F(PostgresStoreTest, TheDatabaseClockDecidesWhateverNowACallerPasses) {
+  auto s = Open(/*database_clock=*/true);
+  ASSERT_NE(s, nullptr);
+  const store::Instant long_ago = InstantAt("2000-01-01T00:00:00Z");
+  const store::Instant before = *s->LedgerNow(long_ago);
+  EXPECT_GT(before, InstantAt("2026-01-01T00:00:00Z"));  // the server's, not the caller's
+  Plan(*s, 1);
+  store::ReleaseParams r;
+  r.job = "j";
+  r.policy.misfire_grace = std::chrono::hours{24 * 365 * 100};
+  r.now = long_ago;  // in 2000 nothing of 2026 would be due; by the database's clock it is
+  ASSERT_EQ(s->RunRelease(r)->released, 1);
+  store::ClaimRule rule;
+  rule.job = "j";
+  rule.lease_ttl = std::chrono::minutes{5};
+  rule.overlap = config::Overlap::kAllow;
+  rule.steps = {"x"};
+  auto claimed = s->RunClaim({long_ago, "n1", 1, {rule}});
+  ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+  ASSERT_EQ(claimed->size(), 1u);
+  const store::Instant after = *s->LedgerNow(long_ago);
+  EXPECT_GE(claimed->at(0).lease_expires_at, before + std::chrono::minutes{5});
+  EXPECT_LE(claimed->at(0).lease_expires_at, after + std::chrono::minutes{5});
+  // Nothing has expired by the database's clock, whatever the caller thinks.
+  EXPECT_TRUE(s->RunListExpiredLeases(InstantAt("2100-01-01T00:00:00Z"), 10)->empty());
+}
+
+TEST_F(PostgresStoreTest, ANodesReleaseWakesAnotherNodesListener) {
+  auto listening = Open(false);
+  auto releasing = Open(false);
+  ASSERT_NE(listening, nullptr);
+  ASSERT_NE(releasing, nullptr);
+  std::mutex mu;
+  std::condition_variable cv;
+  int wakes = 0;
+  listening->WatchForWork([&] {
+    std::lock_guard lock(mu);
+    ++wakes;
+    cv.notify_all();
+  });
+  // The listener wakes once when it (re)connects: notifications sent while
+  // it was away would be lost.
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return wakes >= 1; }));
+  }
+  const int before = [&] {
+    std::lock_guard lock(mu);
+    return wakes;
+  }();
+  Plan(*releasing, 2);
+  store::ReleaseParams r;
+  r.job = "j";
+  r.policy.misfire_grace = std::chrono::hours{24};
+  r.now = InstantAt("2026-11-05T09:00:01Z");
+  ASSERT_EQ(releasing->RunRelease(r)->released, 2);
+  std::unique_lock lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return wakes > before; }));
+}
+
+TEST_F(PostgresStoreTest, NodesStartingTogetherMigrateOnce) {
+  std::vector<std::thread> threads;
+  std::vector<Status> opened(6);
+  for (std::size_t i = 0; i < opened.size(); ++i) {
+    threads.emplace_back([&, i] {
+      PostgresOptions o;
+      o.url = TestPostgresSchemaUrl(schema_);
+      auto s = PostgresStore::Open(o);
+      opened[i] = s.status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& s : opened) EXPECT_TRUE(s.ok()) << s.ToString();
+  auto s = Open(false);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->GetSchemaInfo()->version, store::kPostgresSchemaVersion);
+}
+
+// Rolling upgrades: a node of the previous release (schema 5) keeps working
+// on a database a node of this release migrated, and a release that needs a
+// newer schema than it has is refused.
+TEST_F(PostgresStoreTest, TwoReleasesShareTheDatabaseDuringARollingUpgrade) {
+  PostgresOptions previous;
+  previous.url = TestPostgresSchemaUrl(schema_);
+  previous.database_clock = false;
+  previous.schema_version = 5;
+  auto old_node = PostgresStore::Open(previous);
+  ASSERT_TRUE(old_node.ok()) << old_node.status().ToString();
+  EXPECT_EQ((*old_node)->GetSchemaInfo()->version, 5);
+  Plan(**old_node, 2);
+
+  auto new_node = Open(false);  // migrates to 6 (the node table)
+  ASSERT_NE(new_node, nullptr);
+  EXPECT_EQ(new_node->GetSchemaInfo()->version, store::kPostgresSchemaVersion);
+  ASSERT_TRUE(new_node->NodeHeartbeat({"new", "0.2.0", "", InstantAt("2026-11-05T08:00:00Z"),
+                                       InstantAt("2026-11-05T08:00:01Z")})
+                  .ok());
+  // The old node, restarted on the newer schema, still plans, releases and claims.
+  old_node->reset();
+  old_node = PostgresStore::Open(previous);
+  ASSERT_TRUE(old_node.ok()) << old_node.status().ToString();
+  store::ReleaseParams r;
+  r.job = "j";
+  r.policy.misfire_grace = std::chrono::hours{24};
+  r.now = InstantAt("2026-11-05T09:00:01Z");
+  EXPECT_EQ((*old_node)->RunRelease(r)->released, 2);
+  store::ClaimRule rule;
+  rule.job = "j";
+  rule.overlap = config::Overlap::kAllow;
+  rule.steps = {"x"};
+  EXPECT_EQ((*old_node)->RunClaim({InstantAt("2026-11-05T09:00:02Z"), "old", 1, {rule}})->size(),
+            1u);
+  EXPECT_EQ(new_node->RunClaim({InstantAt("2026-11-05T09:00:02Z"), "new", 1, {rule}})->size(), 1u);
+
+  // A later release that needs schema 7 or newer from every node.
+  Admin("UPDATE " + schema_ + ".schema_meta SET version = 7, compatible_from = 7");
+  old_node->reset();
+  auto refused = PostgresStore::Open(previous);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("upgrade cronledger"), std::string::npos);
+}
+
+TEST_F(PostgresStoreTest, AnUnreachableServerIsUnavailableAndTheMessageHasNoPassword) {
+  PostgresOptions o;
+  o.url = "postgresql://cl:s3cret@127.0.0.1:1/cl";
+  auto s = PostgresStore::Open(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.status().message().find("s3cret"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("cl:***@127.0.0.1:1"), std::string::npos)
+      << s.status().message();
+}
+
+TEST(PostgresSql, ParametersAreRewrittenOutsideQuotesAndSqliteHintsDropped) {
+  int n = 0;
+  EXPECT_EQ(store::postgres::RewriteParameters(
+                "SELECT * FROM runs WHERE a = ? AND b = ?3 AND c = ? AND d = '?' AND +job IN (?)",
+                &n),
+            "SELECT * FROM runs WHERE a = $1 AND b = $3 AND c = $4 AND d = '?' AND job IN ($5)");
+  EXPECT_EQ(n, 5);
+  EXPECT_EQ(store::postgres::RewriteParameters("SELECT attempts + 1, \"?\" FROM t", &n),
+            "SELECT attempts + 1, \"?\" FROM t");
+  EXPECT_EQ(n, 0);
+}
+
+TEST(PostgresSql, PasswordsAreRedacted) {
+  using store::postgres::RedactUrl;
+  EXPECT_EQ(RedactUrl("postgresql://cl:pw@db/cl"), "postgresql://cl:***@db/cl");
+  EXPECT_EQ(RedactUrl("postgresql://cl@db/cl"), "postgresql://cl@db/cl");
+  EXPECT_EQ(RedactUrl("postgresql://db/cl?password=pw&sslmode=require"),
+            "postgresql://db/cl?password=***&sslmode=require");
+  EXPECT_EQ(RedactUrl("host=db password=pw dbname=cl"), "host=db password=*** dbname=cl");
+}
+
+TEST(PostgresSql, SqlStatesMapToWhatCallersDoAboutThem) {
+  using store::postgres::MapSqlState;
+  EXPECT_EQ(MapSqlState("08006", "gone").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(MapSqlState("40001", "serialization").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(MapSqlState("57P01", "admin shutdown").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(MapSqlState("23505", "unique").code(), StatusCode::kConflict);
+  EXPECT_EQ(MapSqlState("53100", "disk full").code(), StatusCode::kIOError);
+  EXPECT_EQ(MapSqlState("42601", "syntax").code(), StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace cronledger::testing
