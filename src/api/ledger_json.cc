@@ -305,4 +305,22 @@ Result<ordered_json> VerifyJson(store::Store& store, const config::JobConfig& jo
       {"missing", missing}};
 }
 
+Result<ordered_json> NodesJson(store::Store& store, store::Instant now) {
+  auto nodes = store.NodeList();
+  if (!nodes.ok()) return nodes.status();
+  ordered_json out = ordered_json::array();
+  for (const auto& n : *nodes) {
+    ordered_json j;
+    j["node"] = n.node;
+    j["alive"] = now - n.last_seen_at <= kNodeAliveWithin;
+    j["last_seen_at"] = FormatInstant(n.last_seen_at);
+    j["running"] = n.running;
+    j["version"] = n.version;
+    j["listen"] = n.listen;
+    j["started_at"] = FormatInstant(n.started_at);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 }  // namespace cronledger::api

@@ -28,6 +28,15 @@ std::optional<std::chrono::year_month_day> ParseBusinessDate(const std::string& 
 // planned_through, in_flight, expired_leases, unknown_runs.
 nlohmann::ordered_json JobStatusJson(const engine::JobStatus& status);
 
+// A node not heard from for this long is shown as not alive (serve beats
+// every 5 s).
+inline constexpr std::chrono::seconds kNodeAliveWithin{30};
+
+// The `nodes` of `status` (beside `jobs`): [{"node", "alive", "last_seen_at",
+// "running", "version", "listen", "started_at"}], by name; alive when the
+// node beat within kNodeAliveWithin of `now` (the ledger's instant).
+Result<nlohmann::ordered_json> NodesJson(store::Store& store, store::Instant now);
+
 // DESIGN.md `runs` item: id, run_key, job, partition, period, business_date,
 // scheduled_at, state, reason (null unless skipped), attempts, steps.
 nlohmann::ordered_json RunJson(const store::RunRecord& run,

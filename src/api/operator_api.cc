@@ -377,8 +377,13 @@ ApiResponse OperatorApi::ListJobs(const ApiRequest& request) const {
   if (!report.ok()) return ErrorFor(report.status());
   ordered_json jobs = ordered_json::array();
   for (const auto& s : report->jobs) jobs.push_back(JobStatusJson(s));
+  auto now = store_.LedgerNow(store::ToInstant(clock_.Now()));
+  if (!now.ok()) return ErrorFor(now.status());
+  auto nodes = NodesJson(store_, *now);
+  if (!nodes.ok()) return ErrorFor(nodes.status());
   ApiResponse r;
   r.body["jobs"] = std::move(jobs);
+  r.body["nodes"] = std::move(*nodes);
   return r;
 }
 

@@ -22,6 +22,7 @@
 #include "cli/runs_command.h"
 #include "cli/serve_command.h"
 #include "cli/status_command.h"
+#include "cli/store_commands.h"
 #include "cli/verify_command.h"
 #include "cli/step_client.h"
 #include "cronledger/clock.h"
@@ -388,6 +389,21 @@ int Main(int argc, char** argv) {
   checkpoint_set_cmd->add_option("--scope", checkpoint.scope, "run (default) or partition")
       ->check(CLI::IsMember({"run", "partition"}));
 
+  // --- backup, migrate-store (docs/deploy.md) ------------------------------------
+  std::optional<std::string> backup_config;
+  BackupArgs backup;
+  CLI::App* backup_cmd = app.add_subcommand(
+      "backup", "Copy the SQLite ledger to FILE, consistently, while serve runs");
+  backup_cmd->add_option("--config", backup_config, kConfigHelp);
+  backup_cmd->add_option("--to", backup.to, "The copy to write (replaced only once complete)")
+      ->required();
+
+  MigrateStoreArgs migrate;
+  CLI::App* migrate_cmd = app.add_subcommand(
+      "migrate-store", "Copy a SQLite ledger into an empty PostgreSQL database, verified");
+  migrate_cmd->add_option("--from", migrate.from, "sqlite:FILE")->required();
+  migrate_cmd->add_option("--to", migrate.to, "postgresql://USER@HOST/DB")->required();
+
   CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
 
   try {
@@ -466,6 +482,11 @@ int Main(int argc, char** argv) {
   if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
   if (*checkpoint_get_cmd) return RunCheckpointGet(checkpoint, std::cout, std::cerr);
   if (*checkpoint_set_cmd) return RunCheckpointSet(checkpoint, std::cout, std::cerr);
+  if (*backup_cmd) {
+    backup.config_path = ResolveConfigPath(backup_config);
+    return RunBackup(backup, std::cout, std::cerr);
+  }
+  if (*migrate_cmd) return RunMigrateStore(migrate, std::cout, std::cerr);
   if (*resolve_cmd) {
     resolve.config_path = ResolveConfigPath(resolve_config);
     resolve.server = ResolveServer(resolve_server);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -37,6 +39,7 @@
 #include "engine/reaper.h"
 #include "engine/serve_loop.h"
 #include "engine/step_runner.h"
+#include "store/open_store.h"
 
 namespace cronledger::cli {
 namespace {
@@ -140,7 +143,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   if (int rc = OpenStoreOrReport("serve", config, &store, err); rc != kExitOk) return rc;
 
   spdlog::info("serve: node {} started with {} job(s), store {}", node_id, config.jobs.size(),
-               config.server.store);
+               store::RedactStoreUrl(config.server.store));
   LogStanding(config, *store, clock.Now());
 
   std::stop_source stop;
@@ -223,6 +226,18 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     spdlog::info("serve: API tokens: {}", names);
   }
   dispatcher.Start();
+  // Other nodes' releases and requeues wake this dispatcher at once
+  // (PostgreSQL LISTEN/NOTIFY), until it is drained.
+  struct WakeTarget {
+    std::mutex mu;
+    engine::Dispatcher* dispatcher = nullptr;
+  };
+  auto wake_target = std::make_shared<WakeTarget>();
+  wake_target->dispatcher = &dispatcher;
+  store->WatchForWork([wake_target] {
+    std::lock_guard lock(wake_target->mu);
+    if (wake_target->dispatcher != nullptr) wake_target->dispatcher->Wake();
+  });
 
   engine::GapWatch gap_watch(config, *store);
   engine::ServeLoopOptions loop_options;
@@ -244,6 +259,13 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
                  engine::UrlOrigin(config.server.heartbeat_url),
                  engine::HeartbeatPinger::kDefaultEvery.count());
   }
+  // The node table (status, the dashboard) and ledger retention.
+  loop_options.store = store.get();
+  loop_options.node.node = node_id;
+  loop_options.node.version = CRONLEDGER_VERSION;
+  loop_options.node.listen = config.server.listen.substr(0, config.server.listen.rfind(':')) +
+                             ":" + std::to_string(http.port());
+  loop_options.node.started_at = store::ToInstant(clock.Now());
   engine::ServeLoop loop(config, planner, reaper, dispatcher, clock, loop_options);
   loop.Run(stop.get_token());
   if (heartbeat) heartbeat->Stop();
@@ -257,6 +279,10 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
                  config.server.drain_timeout.count(), active);
   }
   dispatcher.Drain(clock.Now() + config.server.drain_timeout);
+  {
+    std::lock_guard lock(wake_target->mu);
+    wake_target->dispatcher = nullptr;
+  }
   http.Stop();  // after the drain: finishing steps still commit their effects
   alert_delivery.Stop();
 

@@ -58,6 +58,17 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
     ordered_json jobs = ordered_json::array();
     for (const auto& s : report->jobs) jobs.push_back(api::JobStatusJson(s));
     doc["jobs"] = std::move(jobs);
+    auto now = store->LedgerNow(store::ToInstant(clock.Now()));
+    if (!now.ok()) {
+      err << "cronledger status: " << now.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    auto nodes = api::NodesJson(*store, *now);
+    if (!nodes.ok()) {
+      err << "cronledger status: " << nodes.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    doc["nodes"] = std::move(*nodes);
   }
 
   if (args.json) {
@@ -79,6 +90,17 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
                   Text(s, "next_at")});
   }
   table.Print(out);
+  // Which `serve` nodes share this ledger, and which are up.
+  if (doc.contains("nodes") && !Field(doc, "nodes").empty()) {
+    TextTable nodes({"NODE", "ALIVE", "LAST_SEEN", "RUNNING", "VERSION", "LISTEN", "STARTED"});
+    for (const auto& n : Field(doc, "nodes")) {
+      nodes.AddRow({Text(n, "node"), Field(n, "alive").get<bool>() ? "yes" : "no",
+                    Text(n, "last_seen_at"), Text(n, "running"), Text(n, "version"),
+                    Text(n, "listen"), Text(n, "started_at")});
+    }
+    out << "\n";
+    nodes.Print(out);
+  }
   return kExitOk;
 }
 

@@ -29,7 +29,7 @@ enum class Overlap { kQueue, kSkip, kAllow };
 
 struct ServerConfig {
   // "sqlite:/abs/path.db" after resolution against the config's folder, or
-  // a "postgresql://..." URL (accepted by a later release).
+  // a "postgresql://..." URL as written.
   std::string store;
   std::string listen = "127.0.0.1:8377";
   std::string node_id;  // default: host name and listen port
@@ -38,6 +38,9 @@ struct ServerConfig {
   std::chrono::seconds drain_timeout{30};
   std::string log_dir;  // absolute; default: "logs" beside the config file
   std::chrono::seconds log_retention{30 * 86400};
+  // Finished runs older than this are purged with their attempts, events
+  // and effects (docs/deploy.md, Retention).
+  std::chrono::seconds retention{400 * 86400};
   uint64_t output_cap = 1 << 20;  // bytes, per attempt and stream
   bool metrics_public = false;    // GET /metrics without a token
   // Pinged (GET) after successful planner passes: a dead man's switch

@@ -24,9 +24,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// Keys of DESIGN.md that later releases implement: named as such when used.
-constexpr std::string_view kLaterServerKeys[] = {"retention"};
-
 template <typename T>
 std::string TypeDoc(const KeySpec<T>& spec) {
   if (!spec.type.empty()) return std::string(spec.type);
@@ -457,6 +454,10 @@ const KeySpec<ServerConfig> kServerKeys[] = {
     {"log_retention", Kind::kDuration, "", "30d",
      "Attempt logs and kept inputs older than this are deleted.",
      SetDuration<&ServerConfig::log_retention>, 1},
+    {"retention", Kind::kDuration, "", "400d",
+     "Finished runs (succeeded, failed, skipped, cancelled) older than this are purged with their "
+     "attempts, events and effects; runs in any other state are kept.",
+     SetDuration<&ServerConfig::retention>, 1},
     {"output_cap", Kind::kSize, "", "1MiB",
      "Output of one attempt and stream written to its log; the rest is dropped.",
      SetSize<&ServerConfig::output_cap>, int64_t{1} << 10, int64_t{1} << 30},
@@ -878,7 +879,7 @@ const KeySpec<Config> kRootKeys[] = {
      "The process: store, listen address, workers, logs.",
      +[](const Value&, const Site& site, Config& c) {
        c.server.log_dir = ResolvePath("logs", site.reporter.dir());
-       ApplyTable<ServerConfig>(*site.node.as_table(), kServerKeys, kLaterServerKeys, "server",
+       ApplyTable<ServerConfig>(*site.node.as_table(), kServerKeys, {}, "server",
                                 site.path, site.reporter, c.server);
      }},
     {"job", Kind::kTableArray, "[[job]] tables", "none", "The jobs; a config may have none.",

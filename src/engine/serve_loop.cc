@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cronledger/schedule.h"
 #include "exec/attempt_files.h"
 
 namespace cronledger::engine {
@@ -20,8 +21,52 @@ ServeLoop::ServeLoop(const config::Config& config, Planner& planner, Reaper& rea
 void ServeLoop::Run(std::stop_token stop) {
   stop_ = stop;
   while (!stop.stop_requested()) {
-    const Clock::TimePoint next = PassOnce(clock_.Now());
-    clock_.SleepUntil(next, stop);
+    // The pass runs at the ledger's instant; the wait is the local clock's,
+    // so only the difference between the two is carried over.
+    const Clock::TimePoint local = clock_.Now();
+    Clock::TimePoint at = local;
+    if (options_.store != nullptr) {
+      if (auto ledger = options_.store->LedgerNow(store::ToInstant(local)); ledger.ok()) {
+        at = *ledger;
+      } else {
+        spdlog::error("serve: cannot read the ledger's clock, retrying: {}",
+                      ledger.status().ToString());
+        clock_.SleepUntil(local + options_.max_sleep, stop);
+        continue;
+      }
+    }
+    const Clock::TimePoint next = PassOnce(at);
+    clock_.SleepUntil(local + (next - at), stop);
+  }
+}
+
+void ServeLoop::PurgeOnce(Clock::TimePoint now) {
+  // Never purge what the gap scanner still looks at: a purged run would
+  // look like a key that was never planned, and could be backfilled again.
+  std::chrono::seconds keep = config_.server.retention;
+  for (const auto& job : config_.jobs) {
+    keep = std::max(keep, job.backfill.horizon + std::chrono::seconds{86400});
+  }
+  store::PurgeParams p;
+  p.before = store::ToInstant(now - keep);
+  store::PurgeResult total;
+  for (;;) {
+    auto r = options_.store->RunPurge(p);
+    if (!r.ok()) {
+      spdlog::error("serve: retention purge failed, retrying later: {}", r.status().ToString());
+      break;
+    }
+    total.runs += r->runs;
+    total.attempts += r->attempts;
+    total.events += r->events;
+    total.effects += r->effects;
+    if (r->runs < p.limit || stop_.stop_requested()) break;
+  }
+  if (total.runs > 0 || total.events > 0) {
+    spdlog::info("serve: retention: purged {} finished run(s) last changed before {} with {} "
+                 "attempt(s), {} event(s) and {} effect(s)",
+                 total.runs, FormatUtc(std::chrono::floor<std::chrono::seconds>(p.before)),
+                 total.attempts, total.events, total.effects);
   }
 }
 
@@ -72,6 +117,18 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
     // Its errors are logged per job; the next pass tries again. Notices
     // are delivered by their own thread.
     (void)options_.alerter->RunOnce(now);
+  }
+  if (options_.store != nullptr && now >= next_node_beat_) {
+    store::NodeBeat beat = options_.node;
+    beat.now = store::ToInstant(now);
+    if (Status s = options_.store->NodeHeartbeat(beat); !s.ok()) {
+      spdlog::warn("serve: node heartbeat failed, retrying: {}", s.ToString());
+    }
+    next_node_beat_ = now + options_.node_beat_every;
+  }
+  if (options_.store != nullptr && now >= next_purge_) {
+    PurgeOnce(now);
+    next_purge_ = now + options_.purge_every;
   }
   if (now >= next_prune_) {
     const int pruned =

@@ -17,6 +17,7 @@
 #include "engine/node_metrics.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
+#include "store/store.h"
 
 namespace cronledger::engine {
 
@@ -38,6 +39,15 @@ struct ServeLoopOptions {
   // Told of every successful planner pass ([server] heartbeat_url); none:
   // no heartbeat.
   HeartbeatPinger* heartbeat = nullptr;
+  // The ledger: when set, each pass runs at the ledger's instant
+  // (Store::LedgerNow: the database clock on PostgreSQL), this node says it
+  // is alive in the node table every `node_beat_every`, and finished runs
+  // past [server] retention are purged every `purge_every`. None: the
+  // local clock, no node table, no purge.
+  store::Store* store = nullptr;
+  store::NodeBeat node;  // name, version, listen, started_at
+  std::chrono::seconds node_beat_every{5};
+  std::chrono::seconds purge_every{3600};
 };
 
 class ServeLoop {
@@ -59,7 +69,13 @@ class ServeLoop {
   Dispatcher& dispatcher_;
   Clock& clock_;
   ServeLoopOptions options_;
+  // Purges finished runs past retention, a batch at a time, until none is
+  // left or `stop_`.
+  void PurgeOnce(Clock::TimePoint now);
+
   Clock::TimePoint next_prune_{};
+  Clock::TimePoint next_node_beat_{};
+  Clock::TimePoint next_purge_{};
   Clock::TimePoint plan_not_before_{};
   std::stop_token stop_;  // Run's: long passes (the gap watch's) end early on it
 };

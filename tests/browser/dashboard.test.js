@@ -225,6 +225,14 @@ async function main() {
     await shot(page, 'overview');
   });
 
+  await check('the overview lists the serve node as alive', async () => {
+    // serve beats every 5 s; the page refreshes live.
+    await until(async () => (await page.locator('#nodes tr[data-node]').count()) === 1, 'the node table');
+    const row = page.locator('#nodes tr[data-node]');
+    assert((await row.textContent()).includes('alive'), 'the node is alive');
+    assertEq(await text(page, '#nodes h2 span'), 'all 1 alive', 'the nodes summary');
+  });
+
   await check('a used login link does not log in again', async () => {
     const other = await newPage();
     await other.goto(link);

@@ -206,7 +206,7 @@ TEST_F(EffectCliTest, AForcedRerunStartsAtTheFirstStepAndNeverRepeatsACommittedE
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_EQ(r.err, "cronledger rerun: nothing to queue (rerunning a succeeded run needs --force)\n");
   r = rerun({"--force"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const int64_t event_id = Json::parse(r.out)["event_id"];
   const int64_t id = first["id"];
   ASSERT_TRUE(WaitFor(

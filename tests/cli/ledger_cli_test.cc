@@ -167,7 +167,12 @@ const std::vector<std::string> kEventKeys = {"id",      "at",    "type",   "job"
 
 TEST_F(LedgerCliServed, StatusJsonHasExactlyTheContractKeysInOrder) {
   const Json status = RunJson({"status"});
-  ASSERT_EQ(Keys(status), std::vector<std::string>{"jobs"});
+  ASSERT_EQ(Keys(status), (std::vector<std::string>{"jobs", "nodes"}));
+  // The serve that planned this ledger, from the node heartbeat table.
+  ASSERT_EQ(status["nodes"].size(), 1u);
+  EXPECT_EQ(Keys(status["nodes"][0]),
+            (std::vector<std::string>{"node", "alive", "last_seen_at", "running", "version",
+                                      "listen", "started_at"}));
   ASSERT_EQ(status["jobs"].size(), 2u);
   for (const auto& job : status["jobs"]) {
     EXPECT_EQ(Keys(job),
@@ -217,7 +222,10 @@ TEST_F(LedgerCliServed, StatusTextIsAnAlignedTable) {
   const auto r = Cronledger({"status", "--config", config_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = Lines(r.out);
-  ASSERT_EQ(lines.size(), 3u) << r.out;
+  // The jobs, a blank line, then the nodes (the serve that planned it).
+  ASSERT_EQ(lines.size(), 6u) << r.out;
+  EXPECT_EQ(lines[3], "");
+  EXPECT_EQ(lines[4].rfind("NODE  ", 0), 0u) << lines[4];
   EXPECT_EQ(lines[0].rfind("JOB  ", 0), 0u) << lines[0];
   EXPECT_NE(lines[0].find("STATE"), std::string::npos);
   EXPECT_NE(lines[0].find("IN_PROGRESS"), std::string::npos);

@@ -322,10 +322,17 @@ TEST(ConfigProblems, UnknownKeysAtEveryLevel) {
             (Lines{"c.toml:12: job[j].backfill.x: unknown key"}));
 }
 
-TEST(ConfigProblems, KeysOfLaterReleasesAreUnknownAndSaySo) {
-  EXPECT_EQ(Problems(std::string(kServer) + "retention = \"400d\"\n"),
-            (Lines{"c.toml:3: server.retention: unknown key: \"retention\" is not supported by "
-                   "this release"}));
+TEST(ConfigLoad, RetentionDefaultsTo400DaysAndMustBePositive) {
+  EXPECT_EQ(MustParse(std::string(kServer)).server.retention, hours(24 * 400));
+  EXPECT_EQ(MustParse(std::string(kServer) + "retention = \"90d\"\n").server.retention,
+            hours(24 * 90));
+  EXPECT_EQ(Problems(std::string(kServer) + "retention = \"0s\"\n"),
+            (Lines{"c.toml:3: server.retention: must be greater than 0, got \"0s\""}));
+}
+
+TEST(ConfigLoad, APostgresqlStoreIsKeptAsWritten) {
+  EXPECT_EQ(MustParse("[server]\nstore = \"postgresql://cl@db.internal:5433/cl\"\n").server.store,
+            "postgresql://cl@db.internal:5433/cl");
 }
 
 TEST(ConfigLoad, MetricsPublicIsABoolean) {
@@ -748,7 +755,7 @@ TEST(ConfigProblems, EveryProblemIsReportedInFileOrder) {
   auto result = ParseConfig(text, "c.toml");
   ASSERT_TRUE(std::holds_alternative<ConfigErrors>(result));
   const std::string all = std::get<ConfigErrors>(result).ToString();
-  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 8);
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 7);
 }
 
 // ---- execution: server logs and drain, executor, lease, retry, exit codes, env -----------

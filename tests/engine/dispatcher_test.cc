@@ -510,7 +510,9 @@ TEST_F(DispatcherTest, ServeLoopWakesAtTheDueInstantAndTheDispatcherAtOnce) {
   Planner planner(config_, *store_, clock_);
   Reaper reaper(config_, *store_);
   Dispatcher& d = NewDispatcher();
-  ServeLoop loop(config_, planner, reaper, d, clock_, {std::chrono::hours{1}});
+  ServeLoopOptions options;
+  options.max_sleep = std::chrono::hours{1};
+  ServeLoop loop(config_, planner, reaper, d, clock_, options);
 
   clock_.Set(At("2026-11-05T08:58:30Z"));
   // Plans 08:59 (within the minute of lookahead) and sleeps until it is due.
@@ -544,6 +546,40 @@ TEST_F(DispatcherTest, ServeLoopSleepsAtMostTheLongestSleep) {
   ServeLoop loop(config_, planner, reaper, d, clock_);
   clock_.Set(At("2026-11-05T10:00:00Z"));
   EXPECT_EQ(loop.PassOnce(clock_.Now()), At("2026-11-05T10:00:01Z"));
+}
+
+// With the ledger in its options, each pass says the node is alive and
+// purges finished runs past retention, keeping what the gap scanner still
+// looks at.
+TEST_F(DispatcherTest, ServeLoopBeatsForTheNodeAndPurgesFinishedRunsPastRetention) {
+  AddJob({Step("work")});
+  config_.server.retention = std::chrono::hours{24 * 10};
+  config_.jobs[0].backfill.horizon = std::chrono::hours{24 * 30};
+  handlers_.Register("j", [](const RunContext&) { return 0; });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  ASSERT_EQ(RunDue(d), 1);
+  ASSERT_EQ(OnlyRun().state, ledger::RunState::kSucceeded);
+  const int64_t id = OnlyRun().id;
+
+  Planner planner(config_, *store_, clock_);
+  Reaper reaper(config_, *store_);
+  ServeLoopOptions options;
+  options.store = store_.get();
+  options.node = {"n1", "0.1.0", "127.0.0.1:8377", store::ToInstant(At("2026-11-05T08:00:00Z")),
+                  {}};
+  ServeLoop loop(config_, planner, reaper, d, clock_, options);
+  // 20 days on: past retention (10d) but within the backfill horizon (30d).
+  (void)loop.PassOnce(At("2026-11-25T09:00:00Z"));
+  EXPECT_TRUE(store_->RunGet(id).ok()) << "purged while the gap scanner still looks at it";
+  auto nodes = *store_->NodeList();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].last_seen_at, store::ToInstant(At("2026-11-25T09:00:00Z")));
+  // Past both (and the next hourly purge is due).
+  (void)loop.PassOnce(At("2026-12-07T10:00:00Z"));
+  EXPECT_EQ(store_->RunGet(id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->NodeList()->at(0).last_seen_at, store::ToInstant(At("2026-12-07T10:00:00Z")));
+  d.Drain(clock_.Now());
 }
 
 }  // namespace

@@ -303,7 +303,27 @@
               : `all ${data.jobs.length} job(s) fine for their current business date`)),
       el('table', {class: 'overview', id: 'overview'}, el('thead', {}, head), el('tbody', {}, rows)),
       el('p', {class: 'note'}, 'Counts are for each job\'s current business date (the date of its latest occurrence). ' +
-        'Missing = misfired or awaiting approval; waived = skipped on purpose or cancelled; lag = age of the oldest due key not done.'));
+        'Missing = misfired or awaiting approval; waived = skipped on purpose or cancelled; lag = age of the oldest due key not done.'),
+      nodesTable(data.nodes || []));
+  }
+
+  // The `serve` nodes sharing the ledger (its node heartbeat table).
+  function nodesTable(nodes) {
+    if (nodes.length === 0) return null;
+    const down = nodes.filter((n) => !n.alive).length;
+    return el('section', {id: 'nodes'},
+      el('h2', {}, 'Nodes ', el('span', {class: down ? 'count-warn small' : 'count-ok small'},
+        down ? `${nodes.length - down} of ${nodes.length} alive` : `all ${nodes.length} alive`)),
+      el('table', {class: 'nodes'},
+        el('thead', {}, el('tr', {}, el('th', {}, 'Node'), el('th', {}, 'State'), el('th', {}, 'Last seen'),
+          el('th', {class: 'num'}, 'Running'), el('th', {}, 'Version'), el('th', {}, 'Address'), el('th', {}, 'Started'))),
+        el('tbody', {}, nodes.map((n) => el('tr', {'data-node': n.node, class: n.alive ? '' : 'lagging'},
+          el('td', {}, n.node),
+          el('td', {}, badge(n.alive ? 'succeeded' : 'failed', n.alive ? 'alive' : 'not seen')),
+          el('td', {title: n.last_seen_at}, relative(n.last_seen_at)),
+          el('td', {class: 'num'}, String(n.running)),
+          el('td', {}, n.version), el('td', {}, n.listen || '—'),
+          el('td', {title: n.started_at}, fmtTime(n.started_at)))))));
   }
 
   // ---- job page: grid, charts, runs, actions -----------------------------------

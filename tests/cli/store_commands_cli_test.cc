@@ -1,0 +1,305 @@
+// `cronledger backup`, `cronledger migrate-store` and the node list of
+// `status`, run as real subprocesses against real SQLite files and the test
+// PostgreSQL server (ctest's pg_server fixture).
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/subprocess.h"
+#include "common/temp_dir.h"
+#include "cronledger/schedule.h"
+#include "store/postgres/postgres_store.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store/store_factory.h"
+
+namespace cronledger {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::Cronledger;
+using TempDir = testing::TempDir;
+
+store::Instant At(const std::string& rfc3339) {
+  return std::chrono::time_point_cast<std::chrono::milliseconds>(*ParseRfc3339(rfc3339));
+}
+
+std::string ConfigText(const std::string& store) {
+  return R"([server]
+listen = "127.0.0.1:0"
+store = ")" + store + R"("
+
+[[job]]
+name = "deliver"
+schedule = "0 9 * * *"
+timezone = "UTC"
+
+  [[job.step]]
+  name = "send"
+  command = ["/bin/true"]
+)";
+}
+
+std::unique_ptr<store::SqliteStore> OpenSqlite(const std::string& path) {
+  store::SqliteOptions o;
+  o.path = path;
+  o.synchronous_full = false;
+  auto s = store::SqliteStore::Open(o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// Plans `count` runs of `job` (one partition each) for an occurrence
+// `first` seconds after 09:00 on 2026-11-05, each with its `planned` event,
+// in one transaction.
+void PlanRuns(store::Store& s, const std::string& job, int first, int count) {
+  store::PlannedOccurrence occ;
+  occ.scheduled_at = *ParseRfc3339("2026-11-05T09:00:00Z") + std::chrono::seconds{first};
+  occ.local_time = FormatUtc(occ.scheduled_at);
+  occ.job_version = 1;
+  occ.tzdata = "2025b";
+  for (int i = first; i < first + count; ++i) {
+    occ.runs.push_back({"p" + std::to_string(i), "2026-11-05", "2026-11-05"});
+  }
+  store::PlanParams plan;
+  plan.job = job;
+  plan.occurrences = {occ};
+  plan.planned_through = occ.scheduled_at;
+  plan.now = At("2026-11-05T08:00:00Z");
+  auto r = s.RunPlan(plan);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+int64_t CountEvents(store::Store& s, const std::string& type) {
+  store::EventQuery q;
+  q.type = type;
+  q.limit = 1000000;
+  return static_cast<int64_t>(s.EventList(q)->size());
+}
+
+TEST(BackupCli, CopiesALedgerBeingWrittenToAsOneConsistentInstantThatOpensAgain) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  auto writer = OpenSqlite(dir.File("ledger.db"));
+  ASSERT_TRUE(writer->JobSync({"deliver", R"({"schedule":"0 9 * * *"})",
+                               At("2026-11-01T00:00:00Z")})
+                  .ok());
+  // Another connection keeps planning while the backup runs, as serve would.
+  std::atomic<bool> stop{false};
+  std::atomic<int> batches{0};
+  std::thread busy([&] {
+    for (int i = 0; !stop; ++i) {
+      PlanRuns(*writer, "deliver", i * 20, 20);
+      ++batches;
+    }
+  });
+  while (batches < 3) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto backed = Cronledger({"backup", "--config", config, "--to", dir.File("copy.db")});
+  stop = true;
+  busy.join();
+  ASSERT_EQ(backed.exit_code, 0) << backed.err;
+  EXPECT_NE(backed.out.find("backed up"), std::string::npos) << backed.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("copy.db.partial")));
+
+  // The copy is one instant of the ledger: every run with its planned event.
+  auto copy = OpenSqlite(dir.File("copy.db"));
+  ASSERT_NE(copy, nullptr);
+  store::RunQuery q;
+  q.limit = 1000000;
+  const auto runs = copy->RunList(q)->size();
+  EXPECT_GE(runs, 60u);
+  EXPECT_EQ(static_cast<int64_t>(runs), CountEvents(*copy, "planned"));
+  copy.reset();
+
+  // Restored in place of the ledger, the commands read it.
+  TempDir restored;
+  std::filesystem::copy_file(dir.File("copy.db"), restored.File("ledger.db"));
+  const std::string restored_config =
+      restored.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  const auto listed = Cronledger({"runs", "--config", restored_config, "--json", "--limit",
+                                  "100000"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(Json::parse(listed.out)["runs"].size(), runs);
+}
+
+TEST(BackupCli, RefusesWhatItCannotDoAndWritesNothing) {
+  TempDir dir;
+  const std::string pg = dir.Write("pg.toml", ConfigText("postgresql://cl@127.0.0.1:1/cl"));
+  const auto refused = Cronledger({"backup", "--config", pg, "--to", dir.File("x.db")});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("pg_dump"), std::string::npos) << refused.err;
+  const std::string missing = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  const auto none = Cronledger({"backup", "--config", missing, "--to", dir.File("x.db")});
+  EXPECT_EQ(none.exit_code, 3) << none.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("x.db")));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
+}
+
+// A fresh schema of the test server for one migration target.
+class PostgresTarget {
+ public:
+  PostgresTarget() : schema_("m_" + std::to_string(getpid()) + "_" + std::to_string(next_++)) {
+    Admin("CREATE SCHEMA " + schema_);
+  }
+  ~PostgresTarget() { Admin("DROP SCHEMA " + schema_ + " CASCADE"); }
+  std::string Url() const { return testing::TestPostgresSchemaUrl(schema_); }
+
+ private:
+  static void Admin(const std::string& sql) {
+    PGconn* c = PQconnectdb(testing::TestPostgresUrl().c_str());
+    PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+    PQclear(PQexec(c, sql.c_str()));
+    PQfinish(c);
+  }
+  static inline int next_ = 0;
+  std::string schema_;
+};
+
+TEST(MigrateStoreCli, CopiesEveryTableAndFencingContinuesAboveTheCopiedTokens) {
+  ASSERT_FALSE(testing::TestPostgresUrl().empty()) << "no PostgreSQL test server";
+  TempDir dir;
+  auto src = OpenSqlite(dir.File("ledger.db"));
+  ASSERT_TRUE(
+      src->JobSync({"deliver", R"({"schedule":"0 9 * * *"})", At("2026-11-01T00:00:00Z")}).ok());
+  PlanRuns(*src, "deliver", 0, 4);
+  store::ReleaseParams rel;
+  rel.job = "deliver";
+  rel.policy.misfire_grace = std::chrono::hours{1};
+  rel.now = At("2026-11-05T09:00:01Z");
+  ASSERT_TRUE(src->RunRelease(rel).ok());
+  store::ClaimRule rule;
+  rule.job = "deliver";
+  rule.overlap = config::Overlap::kAllow;
+  rule.lease_ttl = std::chrono::minutes{5};
+  rule.steps = {"send"};
+  auto claimed = *src->RunClaim({At("2026-11-05T09:00:02Z"), "n1", 2, {rule}});
+  ASSERT_EQ(claimed.size(), 2u);
+  ASSERT_EQ(src->EffectBegin({claimed[0].run.id, claimed[0].token, "mail-1", "fp",
+                              At("2026-11-05T09:00:03Z"), "n1", ""})
+                ->outcome,
+            store::EffectBeginOutcome::kProceed);
+  store::CheckpointSetParams cp;
+  cp.run_id = claimed[0].run.id;
+  cp.token = claimed[0].token;
+  cp.scope = ledger::CheckpointScope::kPartition;
+  cp.value = "42";
+  cp.now = At("2026-11-05T09:00:03Z");
+  cp.node = "n1";
+  ASSERT_TRUE(src->CheckpointSet(cp).ok());
+  ASSERT_TRUE(src->JobSetPaused({"deliver", true, "ops", "maintenance",
+                                 At("2026-11-05T09:00:04Z")})
+                  .ok());
+  ASSERT_TRUE(src->NodeHeartbeat({"n1", "0.1.0", "127.0.0.1:8377", At("2026-11-05T08:00:00Z"),
+                                  At("2026-11-05T09:00:04Z")})
+                  .ok());
+  store::RunQuery all;
+  all.limit = 1000;
+  const auto runs_before = *src->RunList(all);
+  store::EventQuery every;
+  every.limit = 100000;
+  const auto events_before = *src->EventList(every);
+  src.reset();
+
+  PostgresTarget target;
+  const auto migrated =
+      Cronledger({"migrate-store", "--from", "sqlite:" + dir.File("ledger.db"), "--to",
+                  target.Url()});
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
+  EXPECT_NE(migrated.out.find("counts verified"), std::string::npos) << migrated.out;
+  EXPECT_NE(migrated.out.find("runs                    4 row(s)"), std::string::npos)
+      << migrated.out;
+
+  store::PostgresOptions o;
+  o.url = target.Url();
+  o.database_clock = false;
+  auto pg = store::PostgresStore::Open(o);
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  store::Store& dst = **pg;
+  const auto runs_after = *dst.RunList(all);
+  ASSERT_EQ(runs_after.size(), runs_before.size());
+  for (std::size_t i = 0; i < runs_after.size(); ++i) {
+    EXPECT_EQ(runs_after[i].id, runs_before[i].id);
+    EXPECT_EQ(runs_after[i].RunKey(), runs_before[i].RunKey());
+    EXPECT_EQ(runs_after[i].state, runs_before[i].state);
+    EXPECT_EQ(runs_after[i].updated_at, runs_before[i].updated_at);
+  }
+  const auto events_after = *dst.EventList(every);
+  ASSERT_EQ(events_after.size(), events_before.size());
+  for (std::size_t i = 0; i < events_after.size(); ++i) {
+    EXPECT_EQ(events_after[i].id, events_before[i].id);
+    EXPECT_EQ(events_after[i].type, events_before[i].type);
+    EXPECT_EQ(events_after[i].details, events_before[i].details);
+  }
+  EXPECT_TRUE(dst.JobGet("deliver")->paused);
+  EXPECT_EQ(dst.JobGet("deliver")->pause_reason, "maintenance");
+  EXPECT_EQ(dst.EffectGet("deliver", "mail-1")->state, ledger::EffectState::kStarted);
+  EXPECT_EQ(dst.CheckpointGet(claimed[0].run.id)->partition->value, "42");
+  EXPECT_EQ(dst.NodeList()->size(), 1u);
+  EXPECT_EQ(dst.AttemptList(claimed[1].run.id)->size(), 1u);
+
+  // The lease holders' tokens still fence after the move: the current one
+  // writes, an older one is refused.
+  EXPECT_TRUE(dst.RunHeartbeat({claimed[1].run.id, claimed[1].token, At("2026-11-05T09:01:00Z"),
+                                std::chrono::minutes{5}, "n1"})
+                  .ok());
+  EXPECT_EQ(dst.RunHeartbeat({claimed[1].run.id, claimed[0].token, At("2026-11-05T09:01:00Z"),
+                              std::chrono::minutes{5}, "n1"})
+                .code(),
+            StatusCode::kStaleLease);
+  // New work gets tokens above every copied one, and new rows new ids.
+  ASSERT_TRUE(dst.JobSetPaused({"deliver", false, "ops", "done", At("2026-11-05T09:02:00Z")}).ok());
+  auto next = *dst.RunClaim({At("2026-11-05T09:02:01Z"), "n2", 1, {rule}});
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_GT(next[0].token, claimed[1].token);
+  PlanRuns(dst, "deliver", 100, 1);
+  EXPECT_GT(dst.RunList(all)->front().id, runs_before.front().id);
+
+  // A second copy into the same database is refused and changes nothing.
+  const auto again =
+      Cronledger({"migrate-store", "--from", "sqlite:" + dir.File("ledger.db"), "--to",
+                  target.Url()});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("not empty"), std::string::npos) << again.err;
+  EXPECT_EQ(dst.RunList(all)->size(), runs_before.size() + 1);
+}
+
+TEST(MigrateStoreCli, NamesWrongUrlsAsUsageErrors) {
+  EXPECT_EQ(Cronledger({"migrate-store", "--from", "ledger.db", "--to", "postgresql://x/y"})
+                .exit_code,
+            2);
+  EXPECT_EQ(Cronledger({"migrate-store", "--from", "sqlite:ledger.db", "--to", "sqlite:b.db"})
+                .exit_code,
+            2);
+}
+
+TEST(StatusCli, ListsTheNodesThatShareTheLedgerAndWhetherTheyAreAlive) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  auto s = OpenSqlite(dir.File("ledger.db"));
+  // Beat long ago: known, not alive.
+  ASSERT_TRUE(s->NodeHeartbeat({"web-1", "0.1.0", "127.0.0.1:8377", At("2026-01-01T00:00:00Z"),
+                                At("2026-01-01T00:00:05Z")})
+                  .ok());
+  s.reset();
+  const auto json = Cronledger({"status", "--config", config, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json doc = Json::parse(json.out);
+  ASSERT_EQ(doc["nodes"].size(), 1u);
+  EXPECT_EQ(doc["nodes"][0]["node"], "web-1");
+  EXPECT_EQ(doc["nodes"][0]["alive"], false);
+  EXPECT_EQ(doc["nodes"][0]["last_seen_at"], "2026-01-01T00:00:05Z");
+  const auto text = Cronledger({"status", "--config", config});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("web-1"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace cronledger
