@@ -219,6 +219,9 @@ std::optional<OperatorPath> MatchOperatorPath(std::string_view path) {
   // /v1/jobs/{name}/history
   const auto history = [&] {
     constexpr std::string_view kJobs = "/v1/jobs/", kHistory = "/history";
+    // Longer than both: in "/v1/jobs/history" they share the slash, and
+    // that path is the job named history.
+    if (path.size() <= kJobs.size() + kHistory.size()) return false;
     if (!path.starts_with(kJobs) || !path.ends_with(kHistory)) return false;
     const std::string_view name =
         path.substr(kJobs.size(), path.size() - kJobs.size() - kHistory.size());
