@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of cronledger into build/<flavour>.
-# Usage: scripts/build.sh release|test|bench
+# Usage: scripts/build.sh release|test|bench|fuzz
 #   release  optimised binary for `serve` (README's first command)
 #   test     AddressSanitizer + UBSan, -Werror, every test (README's second command, CI)
 #   bench    optimised binary with the Google Benchmark suite (not needed by CI)
+#   fuzz     clang: only the libFuzzer targets of tests/fuzz, with ASan + UBSan (CI)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-flavour=${1:?usage: scripts/build.sh release|test|bench}
+flavour=${1:?usage: scripts/build.sh release|test|bench|fuzz}
 
 # ccache hits across clones in other folders (CI builds a fresh clone).
 export CCACHE_BASEDIR="$root"
@@ -18,6 +19,10 @@ case $flavour in
   test) args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
               -DCRONLEDGER_SANITIZE=ON -DCRONLEDGER_WERROR=ON) ;;
   bench) args=(-DCMAKE_BUILD_TYPE=Release -DCRONLEDGER_BUILD_TESTS=OFF -DCRONLEDGER_BUILD_BENCH=ON) ;;
+  # libFuzzer comes with clang; -gline-tables-only is enough for the stacks.
+  fuzz) export CC=clang CXX=clang++
+        args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1"
+              -DCRONLEDGER_SANITIZE=ON -DCRONLEDGER_WERROR=ON -DCRONLEDGER_FUZZ=ON) ;;
   *) echo "unknown flavour: $flavour" >&2; exit 2 ;;
 esac
 

@@ -13,6 +13,7 @@ packages=(
   curl wrk  # bench/api_bench.sh
   prometheus  # promtool: the metrics test checks GET /metrics with `promtool check metrics`
   chromium    # the dashboard's browser tests (tests/browser), driven by playwright-core from npm
+  clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz): clang 14 and its libFuzzer and sanitizer runtimes
 )
 # Node.js and npm run the browser tests (npm ci at build time, from
 # tests/browser/package-lock.json); Debian's only when the machine has none.

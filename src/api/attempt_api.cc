@@ -2,17 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <limits>
-
 #include "api/json_shapes.h"
 #include "ledger/names.h"
 
 namespace cronledger::api {
 namespace {
-
-constexpr const char* kScopeChoices = "must be \"run\" or \"partition\"";
-constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
 
 std::string_view OutcomeName(store::EffectBeginOutcome o) {
   switch (o) {
@@ -30,16 +24,6 @@ std::optional<ApiResponse> Foreign(const AttemptIdentity& who, int64_t run_id, i
                fmt::format("the credential is for run {} with fencing token {}, not run {} "
                            "with fencing token {}",
                            who.run_id, who.token, run_id, token));
-}
-
-std::optional<int64_t> QueryId(const ApiRequest& r, const char* name) {
-  const auto it = r.query.find(name);
-  if (it == r.query.end()) return std::nullopt;
-  int64_t v = 0;
-  const auto& t = it->second;
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size() || v <= 0) return -1;
-  return v;
 }
 
 nlohmann::ordered_json CheckpointJson(const std::optional<store::CheckpointRecord>& c) {
@@ -114,19 +98,15 @@ std::optional<ApiResponse> AttemptApi::Handle(const ApiRequest& request) const {
 }
 
 ApiResponse AttemptApi::Begin(const AttemptIdentity& who, const ApiRequest& request) const {
-  BodyReader body(request.body);
-  const auto run_id = body.Integer("run_id", true, 1, kMaxId);
-  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
-  const auto key = body.String("key", true, store::kMaxEffectKeyBytes);
-  const auto fingerprint = body.String("fingerprint", false, kMaxFingerprintBytes);
-  const auto request_id = body.String("request", false, kMaxRequestIdBytes);
-  if (auto problem = body.Problem()) return *problem;
-  if (auto foreign = Foreign(who, *run_id, *token)) return *foreign;
+  const auto parsed = ParseEffectBegin(request);
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [run_id, token, key, fingerprint, request_id] = std::get<EffectBeginRequest>(parsed);
+  if (auto foreign = Foreign(who, run_id, token)) return *foreign;
 
   store::EffectBeginParams p;
-  p.run_id = *run_id;
-  p.token = *token;
-  p.key = *key;
+  p.run_id = run_id;
+  p.token = token;
+  p.key = key;
   p.fingerprint = fingerprint.value_or("");
   p.request = request_id.value_or("");
   p.now = store::ToInstant(clock_.Now());
@@ -142,32 +122,19 @@ ApiResponse AttemptApi::Begin(const AttemptIdentity& who, const ApiRequest& requ
 
 ApiResponse AttemptApi::Settle(const AttemptIdentity& who, const ApiRequest& request,
                                bool commit) const {
-  BodyReader body(request.body);
-  const auto run_id = body.Integer("run_id", true, 1, kMaxId);
-  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
-  const auto key = body.String("key", true, store::kMaxEffectKeyBytes);
-  const auto exit_status = body.Integer("exit_status", false, 0, 255);
-  const auto result = body.String("result", false, MaxBodyBytes());
-  std::optional<store::CheckpointWrite> checkpoint;
-  if (commit) {
-    body.Object("checkpoint", [&](BodyReader& c) {
-      const auto scope = c.String("scope", false, 16);
-      const auto value = c.String("value", true, kMaxCheckpointBytes);
-      const auto parsed = ledger::ParseCheckpointScope(scope.value_or("run"));
-      if (!parsed) c.Invalid("scope", kScopeChoices);
-      if (value && parsed) checkpoint = store::CheckpointWrite{*parsed, *value};
-    });
-  }
-  if (auto problem = body.Problem()) return *problem;
-  if (auto foreign = Foreign(who, *run_id, *token)) return *foreign;
+  const auto parsed = ParseEffectSettle(request, commit, MaxBodyBytes());
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [run_id, token, key, exit_status, result, checkpoint] =
+      std::get<EffectSettleRequest>(parsed);
+  if (auto foreign = Foreign(who, run_id, token)) return *foreign;
 
   const std::string stored = Utf8Prefix(result.value_or(""), options_.output_cap);
   Status s;
   if (commit) {
     store::EffectCommitParams p;
-    p.run_id = *run_id;
-    p.token = *token;
-    p.key = *key;
+    p.run_id = run_id;
+    p.token = token;
+    p.key = key;
     p.exit_status = exit_status.value_or(0);
     p.result = stored;
     p.checkpoint = checkpoint;
@@ -176,9 +143,9 @@ ApiResponse AttemptApi::Settle(const AttemptIdentity& who, const ApiRequest& req
     s = writes_.Commit(p);
   } else {
     store::EffectFailParams p;
-    p.run_id = *run_id;
-    p.token = *token;
-    p.key = *key;
+    p.run_id = run_id;
+    p.token = token;
+    p.key = key;
     p.exit_status = exit_status;
     p.result = stored;
     p.now = store::ToInstant(clock_.Now());
@@ -187,22 +154,15 @@ ApiResponse AttemptApi::Settle(const AttemptIdentity& who, const ApiRequest& req
   }
   if (!s.ok()) return ErrorFor(s);
   ApiResponse r;
-  r.body = {{"key", *key}, {"state", commit ? "committed" : "failed"}};
+  r.body = {{"key", key}, {"state", commit ? "committed" : "failed"}};
   return r;
 }
 
 ApiResponse AttemptApi::GetCheckpoints(const AttemptIdentity& who,
                                        const ApiRequest& request) const {
-  for (const auto& [name, _] : request.query) {
-    if (name != "run_id" && name != "fencing_token") {
-      return Error(400, "invalid_request", fmt::format("unknown parameter \"{}\"", name));
-    }
-  }
-  const auto run_id = QueryId(request, "run_id");
-  const auto token = QueryId(request, "fencing_token");
-  if (run_id == -1 || token == -1) {
-    return Error(400, "invalid_request", "run_id and fencing_token must be positive integers");
-  }
+  const auto parsed = ParseCheckpointRead(request);
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [run_id, token] = std::get<CheckpointRead>(parsed);
   if (auto foreign = Foreign(who, run_id.value_or(who.run_id), token.value_or(who.token))) {
     return *foreign;
   }
@@ -231,25 +191,20 @@ ApiResponse AttemptApi::GetCheckpoints(const AttemptIdentity& who,
 
 ApiResponse AttemptApi::PutCheckpoint(const AttemptIdentity& who,
                                       const ApiRequest& request) const {
-  BodyReader body(request.body);
-  const auto run_id = body.Integer("run_id", true, 1, kMaxId);
-  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
-  const auto scope = body.String("scope", false, 16);
-  const auto value = body.String("value", true, kMaxCheckpointBytes);
-  const auto parsed = ledger::ParseCheckpointScope(scope.value_or("run"));
-  if (!parsed) body.Invalid("scope", kScopeChoices);
-  if (auto problem = body.Problem()) return *problem;
-  if (auto foreign = Foreign(who, *run_id, *token)) return *foreign;
+  const auto parsed = ParseCheckpointPut(request);
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [run_id, token, scope, value] = std::get<CheckpointPut>(parsed);
+  if (auto foreign = Foreign(who, run_id, token)) return *foreign;
   store::CheckpointSetParams p;
-  p.run_id = *run_id;
-  p.token = *token;
-  p.scope = *parsed;
-  p.value = *value;
+  p.run_id = run_id;
+  p.token = token;
+  p.scope = scope;
+  p.value = value;
   p.now = store::ToInstant(clock_.Now());
   p.node = options_.node;
   if (Status s = writes_.SetCheckpoint(p); !s.ok()) return ErrorFor(s);
   ApiResponse r;
-  r.body = {{"scope", std::string(ledger::Name(*parsed))}, {"value", *value}};
+  r.body = {{"scope", std::string(ledger::Name(scope))}, {"value", value}};
   return r;
 }
 

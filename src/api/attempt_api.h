@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/attempt_requests.h"
 #include "api/credential.h"
 #include "api/request.h"
 #include "cronledger/clock.h"
@@ -21,11 +22,6 @@
 #include "store/store.h"
 
 namespace cronledger::api {
-
-// Largest fields a request may carry (bodies are capped by the server too).
-inline constexpr std::size_t kMaxFingerprintBytes = 4096;
-inline constexpr std::size_t kMaxRequestIdBytes = 256;
-inline constexpr std::size_t kMaxCheckpointBytes = 64 * 1024;
 
 class AttemptApi {
  public:

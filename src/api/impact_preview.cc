@@ -59,24 +59,6 @@ std::string RequestLine(const ImpactRequest& r) {
 
 }  // namespace
 
-std::string_view Name(RerunScope scope) {
-  switch (scope) {
-    case RerunScope::kFailed: return "failed";
-    case RerunScope::kUnknown: return "unknown";
-    case RerunScope::kMissing: return "missing";
-    case RerunScope::kAll: return "all";
-  }
-  return "all";
-}
-
-std::optional<RerunScope> ParseRerunScope(std::string_view text) {
-  if (text == "failed") return RerunScope::kFailed;
-  if (text == "unknown") return RerunScope::kUnknown;
-  if (text == "missing") return RerunScope::kMissing;
-  if (text == "all") return RerunScope::kAll;
-  return std::nullopt;
-}
-
 nlohmann::ordered_json ImpactPreview::Json() const {
   nlohmann::ordered_json j = {{"preview_digest", digest},
           {"expected", expected},

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/input_values.h"  // RerunScope
 #include "config/config.h"
 #include "cronledger/status.h"
 #include "store/store.h"
@@ -19,14 +20,6 @@
 namespace cronledger::api {
 
 enum class ImpactAction { kBackfill, kRerun };
-
-// Which keys a rerun queues (`--only`): failed runs, unknown ones, missing
-// keys (never planned, misfired, awaiting approval), or all three.
-enum class RerunScope { kFailed, kUnknown, kMissing, kAll };
-
-std::string_view Name(RerunScope scope);
-// "failed", "unknown", "missing", "all"; nullopt for anything else.
-std::optional<RerunScope> ParseRerunScope(std::string_view text);
 
 struct ImpactRequest {
   ImpactAction action = ImpactAction::kBackfill;

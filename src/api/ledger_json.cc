@@ -44,18 +44,6 @@ ordered_json CountsJson(const std::map<std::string, int>& counts) {
 
 }  // namespace
 
-std::optional<year_month_day> ParseBusinessDate(const std::string& text) {
-  if (text.size() != 10 || text[4] != '-' || text[7] != '-') return std::nullopt;
-  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
-    if (text[i] < '0' || text[i] > '9') return std::nullopt;
-  }
-  const year_month_day d{std::chrono::year{std::stoi(text.substr(0, 4))},
-                         std::chrono::month{static_cast<unsigned>(std::stoi(text.substr(5, 2)))},
-                         std::chrono::day{static_cast<unsigned>(std::stoi(text.substr(8, 2)))}};
-  if (!d.ok()) return std::nullopt;
-  return d;
-}
-
 ordered_json JobStatusJson(const engine::JobStatus& s) {
   ordered_json j;
   j["name"] = s.name;

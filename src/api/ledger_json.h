@@ -1,7 +1,7 @@
 // The ledger documents of DESIGN.md (JSON shapes: status, runs, a single
 // run, events, gaps, verify), built once for both the command line's --json
-// output and the HTTP API, so the two never drift; and the parsing of the
-// values both take as input (business dates).
+// output and the HTTP API, so the two never drift. The values both take as
+// input (business dates) are parsed in input_values.h.
 #ifndef CRONLEDGER_API_LEDGER_JSON_H_
 #define CRONLEDGER_API_LEDGER_JSON_H_
 
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "api/input_values.h"  // ParseBusinessDate
 #include "config/config.h"
 #include "cronledger/status.h"
 #include "engine/gap_scanner.h"
@@ -20,9 +21,6 @@
 #include "store/store.h"
 
 namespace cronledger::api {
-
-// A real calendar date written YYYY-MM-DD (a business date), or nullopt.
-std::optional<std::chrono::year_month_day> ParseBusinessDate(const std::string& text);
 
 // DESIGN.md `status` item: name, state, last_success_at, ..., steps, then
 // planned_through, in_flight, expired_leases, unknown_runs.

@@ -18,6 +18,7 @@
 #include "api/auth.h"
 #include "api/credential.h"
 #include "api/dashboard_session.h"
+#include "api/operator_requests.h"
 #include "api/request.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -25,20 +26,8 @@
 
 namespace cronledger::api {
 
-// GET /v1/runs and /v1/events: `limit` when absent, and its largest value.
-inline constexpr int64_t kDefaultPageLimit = 100;
-inline constexpr int64_t kMaxPageLimit = 1000;
 // GET /v1/runs/{id}: the newest events of the run it includes.
 inline constexpr int kRunDetailEvents = 1000;
-// The operator actions: the largest body, and of its `reason` and `by`.
-inline constexpr std::size_t kMaxActionBodyBytes = 64 * 1024;
-inline constexpr std::size_t kMaxReasonBytes = 4096;
-inline constexpr std::size_t kMaxActorBytes = 256;
-
-// The opaque `cursor` of GET /v1/runs for "after the run with this id" (the
-// runs come newest first), and back; nullopt for text that is not one.
-std::string EncodeRunCursor(int64_t last_id);
-std::optional<int64_t> DecodeRunCursor(std::string_view cursor);
 
 class OperatorApi {
  public:

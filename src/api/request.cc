@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdint>
 
 namespace cronledger::api {
@@ -27,6 +28,15 @@ ApiResponse ErrorFor(const Status& status) {
     case StatusCode::kIOError: return Error(503, "unavailable", status.message());
     default: return Error(500, "internal", status.message());
   }
+}
+
+std::optional<int64_t> PositiveInteger(std::string_view text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v <= 0) {
+    return std::nullopt;
+  }
+  return v;
 }
 
 BodyReader::BodyReader(std::string_view body) {

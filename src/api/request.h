@@ -4,6 +4,7 @@
 #ifndef CRONLEDGER_API_REQUEST_H_
 #define CRONLEDGER_API_REQUEST_H_
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -43,6 +44,9 @@ ApiResponse Error(int http_status, std::string_view code, std::string message);
 // 409 stale_lease / conflict / fingerprint_mismatch, 503 unavailable,
 // 500 internal.
 ApiResponse ErrorFor(const Status& status);
+
+// A positive decimal integer and nothing else (ids in paths and queries).
+std::optional<int64_t> PositiveInteger(std::string_view text);
 
 // A JSON request body read field by field: the first problem found is kept
 // (naming the field), and fields the route does not know are a problem too.

@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -23,37 +21,6 @@ namespace {
 
 using ledger::EndClass;
 using nlohmann::ordered_json;
-
-constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
-constexpr std::size_t kMaxClaimJobs = 100;
-constexpr std::size_t kMaxJobNameBytes = 64;
-constexpr const char* kOutcomes = "succeeded, retryable, permanent, timeout or signal";
-
-std::optional<int64_t> PositiveInteger(std::string_view text) {
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v <= 0) {
-    return std::nullopt;
-  }
-  return v;
-}
-
-bool ValidWorkerId(std::string_view id) {
-  return !id.empty() && id.size() <= kMaxWorkerIdBytes &&
-         std::all_of(id.begin(), id.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
-
-// A step's outcome as a worker reports it without an exit status. The
-// server-only classes (spawn_failed, lease_expired, in_doubt, stale) are not
-// a worker's to claim.
-std::optional<EndClass> ParseOutcome(std::string_view name) {
-  if (name == "succeeded") return EndClass::kSucceeded;
-  if (name == "retryable") return EndClass::kRetryable;
-  if (name == "permanent") return EndClass::kPermanent;
-  if (name == "timeout") return EndClass::kTimeout;
-  if (name == "signal") return EndClass::kSignal;
-  return std::nullopt;
-}
 
 // Attempt ends a worker's own write made (a failed step, a completion),
 // as opposed to the reaper's or a fence's.
@@ -125,35 +92,9 @@ std::variant<WorkerApi::Caller, ApiResponse> WorkerApi::Authenticate(
 }
 
 std::optional<ApiResponse> WorkerApi::Handle(const ApiRequest& request) const {
-  enum class Route { kClaims, kHeartbeat, kStep, kComplete };
-  Route route = Route::kClaims;
-  std::string id_text;
-  std::string step;
-  const std::string_view path = request.path;
-  constexpr std::string_view kRuns = "/v1/runs/";
-  if (path == "/v1/claims") {
-    route = Route::kClaims;
-  } else if (path.starts_with(kRuns)) {
-    const std::string_view rest = path.substr(kRuns.size());
-    const std::size_t slash = rest.find('/');
-    if (slash == std::string_view::npos || slash == 0) return std::nullopt;
-    const std::string_view tail = rest.substr(slash + 1);
-    constexpr std::string_view kSteps = "steps/";
-    if (tail == "heartbeat") {
-      route = Route::kHeartbeat;
-    } else if (tail == "complete") {
-      route = Route::kComplete;
-    } else if (tail.starts_with(kSteps) && tail.size() > kSteps.size() &&
-               tail.find('/', kSteps.size()) == std::string_view::npos) {
-      route = Route::kStep;
-      step = std::string(tail.substr(kSteps.size()));
-    } else {
-      return std::nullopt;
-    }
-    id_text = std::string(rest.substr(0, slash));
-  } else {
-    return std::nullopt;
-  }
+  const auto matched = MatchWorkerPath(request.path);
+  if (!matched) return std::nullopt;
+  const WorkerRoute route = matched->route;
 
   auto who = Authenticate(request);
   if (auto* refused = std::get_if<ApiResponse>(&who)) return *refused;
@@ -174,17 +115,17 @@ std::optional<ApiResponse> WorkerApi::Handle(const ApiRequest& request) const {
                  fmt::format("the body is {} bytes; {} accepts at most {}", request.body.size(),
                              request.path, kMaxWorkerBodyBytes));
   }
-  if (route == Route::kClaims) return Claim(request, caller);
-  const auto run_id = PositiveInteger(id_text);
+  if (route == WorkerRoute::kClaims) return Claim(request, caller);
+  const auto run_id = PositiveInteger(matched->run_id);
   if (!run_id) {
     return Error(400, "invalid_request",
                  fmt::format("the run id in {} must be a positive integer", request.path));
   }
   switch (route) {
-    case Route::kHeartbeat: return Heartbeat(request, caller, *run_id);
-    case Route::kStep: return Step(request, caller, *run_id, step);
-    case Route::kComplete: return Complete(request, caller, *run_id);
-    case Route::kClaims: break;
+    case WorkerRoute::kHeartbeat: return Heartbeat(request, caller, *run_id);
+    case WorkerRoute::kStep: return Step(request, caller, *run_id, matched->step);
+    case WorkerRoute::kComplete: return Complete(request, caller, *run_id);
+    case WorkerRoute::kClaims: break;
   }
   return std::nullopt;
 }
@@ -205,17 +146,11 @@ std::variant<const config::JobConfig*, ApiResponse> WorkerApi::ExternalJobOf(
 }
 
 ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) const {
-  BodyReader body(request.body);
-  const auto jobs = body.Strings("jobs", true, kMaxClaimJobs, kMaxJobNameBytes);
-  const auto wait = body.Integer("wait", false, 0, kMaxClaimWait);
-  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
-  if (jobs && jobs->empty()) body.Invalid("jobs", "must name at least one job");
-  if (worker && !ValidWorkerId(*worker)) {
-    body.Invalid("worker", "must be 1-128 printable ASCII characters");
-  }
-  if (auto problem = body.Problem()) return *problem;
+  const auto parsed = ParseClaimRequest(request);
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [jobs, wait, worker] = std::get<ClaimRequest>(parsed);
   std::vector<store::ClaimRule> rules;
-  for (const auto& name : *jobs) {
+  for (const auto& name : jobs) {
     const config::JobConfig* job = config_.FindJob(name);
     if (job == nullptr) {
       return Error(404, "not_found",
@@ -332,24 +267,20 @@ ApiResponse WorkerApi::ClaimAnswer(const store::ClaimedRun& claim,
 
 ApiResponse WorkerApi::Heartbeat(const ApiRequest& request, const Caller& caller,
                                  int64_t run_id) const {
-  BodyReader body(request.body);
-  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
-  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
-  if (worker && !ValidWorkerId(*worker)) {
-    body.Invalid("worker", "must be 1-128 printable ASCII characters");
-  }
-  if (auto problem = body.Problem()) return *problem;
+  const auto parsed = ParseHeartbeatRequest(request);
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [token, worker] = std::get<HeartbeatRequest>(parsed);
   store::RunRecord run;
   auto job = ExternalJobOf(run_id, &run);
   if (auto* refused = std::get_if<ApiResponse>(&job)) return *refused;
   const auto ttl = std::chrono::milliseconds(std::get<const config::JobConfig*>(job)
                                                  ->EffectiveLeaseTtl());
   const store::Instant now = store::ToInstant(clock_.Now());
-  const Status s = store_.RunHeartbeat({run_id, *token, now, ttl, NodeOf(worker, *caller.token)});
+  const Status s = store_.RunHeartbeat({run_id, token, now, ttl, NodeOf(worker, *caller.token)});
   if (!s.ok()) return ErrorFor(s);
   ApiResponse r;
   r.body = {{"run_id", run_id},
-            {"fencing_token", *token},
+            {"fencing_token", token},
             {"lease_expires_at", FormatInstant(now + ttl)},
             {"lease_ttl_seconds", std::chrono::duration_cast<std::chrono::seconds>(ttl).count()}};
   return r;
@@ -384,24 +315,9 @@ ApiResponse AttemptAnswer(store::Store& store, int64_t run_id, int64_t token,
 
 ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int64_t run_id,
                             const std::string& step_name) const {
-  BodyReader body(request.body);
-  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
-  const auto exit_status = body.Integer("exit_status", false, 0, 255);
-  const auto outcome_name = body.String("outcome", false, 32);
-  const auto output_tail = body.String("output_tail", false, kMaxOutputTailBytes);
-  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
-  std::optional<EndClass> outcome;
-  if (outcome_name) {
-    outcome = ParseOutcome(*outcome_name);
-    if (!outcome) body.Invalid("outcome", fmt::format("must be {}", kOutcomes));
-  }
-  if (exit_status.has_value() == outcome_name.has_value()) {
-    body.Invalid("exit_status", "or \"outcome\": exactly one of the two is required");
-  }
-  if (worker && !ValidWorkerId(*worker)) {
-    body.Invalid("worker", "must be 1-128 printable ASCII characters");
-  }
-  if (auto problem = body.Problem()) return *problem;
+  const auto parsed = ParseStepReport(request);
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [token, exit_status, outcome, output_tail, worker] = std::get<StepReport>(parsed);
   store::RunRecord run;
   auto found = ExternalJobOf(run_id, &run);
   if (auto* refused = std::get_if<ApiResponse>(&found)) return *refused;
@@ -417,14 +333,14 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   if (!lease.ok() && lease.status().code() != StatusCode::kFailedPrecondition) {
     return ErrorFor(lease.status());
   }
-  const std::string node = Actor(worker, *caller.token, lease, *token);
-  if (!lease.ok() || lease->token != *token) {
+  const std::string node = Actor(worker, *caller.token, lease, token);
+  if (!lease.ok() || lease->token != token) {
     // Not the run's current token: the store's fence refuses the write and
     // records it (stale_write_rejected).
-    const Status s = store_.StepUpdate({run_id, *token, step_name, "failed", now(), node});
+    const Status s = store_.StepUpdate({run_id, token, step_name, "failed", now(), node});
     if (!s.ok()) return ErrorFor(s);
     return Error(409, "stale_lease",
-                 fmt::format("run {}: fencing token {} is not the current one", run_id, *token));
+                 fmt::format("run {}: fencing token {} is not the current one", run_id, token));
   }
   auto steps = store_.StepList(run_id);
   if (!steps.ok()) return ErrorFor(steps.status());
@@ -443,7 +359,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   o.exit_status = exit_status.value_or(0);
   const EndClass end = exit_status ? engine::ClassifyStep(o, job) : *outcome;
   if (end == EndClass::kSucceeded) {
-    if (Status s = store_.StepUpdate({run_id, *token, step_name, "succeeded", now(), node});
+    if (Status s = store_.StepUpdate({run_id, token, step_name, "succeeded", now(), node});
         !s.ok()) {
       return ErrorFor(s);
     }
@@ -455,7 +371,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
       if (state == steps->end() || state->state != "succeeded") next = &*it;
     }
     if (next != nullptr) {
-      if (Status s = store_.StepUpdate({run_id, *token, next->name, "running", now(), node});
+      if (Status s = store_.StepUpdate({run_id, token, next->name, "running", now(), node});
           !s.ok()) {
         return ErrorFor(s);
       }
@@ -480,7 +396,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   facts.jitter_sample = JitterSample();
   store::FinishParams finish;
   finish.run_id = run_id;
-  finish.token = *token;
+  finish.token = token;
   finish.now = facts.now;
   finish.node = node;
   finish.end_class = end;
@@ -490,27 +406,22 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   finish.output_tail = output_tail.value_or("");
   finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
   store::WorkerWrite write;
-  write.step = store::StepParams{run_id, *token, step_name, "failed", facts.now, node};
+  write.step = store::StepParams{run_id, token, step_name, "failed", facts.now, node};
   write.finish = finish;
   auto results = store_.RunApplyWrites({write});
   if (!results.ok()) return ErrorFor(results.status());
   if (!results->at(0).ok()) return ErrorFor(results->at(0));
   spdlog::info("run {} {}: attempt {} (worker {}) {} -> {}", run_id, run.RunKey(),
                lease->attempt, node, ledger::Name(end), ledger::Name(finish.decision.state));
-  return AttemptAnswer(store_, run_id, *token,
+  return AttemptAnswer(store_, run_id, token,
                        {{"step", step_name}, {"step_state", "failed"}});
 }
 
 ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
                                 int64_t run_id) const {
-  BodyReader body(request.body);
-  const auto token = body.Integer("fencing_token", true, 1, kMaxId);
-  const auto output_tail = body.String("output_tail", false, kMaxOutputTailBytes);
-  const auto worker = body.String("worker", false, kMaxWorkerIdBytes);
-  if (worker && !ValidWorkerId(*worker)) {
-    body.Invalid("worker", "must be 1-128 printable ASCII characters");
-  }
-  if (auto problem = body.Problem()) return *problem;
+  const auto parsed = ParseCompleteRequest(request);
+  if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
+  const auto& [token, output_tail, worker] = std::get<CompleteRequest>(parsed);
   store::RunRecord run;
   auto found = ExternalJobOf(run_id, &run);
   if (auto* refused = std::get_if<ApiResponse>(&found)) return *refused;
@@ -521,20 +432,20 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
   }
   store::FinishParams finish;
   finish.run_id = run_id;
-  finish.token = *token;
+  finish.token = token;
   finish.now = store::ToInstant(clock_.Now());
-  finish.node = Actor(worker, *caller.token, lease, *token);
+  finish.node = Actor(worker, *caller.token, lease, token);
   finish.end_class = EndClass::kSucceeded;
   finish.output_tail = output_tail.value_or("");
-  if (!lease.ok() || lease->token != *token) {
+  if (!lease.ok() || lease->token != token) {
     // Asked again after the attempt ended by the worker's own write (a
     // failed step, an earlier completion whose answer was lost): the same
     // answer, nothing written.
     auto attempts = store_.AttemptList(run_id);
     if (!attempts.ok()) return ErrorFor(attempts.status());
     for (const auto& a : *attempts) {
-      if (a.token == *token && EndedByWorker(a)) {
-        return AttemptAnswer(store_, run_id, *token, ordered_json::object());
+      if (a.token == token && EndedByWorker(a)) {
+        return AttemptAnswer(store_, run_id, token, ordered_json::object());
       }
     }
     // Otherwise the store's fence refuses it and records it.
@@ -542,7 +453,7 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
     if (!results.ok()) return ErrorFor(results.status());
     if (!results->at(0).ok()) return ErrorFor(results->at(0));
     return Error(409, "stale_lease",
-                 fmt::format("run {}: fencing token {} is not the current one", run_id, *token));
+                 fmt::format("run {}: fencing token {} is not the current one", run_id, token));
   }
   auto steps = store_.StepList(run_id);
   if (!steps.ok()) return ErrorFor(steps.status());
@@ -565,7 +476,7 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
   auto results = store_.RunFinishAttempts({finish});
   if (!results.ok()) return ErrorFor(results.status());
   if (!results->at(0).ok()) return ErrorFor(results->at(0));
-  ApiResponse answer = AttemptAnswer(store_, run_id, *token, ordered_json::object());
+  ApiResponse answer = AttemptAnswer(store_, run_id, token, ordered_json::object());
   if (answer.status == 200) {
     spdlog::info("run {} {}: attempt {} (worker {}) completed: {} -> {}", run_id, run.RunKey(),
                  lease->attempt, finish.node, answer.body["end_class"].dump(),

@@ -24,19 +24,12 @@
 #include "api/auth.h"
 #include "api/credential.h"
 #include "api/request.h"
+#include "api/worker_requests.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "store/store.h"
 
 namespace cronledger::api {
-
-// The largest body a worker route accepts, and the longest `output_tail`.
-inline constexpr std::size_t kMaxWorkerBodyBytes = 256 * 1024;
-inline constexpr std::size_t kMaxOutputTailBytes = 64 * 1024;
-// The longest long-poll a claim may ask for, in seconds.
-inline constexpr int64_t kMaxClaimWait = 60;
-// A worker id: 1-128 printable ASCII characters.
-inline constexpr std::size_t kMaxWorkerIdBytes = 128;
 
 class WorkerApi {
  public:

@@ -113,8 +113,15 @@ std::vector<std::string> SuggestZones(std::string_view name, std::size_t max) {
     return {};
   }
   const std::string wanted = Lower(name);
+  // Far-fetched suggestions help nobody.
+  const std::size_t threshold = std::max<std::size_t>(2, wanted.size() / 3);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& n : names) {
+    // The distance is at least the difference in length, and a city is
+    // shorter than its zone's name: a zone much shorter than the name given
+    // cannot be suggested. Skipping it keeps a long name (a config's
+    // garbage, 4 KB of it) from costing seconds of edit distances.
+    if (wanted.size() > n.size() + threshold) continue;
     const std::string lower = Lower(n);
     std::size_t score = EditDistance(wanted, lower);
     const std::size_t slash = lower.rfind('/');
@@ -130,8 +137,6 @@ std::vector<std::string> SuggestZones(std::string_view name, std::size_t max) {
   }
   std::sort(scored.begin(), scored.end());
   std::vector<std::string> out;
-  // Far-fetched suggestions help nobody.
-  const std::size_t threshold = std::max<std::size_t>(2, wanted.size() / 3);
   for (const auto& [score, n] : scored) {
     if (out.size() >= max || score > threshold) break;
     if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);

@@ -302,6 +302,33 @@ TEST(ConfigProblems, DuplicateTomlKeyIsASyntaxError) {
   EXPECT_EQ(p[0].rfind("c.toml:3: TOML syntax error: ", 0), 0u) << p[0];
 }
 
+// Found by config_fuzzer with toml++ compiled into it (tests/fuzz): toml++
+// 3.3 has undefined behaviour on these (an assertion on a table header
+// that starts with a character no key starts with, an unreachable branch
+// for some non-ASCII characters where it looks for whitespace;
+// marzer/tomlplusplus#190, #295, #301, fixed upstream). Debian's library,
+// which cronledger links, reports each as one problem, at its line.
+TEST(ConfigProblems, TomlParserEdgeCasesAreProblems) {
+  const struct {
+    const char* text;
+    const char* starts;
+  } kCases[] = {
+      {"[+a]\n", "c.toml:1: TOML syntax error: "},
+      {"[[[a]]]\n", "c.toml:1: TOML syntax error: "},
+      {"[server]\nstore = \"sqlite:x\"\n[\xc3\x84]\n", "c.toml:3: TOML syntax error: "},
+      {"[s3\xd0\x84" "erver]\nstore = 1\n", "c.toml:1: TOML syntax error: "},
+      {"[server]\nstore = 1\xc2\xa7\n", "c.toml:2: TOML syntax error: "},
+      // Valid TOML: a line-ending backslash, then U+00A7 (issue #190).
+      {"[server]\nstore = \"\"\"\\\n\xc2\xa7.db\"\"\"\n",
+       "c.toml:2: server.store: \"\xc2\xa7.db\" is not a store"},
+  };
+  for (const auto& c : kCases) {
+    const auto p = Problems(c.text);
+    ASSERT_EQ(p.size(), 1u) << c.text;
+    EXPECT_EQ(p[0].rfind(c.starts, 0), 0u) << p[0];
+  }
+}
+
 // ---- problems: unknown keys at every level ------------------------------------------
 
 TEST(ConfigProblems, UnknownKeysAtEveryLevel) {

@@ -75,6 +75,19 @@ TEST(TimeZone, NoSuggestionForGibberish) {
   EXPECT_EQ(r.status().message(), "unknown timezone \"qqqqqqqqqqqqqqqqqqqqqqqq\"");
 }
 
+// Found by config_fuzzer as a slow input: a timezone of a few KB made
+// every unknown-zone suggestion compute edit distances against every zone.
+// Names too long for any suggestion are now skipped by length; the
+// suggestions themselves are unchanged, at the limit too.
+TEST(TimeZone, LongNamesGetNoSuggestionAndCloseOnesStillDo) {
+  EXPECT_TRUE(SuggestZones(std::string(4096, 'x')).empty());
+  EXPECT_TRUE(SuggestZones("America/Argentina/ComodRivadaviaxxxxxxxxxxxxxxxxx").empty());
+  // 32 characters and 16 more: a distance of 16, exactly the threshold.
+  const auto at_limit = SuggestZones("America/Argentina/ComodRivadaviaxxxxxxxxxxxxxxxx");
+  ASSERT_FALSE(at_limit.empty());
+  EXPECT_EQ(at_limit.front(), "America/Argentina/ComodRivadavia");
+}
+
 TEST(TimeZone, RejectsPathsAndEmptyNames) {
   for (const char* name : {"", "../../etc/passwd", "/etc/localtime", "America/../UTC"}) {
     auto r = TimeZone::Load(name);
