@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include "engine/ledger_days.h"
 #include "ledger/names.h"
@@ -99,6 +100,12 @@ Status GapScanner::ForEachKey(const config::JobConfig& job, const GapScanParams&
   // keys reach each date; one key object serves every key.
   LedgerDays ledger(store_, job.name, from, to);
   ExpectedKey key;
+  // A key is its partition's first occurrence of the period; later ones
+  // (key = date over an hourly schedule, say) are the planner's
+  // deduplicated occurrences, not keys. Occurrences come in time order, so
+  // a partition's occurrences of one period are consecutive; a partition
+  // that joins mid-period has its key at its first occurrence as a member.
+  std::unordered_map<std::string, std::string> last_period;
   return ForEachExpected(
       *versions, *history, after, until, schedules_,
       [&](const ExpectedOccurrence& e) -> Status {
@@ -112,6 +119,9 @@ Status GapScanner::ForEachKey(const config::JobConfig& job, const GapScanParams&
         key.local_time = FormatLocal(e.occurrence);
         key.due = e.occurrence.utc <= now;
         for (const std::string_view partition : e.partitions) {
+          std::string& last = last_period[std::string(partition)];
+          if (last == e.period) continue;
+          last = e.period;
           key.partition.assign(partition);
           key.run = (*runs)->Find(partition, e.period);
           key.waived = false;

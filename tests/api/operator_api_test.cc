@@ -1322,7 +1322,7 @@ TEST(OperatorApiAuth, AMissingSecretStopsServeNamingTheTokenAndNeverTheSecret) {
   auto r = Cronledger({"serve", "--config", config});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(
-      r.err.find(config + ":20: auth.token[dash].secret_env: environment variable "
+      r.err.find(config + ":21: auth.token[dash].secret_env: environment variable "
                           "\"CL_TEST_READ\" is not set: it must hold the secret of token \"dash\""),
       std::string::npos)
       << r.err;

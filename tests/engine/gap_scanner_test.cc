@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <random>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -178,6 +179,35 @@ TEST_F(GapScannerTest, ExpectsExactlyTheKeysThePlannerPlans) {
     EXPECT_EQ(stuck, planned_due);
   }
   EXPECT_GT(compared, 100u);
+}
+
+// key = date over a schedule that fires many times a day: the period's
+// first occurrence is its key (the planner deduplicates the later ones), so
+// the scanner yields each key once, not once per occurrence. (A rerun's
+// preview digest counted the later ones and went stale every tick.)
+TEST_F(GapScannerTest, AKeyOfManyOccurrencesIsExpectedOnce) {
+  config::JobConfig job = Job("*/30 * * * *");
+  job.key = PeriodKey::kDate;
+  job.partitions = {"a", "b"};
+  config_.jobs = {job};
+  Plan(At("2026-03-04T05:00:00Z"));
+  Plan(At("2026-03-05T07:00:00Z"));
+  GapScanner scanner(*store_);
+  GapScanParams p;
+  p.from = Date("2026-03-03");
+  p.to = Date("2026-03-06");
+  p.now = store::ToInstant(At("2026-03-05T07:00:00Z"));
+  p.include_waived = true;
+  std::map<std::string, int> seen;
+  ASSERT_TRUE(scanner
+                  .ForEachKey(config_.jobs[0], p,
+                              [&](const ExpectedKey& k) {
+                                ++seen[k.partition + "/" + k.period];
+                                return Status::Ok();
+                              })
+                  .ok());
+  EXPECT_EQ(seen.size(), 4u);  // a and b on the 4th and the 5th
+  for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << key;
 }
 
 TEST_F(GapScannerTest, FindsEachKindOfGapWithItsCause) {
