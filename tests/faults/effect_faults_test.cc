@@ -552,7 +552,7 @@ TEST(FaultEffectItems, ThousandItemsExactlyOnceWhileServeIsKilledAndRestarted) {
   std::string plan;
   std::unique_ptr<ServeProcess> serve = start_serve();
   for (int threshold : kill_after) {
-    ASSERT_TRUE(WaitFor([&] { return accepted() >= threshold; }, 3000, 20))
+    ASSERT_TRUE(WaitFor([&] { return accepted() >= threshold; }, 9000, 20))
         << "stuck at " << accepted() << " accepted items\n"
         << serve->Log();
     if (mid_effect(rng)) {
