@@ -10,8 +10,9 @@
 #                the summary is the median of the rounds
 #   --runs N     runs (jobs) per throughput measurement (default 20000)
 #   --only LIST  comma-separated subset of: cl1x8, cl2x4, gw-default, gw-best,
-#                boss-default, boss-best, raw-queue, raw-ledger, fire,
-#                gw-latency, idle, what-if (default: all but what-if)
+#                boss-default, boss-best, raw-queue, raw-ledger,
+#                raw-ledger-batched, fire, gw-latency, idle, what-if
+#                (default: all but what-if)
 #   --profile    also run cronledger 1x8 and 2x4 once more with the libpq
 #                round-trip profile (bench/pg_trace.h), after the rounds
 #   --out FILE   also write every measurement (round, name, value, unit) there
@@ -28,7 +29,10 @@
 #   raw-*           pgbench with bench/pg_raw/{queue,ledger}.sql, 8 clients,
 #                   N jobs: per job a FOR UPDATE SKIP LOCKED claim and a
 #                   completion fenced by the token, on cronledger's schema
-#                   plus an index on (scheduled_at, id) for the claim's order
+#                   plus an index on (scheduled_at, id) for the claim's order;
+#                   raw-ledger-batched: every write cronledger makes (runs,
+#                   attempts, steps, four events) set-based, 32 runs per
+#                   claim statement and per completion statement
 #   fire            pg_bench fire: 1,000 runs due at one instant, p50 and p99
 #                   of scheduled-instant-to-handler-start (3 occurrences)
 #   gw-latency      graphile-worker add-to-start: one job at a time, and
@@ -45,7 +49,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 rounds=3
 runs=20000
-only="cl1x8,cl2x4,gw-default,gw-best,boss-default,boss-best,raw-queue,raw-ledger,fire,gw-latency,idle"
+only="cl1x8,cl2x4,gw-default,gw-best,boss-default,boss-best,raw-queue,raw-ledger,raw-ledger-batched,fire,gw-latency,idle"
 profile=0
 out=""
 build="$root/build/bench"
@@ -139,24 +143,26 @@ peer() {  # round command mode [extra args]
   collect "$round" node "$root/bench/pg_peers/peers.js" "$cmd" --url "$db" --jobs "$runs" --mode "$mode" "$@"
   drop_db "$db"
 }
-raw() {  # round script
-  local round=$1 script=$2 db clients=8 tps done
+raw() {  # round script [runs per script transaction]
+  local round=$1 script=$2 batch=${3:-1} db clients=8 tps done per_client want
+  per_client=$((runs / clients / batch))
+  want=$((per_client * clients * batch))
   db=$(fresh_db)
   # More runs than jobs: SKIP LOCKED always finds an unlocked one.
   "$pg_bench" prepare --url "$db" --runs $((runs + 100)) >&2
   # The ceiling gets the ideal index for its ORDER BY (cronledger's runs_due
   # is on scheduled_at alone; see the analysis in docs/benchmarks.md).
   psql "$db" -qc "CREATE SEQUENCE bench_tokens; $what_if_sql; ANALYZE" >/dev/null
-  tps=$(pgbench -n -M prepared -c "$clients" -j 2 -t $((runs / clients)) \
+  tps=$(pgbench -n -M prepared -c "$clients" -j 2 -t "$per_client" \
           -f "$root/bench/pg_raw/$script.sql" "$db" 2>&1 | tee "$state/pgbench.log" |
         sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
   done=$(psql "$db" -tAc "SELECT count(*) FROM runs WHERE state = 'succeeded'")
-  if [[ -z $tps || $done != $((runs / clients * clients)) ]]; then
+  if [[ -z $tps || $done != "$want" ]]; then
     cat "$state/pgbench.log" >&2
-    echo "pg_bench: raw $script: $done runs succeeded, want $((runs / clients * clients))" >&2
+    echo "pg_bench: raw $script: $done runs succeeded, want $want" >&2
     exit 1
   fi
-  record "$round" "raw-$script" "$tps" "jobs/s"
+  record "$round" "raw-${script//_/-}" "$(awk -v t="$tps" -v b="$batch" 'BEGIN {printf "%.3f", t * b}')" "jobs/s"
   drop_db "$db"
 }
 idle() {  # round
@@ -182,6 +188,7 @@ for ((round = 1; round <= rounds; round++)); do
   want cl2x4 && cl_throughput "$round" 2 4
   want raw-queue && raw "$round" queue
   want raw-ledger && raw "$round" ledger
+  want raw-ledger-batched && raw "$round" ledger_batched 32
   if want what-if; then
     cl_throughput "$round" 1 8 --label cronledger-1x8-what-if-analyze --setup-sql "ANALYZE"
     cl_throughput "$round" 1 8 --label cronledger-1x8-what-if-analyze-index --setup-sql "$what_if_sql; ANALYZE"
@@ -238,7 +245,7 @@ for cl in cronledger-1x8 cronledger-2x4 cronledger-1x8-what-if-analyze cronledge
   c=$(get "$cl")
   [[ -n $c ]] || continue
   line=$(printf '%-30s' "$cl")
-  for peer in graphile-worker-default graphile-worker-best pg-boss-default pg-boss-best raw-queue raw-ledger; do
+  for peer in graphile-worker-default graphile-worker-best pg-boss-default pg-boss-best raw-queue raw-ledger raw-ledger-batched; do
     p=$(get "$peer")
     [[ -n $p ]] || continue
     line+=$(awk -v c="$c" -v p="$p" -v n="$peer" 'BEGIN {if (p > 0) printf "  %s %.2f", n, c / p; else printf "  %s n/a", n}')

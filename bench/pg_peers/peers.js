@@ -4,7 +4,7 @@
 // add-to-start latency.
 //
 //   node peers.js graphile --url URL --jobs N --mode default|best
-//   node peers.js pgboss   --url URL --jobs N --mode default|best
+//   node peers.js pgboss   --url URL --jobs N --mode default|best [--workers N --batch-size N]
 //   node peers.js graphile-latency --url URL [--samples N] [--bursts N]
 //
 // Throughput: the N jobs are inserted first (untimed, in bulk), then the
@@ -12,7 +12,7 @@
 // completed (graphile-worker deletes a completed job; pg-boss marks it
 // `completed`), so a job counts only once its completion is committed, as
 // cronledger's runs do. A configuration that would take longer than
-// --max-seconds (default 120) is stopped there and its rate is the jobs
+// --max-seconds (default 600) is stopped there and its rate is the jobs
 // completed so far over the time (printed as time-boxed).
 //
 // Figures go to stdout as `RESULT <tab> name <tab> value <tab> unit` lines.
@@ -22,7 +22,7 @@ const { performance } = require('perf_hooks')
 const pg = require('pg')
 
 function parseArgs (argv) {
-  const o = { command: argv[0], jobs: 20000, mode: 'default', samples: 200, bursts: 3, maxSeconds: 120 }
+  const o = { command: argv[0], jobs: 20000, mode: 'default', samples: 200, bursts: 3, maxSeconds: 600 }
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i]
     const v = () => {
@@ -35,6 +35,8 @@ function parseArgs (argv) {
     else if (a === '--samples') o.samples = Number(v())
     else if (a === '--bursts') o.bursts = Number(v())
     else if (a === '--max-seconds') o.maxSeconds = Number(v())
+    else if (a === '--workers') o.workers = Number(v())
+    else if (a === '--batch-size') o.batchSize = Number(v())
     else throw new Error(`unknown argument ${a}`)
   }
   if (!o.url) throw new Error('--url is required')
@@ -208,15 +210,22 @@ async function graphileLatency (o) {
 // pollingIntervalSeconds (default 2, at least 0.5); one work() call is one
 // polling loop, so several workers are several work() calls. A loop fetches
 // a batch, runs the handler on it, completes it, and waits out the rest of
-// its polling interval before the next fetch.
-const PGBOSS_BEST = { workers: 8, batchSize: 500, pollingIntervalSeconds: 0.5 }
+// its polling interval before the next fetch, so a configuration's ceiling
+// is workers x batchSize / interval. pg-boss documents the options, not
+// values: 8 x 200 at 0.5 s was the fastest of a sweep on the reference
+// machine (8 x 100, 200, 250, 300, 500, 1000; 4 x 500, 2000; 6 x 300;
+// 12 x 200; 16 x 200, 500, 1000; docs/benchmarks.md): larger batches and
+// more loops were slower, not faster.
+const PGBOSS_BEST = { workers: 8, batchSize: 200, pollingIntervalSeconds: 0.5 }
 
 async function pgboss (o) {
   const PgBoss = require('pg-boss')
   const version = require('pg-boss/package.json').version
   const best = o.mode === 'best'
+  // --workers and --batch-size override the best configuration (to try others).
+  const cfg = { ...PGBOSS_BEST, ...(o.workers ? { workers: o.workers } : {}), ...(o.batchSize ? { batchSize: o.batchSize } : {}) }
   const boss = new PgBoss(best
-    ? { connectionString: o.url, max: PGBOSS_BEST.workers + 4 }
+    ? { connectionString: o.url, max: cfg.workers + 4 }
     : { connectionString: o.url })
   boss.on('error', (e) => console.error('pg-boss error:', e.message))
   await boss.start()
@@ -233,9 +242,10 @@ async function pgboss (o) {
     [state])).rows[0].count)
   const queued = await count(null)
   if (queued !== o.jobs) throw new Error(`queued ${queued} jobs, want ${o.jobs}`)
-  const name = `pg-boss-${o.mode}`
-  const workers = best ? PGBOSS_BEST.workers : 1
-  const options = best ? { batchSize: PGBOSS_BEST.batchSize, pollingIntervalSeconds: PGBOSS_BEST.pollingIntervalSeconds } : {}
+  const custom = best && (o.workers || o.batchSize)
+  const name = custom ? `pg-boss-${cfg.workers}x${cfg.batchSize}` : `pg-boss-${o.mode}`
+  const workers = best ? cfg.workers : 1
+  const options = best ? { batchSize: cfg.batchSize, pollingIntervalSeconds: cfg.pollingIntervalSeconds } : {}
   log(`${name}: pg-boss ${version}, ${o.jobs} jobs queued; ${workers} work() loop(s) with ${JSON.stringify(options)}`)
   let ran = 0
   const t0 = performance.now()
