@@ -440,7 +440,22 @@ int Fire(const Options& opt) {
   engine::Planner planner(config, *store, clock);
   engine::Reaper reaper(config, *store);
   engine::Dispatcher dispatcher(config, *store, clock, runner, d);
-  engine::ServeLoop loop(config, planner, reaper, dispatcher, clock);
+  // As serve wires them: the loop on the ledger's (database) clock, and
+  // LISTEN/NOTIFY waking the dispatcher.
+  engine::ServeLoopOptions loop_options;
+  loop_options.store = store.get();
+  loop_options.node.node = "bench";
+  engine::ServeLoop loop(config, planner, reaper, dispatcher, clock, loop_options);
+  struct WakeTarget {
+    std::mutex mu;
+    engine::Dispatcher* dispatcher = nullptr;
+  };
+  auto wake_target = std::make_shared<WakeTarget>();
+  wake_target->dispatcher = &dispatcher;
+  store->WatchForWork([wake_target] {
+    std::lock_guard lock(wake_target->mu);
+    if (wake_target->dispatcher != nullptr) wake_target->dispatcher->Wake();
+  });
   std::fprintf(stderr,
                "pg_bench: fire: build %s, %d partitions, max_workers %d, claim_batch %d, "
                "%d measured occurrences\n",
@@ -477,6 +492,10 @@ int Fire(const Options& opt) {
   bench::pgtrace::Enable(false);
   stop.request_stop();
   serve.join();
+  {
+    std::lock_guard lock(wake_target->mu);
+    wake_target->dispatcher = nullptr;
+  }
   dispatcher.Drain(clock.Now());
   if (opt.profile) {
     bench::pgtrace::Report(stderr, static_cast<long>(kPartitions) * opt.occurrences,
