@@ -6,12 +6,17 @@
 #
 # Usage: bench/idle_serve.sh [--binary PATH] [--warmup SECONDS] [--duration SECONDS]
 #                            [--jobs N] [--keep-samples FILE]
+#                            [--store URL [--pg-datadir DIR]]
 #   --binary PATH     the cronledger binary to measure (default: build
 #                     build/release/cronledger with scripts/build.sh release)
 #   --warmup S        seconds between serve's start and the window (default 60)
 #   --duration S      length of the measurement window (default 600)
 #   --jobs N          number of jobs (default 1000; 10 partitions each)
 #   --keep-samples F  write the 5 s samples (elapsed, cpu ticks, VmRSS kB) to F
+#   --store URL       the ledger (default: a SQLite file in the folder); a
+#                     postgresql:// URL names an empty database (bench/pg_bench.sh)
+#   --pg-datadir DIR  that server's data directory: also report the CPU of its
+#                     processes (postmaster and backends) over the window
 #
 # What it does: writes a config to a temporary folder (SQLite ledger and
 # log_dir there, listen on a free loopback port), with every job's daily
@@ -32,8 +37,10 @@ jobs=1000
 partitions=10
 samples_out=""
 sample_every=5
+store="sqlite:ledger.db"
+pg_datadir=""
 
-usage() { sed -n '7,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '7,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while (($# > 0)); do
   case $1 in
     --binary) binary=${2:?--binary needs a path}; shift 2 ;;
@@ -41,6 +48,8 @@ while (($# > 0)); do
     --duration) duration=${2:?--duration needs seconds}; shift 2 ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
     --keep-samples) samples_out=${2:?--keep-samples needs a file}; shift 2 ;;
+    --store) store=${2:?--store needs a URL}; shift 2 ;;
+    --pg-datadir) pg_datadir=${2:?--pg-datadir needs a folder}; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "idle_serve: unknown argument: $1" >&2; usage ;;
   esac
@@ -96,6 +105,19 @@ cpu_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 child_ticks() { awk '{sub(/.*\) /, ""); print $14 + $15}' "/proc/$1/stat"; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 now_s() { date +%s.%N; }
+# CPU of a PostgreSQL server in clock ticks: utime + stime of the postmaster
+# and of each live child (backends, checkpointer, WAL writer, ...), plus the
+# postmaster's cutime + cstime (children that exited and were reaped).
+pg_ticks() {
+  local pm p
+  pm=$(head -1 "$pg_datadir/postmaster.pid")
+  {
+    awk '{sub(/.*\) /, ""); print $12 + $13 + $14 + $15}' "/proc/$pm/stat"
+    for p in $(ps -o pid= --ppid "$pm"); do
+      awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$p/stat" 2>/dev/null || true
+    done
+  } | awk '{s += $1} END {print s + 0}'
+}
 mb() { awk -v kb="$1" 'BEGIN {printf "%.1f", kb / 1024}'; }
 
 free_port() {
@@ -130,7 +152,7 @@ done
 config="$dir/cronledger.toml"
 {
   printf '[server]\n'
-  printf 'store = "sqlite:ledger.db"\n'
+  printf 'store = "%s"\n' "$store"
   printf 'listen = "127.0.0.1:%s"\n' "$(free_port)"
   printf 'log_dir = "logs"\n\n'
   plist=""
@@ -202,6 +224,7 @@ fi
 hz=$(getconf CLK_TCK)
 t0=$(now_s)
 ticks0=$(cpu_ticks "$serve_pid")
+[[ -z $pg_datadir ]] || pg0=$(pg_ticks)
 child0=$(child_ticks "$serve_pid")
 lines0=$(wc -l <"$log")
 warm_cpu_s=$(awk -v a="$warm_ticks0" -v b="$ticks0" -v hz="$hz" 'BEGIN {printf "%.2f", (b - a) / hz}')
@@ -228,16 +251,19 @@ while :; do
 done
 t1=$t
 ticks1=$ticks
+[[ -z $pg_datadir ]] || pg1=$(pg_ticks)
 child1=$(child_ticks "$serve_pid")
 rss_end=$rss
 hwm=$(status_kb "$serve_pid" VmHWM)
 threads=$(status_kb "$serve_pid" Threads)
 lines1=$(wc -l <"$log")
 runs_in_ledger="n/a"
-if command -v sqlite3 >/dev/null; then
+if [[ $store == postgres* ]]; then
+  runs_in_ledger=$(psql "$store" -tAc 'SELECT count(*) FROM runs' 2>/dev/null || echo "n/a")
+elif command -v sqlite3 >/dev/null; then
   runs_in_ledger=$(sqlite3 -readonly "file:$dir/ledger.db?mode=ro" 'SELECT count(*) FROM runs' 2>/dev/null || echo "n/a")
 fi
-ledger_kb=$(du -sk "$dir"/ledger.db* 2>/dev/null | awk '{s += $1} END {print s + 0}')
+ledger_kb=$( (du -sk "$dir"/ledger.db* 2>/dev/null || true) | awk '{s += $1} END {print s + 0}')
 [[ -n $samples_out ]] && cp "$samples" "$samples_out"
 
 wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
@@ -260,11 +286,12 @@ idle serve: $jobs jobs x $partitions partitions, window ${wall} s after ${warmup
   log lines in warm-up $warm_lines
   CPU                  ${cpu_pct} % of one core (${cpu_s} s in ${wall} s; busiest 5 s: ${peak_pct} %)  target < 1 %
   CPU of children      ${child_s} s (steps; should be 0 while idle)
+$([[ -z $pg_datadir ]] || awk -v a="$pg0" -v b="$pg1" -v hz="$hz" -v w="$wall" 'BEGIN {c = (b - a) / hz; printf "  database server CPU  %.2f %% of one core (%.2f s in %.1f s; postmaster and backends)\n", 100 * c / w, c, w}')
   RSS                  now $(mb "$rss_end") MB, max $(mb "$rss_max") MB (start $(mb "$rss_start") MB), HWM $(mb "$hwm") MB  target < 50 MB
   threads              $threads
   log lines in window  $log_lines ($(awk -v n="$log_lines" -v w="$wall" 'BEGIN {printf "%.2f", n / w}')/s)
   runs in ledger       $runs_in_ledger (0 expected: no occurrence in or near the window)
-  ledger size          $(mb "$ledger_kb") MB with -wal and -shm
+  ledger size          $([[ $store == postgres* ]] && echo "n/a (PostgreSQL)" || echo "$(mb "$ledger_kb") MB with -wal and -shm")
 EOF
 cpu_ok=$(awk -v p="$cpu_pct" 'BEGIN {print ((p < 1) ? "met" : "NOT met")}')
 rss_ok=$( ((hwm < rss_target_kb)) && echo met || echo "NOT met")

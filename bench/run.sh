@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps|api] [extra flags]
+# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps|api|pg] [extra flags]
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
@@ -25,6 +25,11 @@
 #   api                 GET /v1/jobs of a real serve over that ledger: latency
 #                       one request at a time, and wrk with 8 connections
 #                       (bench/api_bench.sh; its own flags)
+#   pg                  PostgreSQL (durable server of its own): cronledger 1x8 and
+#                       2x4 claim + complete throughput, graphile-worker and
+#                       pg-boss (npm ci in bench/pg_peers), the raw SQL ceiling
+#                       (pgbench), fire latency and idle CPU; medians of 3
+#                       rounds and ratios (bench/pg_bench.sh; its own flags)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=schedule
@@ -38,8 +43,8 @@ case $name in
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
   effect) flags=(--benchmark_repetitions=5) ;;
-  fire | idle | effect-run | gaps | api) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle, effect-run, gaps or api)" >&2; exit 2 ;;
+  fire | idle | effect-run | gaps | api | pg) ;;
+  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle, effect-run, gaps, api or pg)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
 if [[ $name == idle ]]; then
@@ -56,6 +61,9 @@ fi
 if [[ $name == api ]]; then
   exec "$root/bench/api_bench.sh" --binary "$root/build/bench/cronledger" \
     --gaps-bench "$root/build/bench/bench/gaps_bench" "$@"
+fi
+if [[ $name == pg ]]; then
+  exec "$root/bench/pg_bench.sh" --build "$root/build/bench" "$@"
 fi
 if [[ $name == effect-run ]]; then
   exec "$root/bench/effect_run_bench.sh" --binary "$root/build/bench/cronledger" "$@"

@@ -14,6 +14,12 @@ packages=(
   prometheus  # promtool: the metrics test checks GET /metrics with `promtool check metrics`
   chromium    # the dashboard's browser tests (tests/browser), driven by playwright-core from npm
   clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz): clang 14 and its libFuzzer and sanitizer runtimes
+  # bench/pg_bench.sh (bench/run.sh pg): the PostgreSQL 15 server (postgresql
+  # above) also ships pgbench (the raw SQL ceiling) and pg_test_fsync; psql
+  # comes with its client; procps's ps finds the server's processes for the
+  # idle CPU figure (bench/idle_serve.sh --pg-datadir). graphile-worker and
+  # pg-boss come from npm (bench/pg_peers/package-lock.json, npm ci).
+  postgresql-15 postgresql-client-15 procps
 )
 # Node.js and npm run the browser tests (npm ci at build time, from
 # tests/browser/package-lock.json); Debian's only when the machine has none.
