@@ -14,6 +14,7 @@ packages=(
   prometheus  # promtool: the metrics test checks GET /metrics with `promtool check metrics`
   chromium    # the dashboard's browser tests (tests/browser), driven by playwright-core from npm
   clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz): clang 14 and its libFuzzer and sanitizer runtimes
+  faketime    # libfaketime: a node's clock an hour off in the multi-node fault tests
 )
 # Node.js and npm run the browser tests (npm ci at build time, from
 # tests/browser/package-lock.json); Debian's only when the machine has none.
