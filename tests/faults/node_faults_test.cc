@@ -592,12 +592,14 @@ double Sample(const std::string& scrape, const std::string& name) {
   return std::atof(scrape.c_str() + at + line_start.size());
 }
 
-// The proxy refuses the node for a while: serve logs the outage once, counts
-// the failed store calls (cronledger_store_errors_total) and says the store
-// is down on /metrics (cronledger_store_up 0, still answered: the node
-// itself is up); then the database is back and serve resumes by itself.
+// The proxy refuses the node past the leases it held: serve logs the outage
+// once, counts the failed store calls (cronledger_store_errors_total) and
+// says the store is down on /metrics (cronledger_store_up 0, still
+// answered: the node itself is up); then the database is back and serve
+// resumes by itself, nothing lost or doubled.
 TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
   Nodes nodes({.partitions = 5});
+  Sql& ledger = nodes.ledger();
   PgProxy proxy(PortOf(testing::TestPostgresUrl()));
   auto p = nodes.Start("node-p", {}, ViaProxy(nodes.sc(), proxy));
   const int port = p->WaitForApiPort();
@@ -613,6 +615,16 @@ TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
   EXPECT_EQ(Sample(scrape, "cronledger_store_up"), 1) << scrape;
   EXPECT_EQ(Sample(scrape, "cronledger_store_errors_total"), 0) << scrape;
 
+  // Down while the node holds live leases, and past them: its steps' effect
+  // calls, its workers' writes and its reaper all meet the outage.
+  std::set<std::pair<int64_t, int64_t>> leases;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        leases = nodes.LiveLeases("node-p");
+        return !leases.empty();
+      },
+      600))
+      << Tail(p->Log());
   proxy.SetDown(true);
   const int64_t before = nodes.Succeeded();
   EXPECT_TRUE(WaitFor([&] {
@@ -629,6 +641,19 @@ TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
       << scrape << Tail(p->Log());
   EXPECT_EQ(Sample(scrape, "cronledger_runs{job=\"multi\",state=\"succeeded\"}"), -1)
       << "no ledger series while the ledger cannot be read";
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (const auto& [id, token] : leases) {
+          if (ledger.Int("SELECT count(*) FROM runs WHERE id = " + std::to_string(id) +
+                         " AND lease_token = " + std::to_string(token) +
+                         " AND lease_expires_at >= " + kDbNowMs) != 0) {
+            return false;
+          }
+        }
+        return true;
+      },
+      400))
+      << "the leases held when the database went away did not expire";
   proxy.SetDown(false);
 
   EXPECT_TRUE(WaitFor([&] {
