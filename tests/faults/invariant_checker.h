@@ -32,7 +32,8 @@ struct CheckInput {
   // delivered to the sink exactly once.
   std::vector<std::string> expected_keys;
   // Expected keys allowed to be missing from the ledger, not succeeded, or
-  // not delivered (a scenario that knows a key may legitimately not finish).
+  // not delivered (a scenario that knows a key may legitimately not finish);
+  // one of them the sink accepted is not an unexpected_delivery either.
   std::set<std::string> allowed_unfinished;
   // Whether a succeeded expected run must have delivered its own run key
   // (steps that deliver {run_key}); false when steps deliver other keys,
