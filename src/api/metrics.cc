@@ -301,7 +301,6 @@ MetricsEndpoint::Answer MetricsEndpoint::Handle(const ApiRequest& request) const
                                   token->name, RoleName(token->role))));
   }
 
-  const Clock::TimePoint now = clock_.Now();
   MetricsInput input;
   if (node_) input.node = node_();
   const auto degraded = [&](const Status& s) -> std::optional<Answer> {
@@ -311,6 +310,14 @@ MetricsEndpoint::Answer MetricsEndpoint::Handle(const ApiRequest& request) const
     node.store_up = false;
     return Answer{200, std::string(kMetricsContentType), RenderNodeMetrics(node)};
   };
+  // Lag, due and closed dates on the ledger's clock (PostgreSQL: the
+  // database's), so every node reports the same whatever its own clock says.
+  auto ledger_now = store_.LedgerNow(store::ToInstant(clock_.Now()));
+  if (!ledger_now.ok()) {
+    if (auto a = degraded(ledger_now.status())) return *a;
+    return json(ErrorFor(ledger_now.status()));
+  }
+  const Clock::TimePoint now = *ledger_now;
   auto report = engine::BuildStatus(config_, store_, now);
   if (!report.ok()) {
     if (auto a = degraded(report.status())) return *a;
