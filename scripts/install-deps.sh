@@ -20,6 +20,7 @@ packages=(
   # idle CPU figure (bench/idle_serve.sh --pg-datadir). graphile-worker and
   # pg-boss come from npm (bench/pg_peers/package-lock.json, npm ci).
   postgresql-15 postgresql-client-15 procps
+  faketime    # libfaketime: a node's clock an hour off in the multi-node fault tests
 )
 # Node.js and npm run the browser tests (npm ci at build time, from
 # tests/browser/package-lock.json); Debian's only when the machine has none.

@@ -8,6 +8,7 @@
 
 #include "api/json_shapes.h"
 #include "engine/closed_dates.h"
+#include "engine/store_health.h"
 
 namespace cronledger::api {
 namespace {
@@ -69,6 +70,8 @@ std::string Escape(std::string_view text, bool quotes) {
   }
   return out;
 }
+
+void RenderNode(PrometheusText& out, const engine::NodeSnapshot& node);
 
 }  // namespace
 
@@ -209,7 +212,20 @@ std::string RenderMetrics(const MetricsInput& in) {
                   h->cumulative, static_cast<double>(h->sum_ms) / 1000.0, h->count);
   }
 
-  const engine::NodeSnapshot& node = in.node;
+  RenderNode(out, in.node);
+  return out.text();
+}
+
+std::string RenderNodeMetrics(const engine::NodeSnapshot& node) {
+  PrometheusText out;
+  RenderNode(out, node);
+  return out.text();
+}
+
+namespace {
+
+void RenderNode(PrometheusText& out, const engine::NodeSnapshot& node) {
+  const auto n = [](int64_t v) { return static_cast<double>(v); };
   out.Family("cronledger_claims_total", "counter",
              "This node's claims: runs claimed (claimed), claim transactions that found nothing "
              "due (empty) or failed (error).");
@@ -236,8 +252,16 @@ std::string RenderMetrics(const MetricsInput& in) {
     out.Sample("cronledger_planner_last_pass_timestamp_seconds", {},
                *node.planner_last_pass_seconds);
   }
-  return out.text();
+  out.Family("cronledger_store_up", "gauge",
+             "1 when this node's last store call reached the database, 0 while they fail.");
+  out.Sample("cronledger_store_up", {}, node.store_up ? 1 : 0);
+  out.Family("cronledger_store_errors_total", "counter",
+             "Store calls of this node that failed for want of the database (unreachable, "
+             "connection lost, a commit whose outcome is unknown).");
+  out.Sample("cronledger_store_errors_total", {}, n(node.store_errors));
 }
+
+}  // namespace
 
 Result<int64_t> MissingOnClosedDates(const config::JobConfig& job, store::Store& store,
                                      Clock::TimePoint now) {
@@ -277,10 +301,28 @@ MetricsEndpoint::Answer MetricsEndpoint::Handle(const ApiRequest& request) const
                                   token->name, RoleName(token->role))));
   }
 
-  const Clock::TimePoint now = clock_.Now();
   MetricsInput input;
+  if (node_) input.node = node_();
+  const auto degraded = [&](const Status& s) -> std::optional<Answer> {
+    if (!engine::IsStoreFailure(s)) return std::nullopt;
+    // The ledger cannot be read: what this node knows of itself still can.
+    engine::NodeSnapshot node = input.node;
+    node.store_up = false;
+    return Answer{200, std::string(kMetricsContentType), RenderNodeMetrics(node)};
+  };
+  // Lag, due and closed dates on the ledger's clock (PostgreSQL: the
+  // database's), so every node reports the same whatever its own clock says.
+  auto ledger_now = store_.LedgerNow(store::ToInstant(clock_.Now()));
+  if (!ledger_now.ok()) {
+    if (auto a = degraded(ledger_now.status())) return *a;
+    return json(ErrorFor(ledger_now.status()));
+  }
+  const Clock::TimePoint now = *ledger_now;
   auto report = engine::BuildStatus(config_, store_, now);
-  if (!report.ok()) return json(ErrorFor(report.status()));
+  if (!report.ok()) {
+    if (auto a = degraded(report.status())) return *a;
+    return json(ErrorFor(report.status()));
+  }
   input.jobs = std::move(report->jobs);
   store::LedgerMetricsParams params;
   for (double b : kDurationBuckets) {
@@ -290,14 +332,19 @@ MetricsEndpoint::Answer MetricsEndpoint::Handle(const ApiRequest& request) const
   for (std::string_view e : kRecoveryEvents) params.recovery_events.emplace_back(e);
   params.automatic_actor = std::string(kAutomaticActor);
   auto ledger = store_.MetricsGet(params);
-  if (!ledger.ok()) return json(ErrorFor(ledger.status()));
+  if (!ledger.ok()) {
+    if (auto a = degraded(ledger.status())) return *a;
+    return json(ErrorFor(ledger.status()));
+  }
   input.ledger = std::move(*ledger);
   for (const auto& job : config_.jobs) {
     auto missing = MissingOnClosedDates(job, store_, now);
-    if (!missing.ok()) return json(ErrorFor(missing.status()));
+    if (!missing.ok()) {
+      if (auto a = degraded(missing.status())) return *a;
+      return json(ErrorFor(missing.status()));
+    }
     input.missing_closed[job.name] = *missing;
   }
-  if (node_) input.node = node_();
   return Answer{200, std::string(kMetricsContentType), RenderMetrics(input)};
 }
 

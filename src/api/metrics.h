@@ -65,6 +65,8 @@ struct MetricsInput {
 };
 
 std::string RenderMetrics(const MetricsInput& input);
+// Only the per-node families: the scrape while the ledger cannot be read.
+std::string RenderNodeMetrics(const engine::NodeSnapshot& node);
 
 // Missing run keys (never planned, misfired, awaiting approval) of `job`
 // on its closed business dates within backfill.horizon: dates whose last
@@ -86,8 +88,10 @@ class MetricsEndpoint {
 
   // The answer to a request for /metrics (the caller matched the path):
   // 401 without a valid token (unless server.metrics_public), 405 for a
-  // method other than GET or HEAD, 403 for a worker token, 503 when the
-  // store cannot be read.
+  // method other than GET or HEAD, 403 for a worker token. While the
+  // database cannot be used (kUnavailable, kIOError) it answers the
+  // per-node families only, with cronledger_store_up 0: the node is up and
+  // says its store is not. 503 for another store error.
   Answer Handle(const ApiRequest& request) const;
 
  private:

@@ -392,7 +392,11 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   facts.step_idempotent = step->idempotent;
   facts.budget_attempts = lease->budget_attempts;
   facts.budget_started_at = lease->budget_started_at;
-  facts.now = now();
+  // The retry's backoff counts from the ledger's now (PostgreSQL: the
+  // database's clock, whatever this node's says).
+  auto ledger_now = store_.LedgerNow(now());
+  if (!ledger_now.ok()) return ErrorFor(ledger_now.status());
+  facts.now = *ledger_now;
   facts.jitter_sample = JitterSample();
   store::FinishParams finish;
   finish.run_id = run_id;

@@ -39,6 +39,7 @@
 #include "engine/reaper.h"
 #include "engine/serve_loop.h"
 #include "engine/step_runner.h"
+#include "engine/store_health.h"
 #include "store/open_store.h"
 
 namespace cronledger::cli {
@@ -168,8 +169,12 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
       config, clock, &no_handlers, [&](const exec::StepContext& ctx) {
         return api::AttemptEnvironment(*store, credentials, http.url(), ctx);
       });
+  // Every store call of the loop and the dispatcher reports here: an outage
+  // is logged once and counted on /metrics.
+  engine::StoreHealth store_health;
   engine::DispatcherOptions dispatch;
   dispatch.node = node_id;
+  dispatch.health = &store_health;
   dispatch.max_workers = config.server.max_workers;
   dispatch.handlers = &no_handlers;
   engine::Dispatcher dispatcher(config, *store, clock, runner, dispatch);
@@ -179,7 +184,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   api::OperatorApi operator_api(config, *store, clock, authenticator, credentials);
   engine::NodeMetrics node_metrics;
   const api::MetricsEndpoint metrics(config, *store, clock, authenticator, [&] {
-    return engine::Snapshot(node_metrics, &dispatcher, config.server.max_workers);
+    return engine::Snapshot(node_metrics, &dispatcher, config.server.max_workers, &store_health);
   });
   // The dashboard's sessions live in this process (a restart logs out).
   api::SessionStore sessions(clock);
@@ -191,7 +196,9 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     if (const int64_t ms = node_metrics.planner_last_pass_ms; ms >= 0) {
       last = Clock::TimePoint(std::chrono::milliseconds(ms));
     }
-    return std::make_pair(clock.Now(), last);
+    // The pass is stamped on the ledger's clock: its age on it too.
+    return std::make_pair(clock.Now() + std::chrono::milliseconds(node_metrics.ledger_offset_ms),
+                          last);
   });
   // External workers claim over HTTP; half of the HTTP threads at most
   // wait in long-polls (docs/api.md, external workers).
@@ -243,6 +250,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   engine::ServeLoopOptions loop_options;
   loop_options.gap_watch = &gap_watch;
   loop_options.metrics = &node_metrics;
+  loop_options.health = &store_health;
   // Alerts (docs/alerts.md): evaluated by the loop, delivered by a thread
   // of their own so that a slow webhook never holds up planning.
   engine::RealAlertSender alert_sender(clock);

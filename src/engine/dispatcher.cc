@@ -59,6 +59,7 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
 }
 
 Dispatcher::~Dispatcher() {
+  abandon_settling_.request_stop();
   loop_.request_stop();
   if (loop_.joinable()) loop_.join();
   {
@@ -111,7 +112,12 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
   if (limit) *limit = p.limit;
   p.rules = rules_;
   auto claimed = store_.RunClaim(p);
+  Observe(claimed.status(), "claim");
   if (!claimed.ok()) {
+    // Not retried as if it had failed: the next claim is a new one. Were
+    // this one committed after all (its COMMIT's outcome unknown), its
+    // runs are not run here; their leases expire and the reaper takes them
+    // back.
     ++counters_.claim_errors;
     return claimed.status();
   }
@@ -127,6 +133,9 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
       const config::JobConfig* job = config_.FindJob(c.run.job);
       run->lease_ttl = job ? milliseconds(job->EffectiveLeaseTtl()) : milliseconds{60000};
       run->last_heartbeat = now;
+      // The lease runs from the claim's now, on the ledger's clock.
+      run->ledger_offset = std::chrono::duration_cast<milliseconds>(
+          (c.lease_expires_at - run->lease_ttl) - store::ToInstant(now));
       run->claim = std::move(c);
       active_[run->claim.run.id] = run;
       queue_.push_back(run);
@@ -154,6 +163,7 @@ void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
   for (auto& run : due) {
     const Status s = store_.RunHeartbeat({run->claim.run.id, run->claim.token,
                                           store::ToInstant(now), run->lease_ttl, options_.node});
+    Observe(s, "heartbeat");
     if (s.ok()) {
       run->last_heartbeat = now;
     } else if (s.code() == StatusCode::kStaleLease) {
@@ -184,7 +194,10 @@ void Dispatcher::Start() {
       auto claimed = ClaimOnce(now, &limit);
       ++counters_.polls;
       SetClaimBurst(claimed.ok() && limit > 0 && *claimed == limit);
-      if (!claimed.ok()) {
+      // With a health tracker, a store failure is logged once per outage,
+      // not on every poll.
+      if (!claimed.ok() &&
+          (options_.health == nullptr || !IsStoreFailure(claimed.status()))) {
         spdlog::error("dispatcher: claim failed, retrying: {}", claimed.status().ToString());
       }
       HeartbeatOnce(now);
@@ -227,6 +240,9 @@ void Dispatcher::Drain(Clock::TimePoint deadline) {
       run->cancel.request_stop();
     }
   }
+  // A last write still being settled after the deadline is left to the
+  // reaper (an uncertain end), as it would be without a database.
+  abandon_settling_.request_stop();
   WaitIdle();
   loop_.request_stop();
   if (loop_.joinable()) loop_.join();
@@ -282,6 +298,10 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
     writes.clear();
     for (PendingWrite* w : batch) writes.push_back(std::move(w->write));
     auto results = store_.RunApplyWrites(writes);
+    Observe(results.status(), "worker writes");
+    if (!results.ok() && IsStoreFailure(results.status())) {
+      results = SettleUnknown(writes, results.status(), stop);
+    }
     ++counters_.write_batches;
     counters_.writes += static_cast<int64_t>(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -295,6 +315,116 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
     }
     batch.clear();
   }
+}
+
+void Dispatcher::Observe(const Status& s, std::string_view who) {
+  if (options_.health != nullptr) options_.health->Observe(s, who);
+}
+
+store::Instant Dispatcher::LedgerNow(const ActiveRun& run) const {
+  return store::ToInstant(clock_.Now()) + run.ledger_offset;
+}
+
+Result<Dispatcher::Found> Dispatcher::Recheck(const store::WorkerWrite& write) {
+  const int64_t run_id = write.finish ? write.finish->run_id : write.step->run_id;
+  const int64_t token = write.finish ? write.finish->token : write.step->token;
+  if (write.finish) {
+    // An attempt is ended once: by its worker, or by the reaper after its
+    // lease expired (lease_expired, which a worker never writes).
+    auto attempts = store_.AttemptList(run_id);
+    if (!attempts.ok()) return attempts.status();
+    for (const auto& a : *attempts) {
+      if (a.token != token || !a.ended_at) continue;
+      return a.end_class == ledger::Name(EndClass::kLeaseExpired) ? Found::kLeaseMoved
+                                                                 : Found::kApplied;
+    }
+  }
+  auto lease = store_.RunGetLease(run_id);
+  if (!lease.ok()) {
+    const StatusCode code = lease.status().code();
+    if (code == StatusCode::kFailedPrecondition || code == StatusCode::kNotFound) {
+      return Found::kLeaseMoved;  // the run is not running any more
+    }
+    return lease.status();
+  }
+  if (lease->token != token) return Found::kLeaseMoved;
+  if (write.finish) return Found::kNotApplied;  // the attempt is open and still this one
+  // A step's new state alone: only this attempt writes its steps.
+  auto steps = store_.StepList(run_id);
+  if (!steps.ok()) return steps.status();
+  for (const auto& st : *steps) {
+    if (st.name == write.step->step) {
+      return st.state == write.step->state ? Found::kApplied : Found::kNotApplied;
+    }
+  }
+  return Found::kNotApplied;
+}
+
+std::vector<Status> Dispatcher::SettleUnknown(const std::vector<store::WorkerWrite>& writes,
+                                              const Status& failure, std::stop_token stop) {
+  std::vector<Status> results(writes.size(), failure);
+  std::vector<std::size_t> open(writes.size());
+  for (std::size_t i = 0; i < open.size(); ++i) open[i] = i;
+  spdlog::warn("dispatcher: {} write(s) of a transaction whose outcome is unknown ({}); "
+               "re-checking them before writing anything again",
+               writes.size(), failure.ToString());
+  milliseconds backoff{50};
+  int reapplied = 0;
+  for (;;) {
+    std::vector<std::size_t> again;      // not applied: write them again
+    std::vector<std::size_t> undecided;  // the ledger could not be read yet
+    for (std::size_t k = 0; k < open.size(); ++k) {
+      const std::size_t i = open[k];
+      auto found = Recheck(writes[i]);
+      Observe(found.status(), "re-check");
+      if (!found.ok()) {
+        if (!IsStoreFailure(found.status())) {
+          results[i] = found.status();
+          continue;
+        }
+        // Still away: the rest would fail the same way.
+        undecided.insert(undecided.end(), open.begin() + static_cast<std::ptrdiff_t>(k),
+                         open.end());
+        break;
+      }
+      switch (*found) {
+        case Found::kApplied: results[i] = Status::Ok(); break;
+        case Found::kLeaseMoved:
+          results[i] = Status(StatusCode::kStaleLease,
+                              "the lease moved on before the outcome of this write was known");
+          break;
+        case Found::kNotApplied: again.push_back(i); break;
+      }
+    }
+    if (!again.empty()) {
+      std::vector<store::WorkerWrite> batch;
+      for (std::size_t i : again) batch.push_back(writes[i]);
+      auto r = store_.RunApplyWrites(batch);
+      Observe(r.status(), "worker writes");
+      if (r.ok()) {
+        for (std::size_t k = 0; k < again.size(); ++k) results[again[k]] = (*r)[k];
+        reapplied += static_cast<int>(again.size());
+      } else if (IsStoreFailure(r.status())) {
+        undecided.insert(undecided.end(), again.begin(), again.end());  // unknown again
+      } else {
+        for (std::size_t i : again) results[i] = r.status();
+      }
+    }
+    open = std::move(undecided);
+    if (open.empty()) break;
+    if (stop.stop_requested() || abandon_settling_.stop_requested()) {
+      spdlog::error("dispatcher: stopping with {} write(s) of unknown outcome; their leases "
+                    "will expire and the reaper decides",
+                    open.size());
+      break;
+    }
+    clock_.SleepFor(backoff, abandon_settling_.get_token());
+    backoff = std::min(backoff * 2, milliseconds{2000});
+  }
+  spdlog::info("dispatcher: settled {} write(s) of unknown outcome: {} applied again, the "
+               "others had been applied or their leases had moved on",
+               writes.size(), reapplied);
+  return results;
 }
 
 Status Dispatcher::Write(store::WorkerWrite write) {
@@ -353,8 +483,8 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   finish.node = options_.node;
   finish.log_path = LogPath(claim);
   const auto step_write = [&](const std::string& step, const char* state) {
-    return store::StepParams{claim.run.id, claim.token, step, state,
-                             store::ToInstant(clock_.Now()), options_.node};
+    return store::StepParams{claim.run.id, claim.token, step, state, LedgerNow(run),
+                             options_.node};
   };
   EndClass end = EndClass::kSucceeded;
   bool idempotent = true;
@@ -409,9 +539,9 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
       if (!step.idempotent) return std::nullopt;
       finish.end_class = EndClass::kSignal;
       finish.decision.state = ledger::RunState::kPending;
-      finish.decision.next_attempt_at = store::ToInstant(clock_.Now());
+      finish.decision.next_attempt_at = LedgerNow(run);
       finish.decision.reason = "released at shutdown";
-      finish.now = store::ToInstant(clock_.Now());
+      finish.now = LedgerNow(run);
       return store::WorkerWrite{std::nullopt, finish};
     }
     result = step_write(step.name, end == EndClass::kSucceeded ? "succeeded" : "failed");
@@ -422,7 +552,9 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   facts.step_idempotent = idempotent;
   facts.budget_attempts = claim.budget_attempts;
   facts.budget_started_at = claim.budget_started_at;
-  facts.now = store::ToInstant(clock_.Now());
+  // On the ledger's clock: the backoff counts from the database's now, and
+  // the budget started on it.
+  facts.now = LedgerNow(run);
   facts.jitter_sample = JitterSample();
   finish.now = facts.now;
   finish.end_class = end;

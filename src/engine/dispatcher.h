@@ -15,6 +15,17 @@
 // attempt's end) is handed over and the worker takes the next run; the run
 // counts as finished (counters, log line, Active(), WaitIdle) only once
 // that write committed.
+//
+// A transaction that failed for want of the database — the connection lost,
+// perhaps at its COMMIT, so its outcome is unknown — is never blindly
+// repeated. A claim is not retried as if it had failed: if it did commit,
+// the runs it claimed are not run here (this node never learned their
+// tokens); their leases expire and the reaper takes them back. A batch of
+// worker writes is settled write by write: the ledger is read (did the
+// attempt end, is the step in the state written, is the lease still this
+// attempt's) and only what did not happen is applied again, while the
+// database stays away with backoff, until the lease is known to have moved
+// on or the drain gives up.
 #ifndef CRONLEDGER_ENGINE_DISPATCHER_H_
 #define CRONLEDGER_ENGINE_DISPATCHER_H_
 
@@ -40,6 +51,7 @@
 #include "engine/effect_ledger.h"
 #include "engine/effect_writer.h"
 #include "engine/step_runner.h"
+#include "engine/store_health.h"
 #include "store/store.h"
 
 namespace cronledger::engine {
@@ -58,6 +70,8 @@ struct DispatcherOptions {
   // In-process jobs are claimed only when every one of their steps has a
   // handler here (DESIGN.md: only by handlers registered through the API).
   const HandlerRegistry* handlers = nullptr;
+  // Told of every store call's result (outages, GET /metrics); none: not.
+  StoreHealth* health = nullptr;
 };
 
 struct DispatcherCounters {
@@ -122,6 +136,10 @@ class Dispatcher {
   struct ActiveRun {
     store::ClaimedRun claim;
     std::chrono::milliseconds lease_ttl{0};
+    // The ledger's clock minus this node's at the claim (PostgreSQL: the
+    // database's; the claim's lease ran from its now): decisions about the
+    // run (a retry's backoff) are taken on the ledger's clock.
+    std::chrono::milliseconds ledger_offset{0};
     Clock::TimePoint last_heartbeat;
     std::stop_source cancel;
     std::atomic<bool> stale{false};
@@ -147,6 +165,18 @@ class Dispatcher {
   // Queues a run's last write; the run is finished when it committed.
   void WriteLast(std::shared_ptr<ActiveRun> run, store::WorkerWrite write);
   void Finished(const ActiveRun& run);
+  // Settles writes whose transaction failed for want of the database
+  // (`failure`), so possibly at its COMMIT: looks each up and applies again
+  // only those that did not happen; retries while the database stays away
+  // until `stop` or the drain abandons it. Their answers, in order.
+  std::vector<Status> SettleUnknown(const std::vector<store::WorkerWrite>& writes,
+                                    const Status& failure, std::stop_token stop);
+  enum class Found { kApplied, kNotApplied, kLeaseMoved };
+  // What the ledger shows of `write`.
+  Result<Found> Recheck(const store::WorkerWrite& write);
+  void Observe(const Status& s, std::string_view who);
+  // The ledger's now for `run` (this node's clock plus the run's offset).
+  store::Instant LedgerNow(const ActiveRun& run) const;
   // Counts and logs the answer to a write; false when the worker must stop
   // (its lease moved on, or the write failed).
   bool Accept(const ActiveRun& run, const Status& s, std::string_view what);
@@ -190,6 +220,10 @@ class Dispatcher {
   bool claim_burst_ = false;
   void SetClaimBurst(bool on);
   int wake_threshold_ = 1;  // free workers that make a claim worth it
+
+  // Stops settling writes of unknown outcome (the drain's deadline passed,
+  // or the dispatcher is going away): they are left to the reaper.
+  std::stop_source abandon_settling_;
 
   std::vector<std::jthread> workers_;
   std::jthread committer_;

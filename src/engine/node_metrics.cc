@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engine/dispatcher.h"
+#include "engine/store_health.h"
 
 namespace cronledger::engine {
 
@@ -11,8 +12,13 @@ void NodeMetrics::PlannerPassed(Clock::TimePoint now) {
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
 }
 
-NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, int max_workers) {
+NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, int max_workers,
+                      const StoreHealth* health) {
   NodeSnapshot s;
+  if (health != nullptr) {
+    s.store_errors = health->errors();
+    s.store_up = health->up();
+  }
   s.leases_expired = metrics.leases_expired;
   s.deduplicated = metrics.deduplicated;
   if (const int64_t ms = metrics.planner_last_pass_ms; ms >= 0) {

@@ -14,12 +14,17 @@
 namespace cronledger::engine {
 
 class Dispatcher;
+class StoreHealth;
 
 // Counted by the serve loop (engine/serve_loop.h).
 struct NodeMetrics {
   std::atomic<int64_t> leases_expired{0};         // leases the reaper took back
   std::atomic<int64_t> deduplicated{0};           // occurrences planned onto an existing run key
   std::atomic<int64_t> planner_last_pass_ms{-1};  // Unix ms of the last good pass; -1: none
+  // The ledger's clock minus this node's, as of the last pass (PostgreSQL:
+  // the database's clock; 0 on SQLite): planner_last_pass_ms is on the
+  // ledger's clock, and its age on this node is now + this minus it.
+  std::atomic<int64_t> ledger_offset_ms{0};
 
   void PlannerPassed(Clock::TimePoint now);
 };
@@ -35,10 +40,14 @@ struct NodeSnapshot {
   int64_t executor_busy = 0;  // runs this node executes now
   int64_t executor_capacity = 0;
   std::optional<double> planner_last_pass_seconds;  // Unix time
+  int64_t store_errors = 0;  // store calls that failed for want of the database
+  bool store_up = true;      // the last store call reached the database
 };
 
-// `dispatcher` may be null (no claims, no executor).
-NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, int max_workers);
+// `dispatcher` and `health` may be null (no claims, no executor; no store
+// calls observed).
+NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, int max_workers,
+                      const StoreHealth* health = nullptr);
 
 }  // namespace cronledger::engine
 

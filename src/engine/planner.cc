@@ -204,11 +204,22 @@ Status Planner::PlanJob(const config::JobConfig& job, const std::string& definit
   const auto& versions = sync->versions;
 
   const sys_seconds to = std::chrono::floor<seconds>(now) + options_.lookahead;
-  // Start after the watermark; a new job starts at its first version. Never
+  // Start after the watermark; a new job starts at its first version, or
+  // at its first partitions if they came later: the version and the
+  // partitions are recorded by two transactions, which a second boundary
+  // can part (several nodes starting together, a busy database), and an
+  // occurrence before any member would be recorded with no runs. Never
   // further back than the backfill horizon: older keys belong to the gap
   // scanner and backfill, not to planning.
-  sys_seconds from = record->planned_through ? *record->planned_through
-                                             : versions.front().effective_from - seconds{1};
+  sys_seconds from;
+  if (record->planned_through) {
+    from = *record->planned_through;
+  } else {
+    sys_seconds start = versions.front().effective_from;
+    sys_seconds first_member = sys_seconds::max();
+    for (const auto& interval : *history) first_member = std::min(first_member, interval.active_from);
+    from = std::max(start, first_member) - seconds{1};
+  }
   from = std::max(from, std::chrono::floor<seconds>(now) - job.backfill.horizon);
   {
     // Nothing to do until the occurrence after the watermark comes within

@@ -26,11 +26,20 @@ void ServeLoop::Run(std::stop_token stop) {
     const Clock::TimePoint local = clock_.Now();
     Clock::TimePoint at = local;
     if (options_.store != nullptr) {
-      if (auto ledger = options_.store->LedgerNow(store::ToInstant(local)); ledger.ok()) {
+      auto ledger = options_.store->LedgerNow(store::ToInstant(local));
+      const bool outage =
+          options_.health != nullptr && options_.health->Observe(ledger.status(), "clock");
+      if (ledger.ok()) {
         at = *ledger;
+        if (options_.metrics != nullptr) {
+          options_.metrics->ledger_offset_ms =
+              std::chrono::duration_cast<std::chrono::milliseconds>(at - local).count();
+        }
       } else {
-        spdlog::error("serve: cannot read the ledger's clock, retrying: {}",
-                      ledger.status().ToString());
+        if (!outage) {
+          spdlog::error("serve: cannot read the ledger's clock, retrying: {}",
+                        ledger.status().ToString());
+        }
         clock_.SleepUntil(local + options_.max_sleep, stop);
         continue;
       }
@@ -75,7 +84,14 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   // Release first: runs due now start before anything else takes the
   // store. Planning is never urgent (it works a lookahead ahead), so it
   // waits while the dispatcher claims what was just released.
+  // A store failure is logged by the health tracker once per outage, not
+  // on every pass.
+  bool outage = false;
+  const auto observe = [&](const Status& s, std::string_view who) {
+    if (options_.health != nullptr && options_.health->Observe(s, who)) outage = true;
+  };
   Status release = planner_.ReleaseOnce(now, &stats);
+  observe(release, "release");
   if (stats.released > 0) {
     dispatcher_.Wake();
     plan_not_before_ = now + options_.plan_deferral;
@@ -84,6 +100,7 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   if (now >= plan_not_before_ && now >= planner_.NextPlanAt()) {
     const int released = stats.released;
     plan = planner_.PlanOnce(now, &stats);
+    observe(plan, "planner");
     // A first pass, or one after downtime, may plan runs that are due now.
     if (plan.ok() && stats.runs_planned > 0) {
       release = planner_.ReleaseOnce(now, &stats);
@@ -91,7 +108,9 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
     }
   }
   if (!plan.ok() || !release.ok()) {
-    spdlog::error("serve: pass failed, retrying: {}", (plan.ok() ? release : plan).ToString());
+    if (!outage) {
+      spdlog::error("serve: pass failed, retrying: {}", (plan.ok() ? release : plan).ToString());
+    }
   } else if (stats.runs_planned > 0 || stats.released > 0 || stats.skipped > 0) {
     spdlog::info("serve: planned {} run(s), released {}, skipped {}", stats.runs_planned,
                  stats.released, stats.skipped);
@@ -103,9 +122,14 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   if (options_.heartbeat != nullptr && plan.ok() && release.ok()) {
     options_.heartbeat->PlannerPassed(now);  // the ping itself is off this thread
   }
-  if (auto reaped = reaper_.RunOnce(now); !reaped.ok()) {
-    spdlog::error("serve: reaper pass failed, retrying next pass: {}",
-                  reaped.status().ToString());
+  auto reaped = reaper_.RunOnce(now);
+  const bool reaper_outage = options_.health != nullptr &&
+                             options_.health->Observe(reaped.status(), "reaper");
+  if (!reaped.ok()) {
+    if (!reaper_outage) {
+      spdlog::error("serve: reaper pass failed, retrying next pass: {}",
+                    reaped.status().ToString());
+    }
   } else if (options_.metrics != nullptr) {
     options_.metrics->leases_expired += *reaped;
   }
@@ -121,7 +145,10 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   if (options_.store != nullptr && now >= next_node_beat_) {
     store::NodeBeat beat = options_.node;
     beat.now = store::ToInstant(now);
-    if (Status s = options_.store->NodeHeartbeat(beat); !s.ok()) {
+    const Status s = options_.store->NodeHeartbeat(beat);
+    const bool beat_outage =
+        options_.health != nullptr && options_.health->Observe(s, "node heartbeat");
+    if (!s.ok() && !beat_outage) {
       spdlog::warn("serve: node heartbeat failed, retrying: {}", s.ToString());
     }
     next_node_beat_ = now + options_.node_beat_every;
@@ -138,6 +165,13 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
   }
 
   Clock::TimePoint next = now + options_.max_sleep;
+  if (!plan.ok() || !release.ok() || !reaped.ok()) {
+    // Try again after the longest sleep, not at once: a run that fell due
+    // meanwhile would otherwise bring the next pass forward to now, and a
+    // store that fails at once (a database away) would make this a busy
+    // loop.
+    return next;
+  }
   const auto consider = [&](std::chrono::sys_seconds at) {
     // The first test keeps a far instant (sys_seconds::max) from
     // overflowing the clock's finer time_point.

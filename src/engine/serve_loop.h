@@ -17,6 +17,7 @@
 #include "engine/node_metrics.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
+#include "engine/store_health.h"
 #include "store/store.h"
 
 namespace cronledger::engine {
@@ -48,6 +49,8 @@ struct ServeLoopOptions {
   store::NodeBeat node;  // name, version, listen, started_at
   std::chrono::seconds node_beat_every{5};
   std::chrono::seconds purge_every{3600};
+  // Told of every store call's result (outages, GET /metrics); none: not.
+  StoreHealth* health = nullptr;
 };
 
 class ServeLoop {

@@ -105,6 +105,7 @@ MetricsInput SampleInput() {
   in.node.executor_busy = 1;
   in.node.executor_capacity = 8;
   in.node.planner_last_pass_seconds = 1764477000.5;
+  in.node.store_errors = 6;
   return in;
 }
 
@@ -127,7 +128,9 @@ TEST(MetricsRender, EveryFamilyHasHelpAndTypeBeforeItsSamples) {
                                              "deduplicated_total",
                                              "executor_busy",
                                              "executor_capacity",
-                                             "planner_last_pass_timestamp_seconds"};
+                                             "planner_last_pass_timestamp_seconds",
+                                             "store_up",
+                                             "store_errors_total"};
   std::map<std::string, std::string> type_of;
   std::set<std::string> helped;
   std::string current;  // the family whose samples may follow
@@ -198,6 +201,22 @@ TEST(MetricsRender, SeriesCarryTheInputsValues) {
   EXPECT_EQ(s.at("cronledger_executor_busy"), "1");
   EXPECT_EQ(s.at("cronledger_executor_capacity"), "8");
   EXPECT_EQ(s.at("cronledger_planner_last_pass_timestamp_seconds"), "1764477000.5");
+  EXPECT_EQ(s.at("cronledger_store_up"), "1");
+  EXPECT_EQ(s.at("cronledger_store_errors_total"), "6");
+}
+
+// While the ledger cannot be read, a scrape still shows the node: its own
+// families, with the store down, and no ledger series.
+TEST(MetricsRender, TheNodeAloneWhileItsStoreIsDown) {
+  engine::NodeSnapshot node = SampleInput().node;
+  node.store_up = false;
+  const std::string text = RenderNodeMetrics(node);
+  const auto s = Samples(text);
+  EXPECT_EQ(s.at("cronledger_store_up"), "0");
+  EXPECT_EQ(s.at("cronledger_store_errors_total"), "6");
+  EXPECT_EQ(s.at("cronledger_claims_total{result=\"claimed\"}"), "9");
+  EXPECT_EQ(text.find("cronledger_runs"), std::string::npos);
+  EXPECT_EQ(text.find("cronledger_lag_seconds"), std::string::npos);
 }
 
 TEST(MetricsRender, NoPlannerPassYetLeavesItsGaugeOut) {

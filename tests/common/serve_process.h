@@ -40,13 +40,15 @@ inline int ApiPortIn(const std::string& log) {
 }
 
 // `cronledger serve --config CONFIG [EXTRA...]` in the background, stdout
-// and stderr in `log`. The destructor SIGKILLs (after a SIGCONT, were it
-// stopped) and reaps it, so no test, not even a failing one, leaves it
-// behind.
+// and stderr in `log`, with this process's environment plus `env`
+// ("NAME=value" entries, which replace inherited ones of the same name).
+// The destructor SIGKILLs (after a SIGCONT, were it stopped) and reaps it,
+// so no test, not even a failing one, leaves it behind.
 class ServeProcess {
  public:
   ServeProcess(const std::string& config, const std::string& log,
-               const std::vector<std::string>& extra = {})
+               const std::vector<std::string>& extra = {},
+               const std::vector<std::string>& env = {})
       : log_(log) {
     // Everything the child needs is built before fork: it only execs.
     std::vector<std::string> argv = {CRONLEDGER_BIN, "serve", "--config", config};
@@ -54,6 +56,17 @@ class ServeProcess {
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
+    std::vector<std::string> environment = env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      const std::string name = entry.substr(0, entry.find('=') + 1);
+      bool replaced = false;
+      for (const auto& given : env) replaced = replaced || given.rfind(name, 0) == 0;
+      if (!replaced) environment.push_back(entry);
+    }
+    std::vector<char*> envp;
+    for (auto& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = fork();
     if (pid_ == 0) {
@@ -61,7 +74,7 @@ class ServeProcess {
         dup2(fd, STDOUT_FILENO);
         dup2(fd, STDERR_FILENO);
       }
-      execv(args[0], args.data());
+      execve(args[0], args.data(), envp.data());
       _exit(127);
     }
     if (fd >= 0) close(fd);

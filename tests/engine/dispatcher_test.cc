@@ -150,6 +150,47 @@ TEST_F(DispatcherTest, RunsEveryStepAndRecordsSuccess) {
   EXPECT_EQ(d.counters().succeeded.load(), 1);
 }
 
+// The connection lost at the COMMIT of a worker's last write: the store
+// answers kUnavailable, the transaction's outcome unknown (PostgreSQL's
+// words; here the hook refuses the COMMIT before SQLite sees it, so it was
+// not applied). The dispatcher reads what the ledger holds, finds the
+// attempt still open under its own lease, and applies the write again: the
+// attempt ends once, succeeded, by its own worker, instead of being left to
+// its lease to expire (lease_expired, and the run done again).
+TEST_F(DispatcherTest, AWorkerWriteLostAtCommitIsRecheckedAndAppliedOnce) {
+  std::atomic<int> phase{0};  // 0: before the write, 1: in its transaction, 2: refused
+  store_.reset();
+  store::SqliteOptions o;
+  o.path = dir_ + "/ledger.db";
+  o.synchronous_full = false;
+  o.statement_hook = [&phase](std::string_view sql) -> Status {
+    if (phase == 0 && sql.find("UPDATE run_steps SET state = ?, attempt = ?") == 0) phase = 1;
+    if (phase == 1 && sql == "COMMIT") {
+      phase = 2;
+      return Status(StatusCode::kUnavailable,
+                    "postgresql: the connection was lost at COMMIT; the transaction's outcome is "
+                    "unknown: server closed the connection unexpectedly");
+    }
+    return Status::Ok();
+  };
+  store_ = std::move(store::SqliteStore::Open(o)).value();
+  AddJob({Step("work")});
+  handlers_.Register("j", [](const RunContext&) { return 0; });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  EXPECT_EQ(RunDue(d), 1);
+  EXPECT_EQ(phase.load(), 2) << "the COMMIT of the worker's write was refused";
+  const auto run = OnlyRun();
+  EXPECT_EQ(run.state, RunState::kSucceeded);
+  const auto attempts = *store_->AttemptList(run.id);
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].end_class, "succeeded");
+  EXPECT_EQ(attempts[0].node, "n1");
+  EXPECT_EQ(Events("succeeded").size(), 1u);
+  EXPECT_EQ(Events("stale_write_rejected").size(), 0u) << "nothing was repeated blindly";
+  EXPECT_EQ(d.counters().succeeded.load(), 1);
+}
+
 TEST_F(DispatcherTest, RetryableFailureThenSuccessAfterBackoff) {
   config::RetryConfig retry;
   retry.initial_backoff = milliseconds{30000};

@@ -8,6 +8,7 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "engine/engine_test_util.h"
 #include "store/sqlite/sqlite_store.h"
@@ -107,6 +108,52 @@ TEST_F(PlannerTest, PlansUpToLookaheadFromJobCreation) {
   EXPECT_EQ(Ledger("report").size(), 6u);  // 10:00, 11:00, 12:00 x 2
   auto job_record = store_->JobGet("report");
   EXPECT_EQ(FormatUtc(*job_record->planned_through), "2026-11-05T12:31:00Z");
+}
+
+// The job's version and its partitions are recorded by two transactions;
+// a second boundary between them (nodes starting together, a busy
+// database: FaultNodes.NodesPlanningAtOnceCreateEachRunOnce found it) gives
+// a version in force from 09:00:00 and members from 09:00:01. Planning
+// starts at the first member: no occurrence is recorded without runs.
+TEST_F(PlannerTest, ANewJobsFirstOccurrenceWaitsForItsFirstPartitions) {
+  auto job = Job("fast", "* * * * * *");
+  job.partitions = {"acme", "globex"};
+  config_.jobs = {job};
+  const auto at = [](const std::string& t, int ms) {
+    return store::ToInstant(At(t)) + std::chrono::milliseconds(ms);
+  };
+  ASSERT_TRUE(store_->JobSync({"fast", CanonicalDefinition(job), at("2026-11-05T08:59:59Z", 900)})
+                  .ok());
+  ASSERT_TRUE(
+      store_->PartitionSync({"fast", {"acme", "globex"}, at("2026-11-05T09:00:00Z", 100)}).ok());
+  ASSERT_EQ(FormatUtc(store_->JobVersionList("fast")->front().effective_from),
+            "2026-11-05T09:00:00Z");
+  ASSERT_EQ(FormatUtc(store_->PartitionHistory("fast")->front().active_from),
+            "2026-11-05T09:00:01Z");
+  ASSERT_TRUE(Pass("2026-11-05T09:00:00Z").ok());
+  const auto runs = Ledger("fast");
+  ASSERT_FALSE(runs.empty());
+  EXPECT_EQ(runs.front(), "acme/2026-11-05T09:00:01+00:00 pending")
+      << "the first occurrence with members";
+  // Every recorded occurrence has its runs (60 seconds, 2 partitions each).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir_ + "/ledger.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  const auto count = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
+    const int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n;
+  };
+  EXPECT_EQ(count("SELECT count(*) FROM occurrences o WHERE NOT EXISTS (SELECT 1 FROM runs r "
+                  "WHERE r.job = o.job AND r.scheduled_at = o.scheduled_at)"),
+            0)
+      << "an occurrence recorded with no runs";
+  EXPECT_EQ(count("SELECT count(*) FROM occurrences"), 60);
+  sqlite3_close(db);
+  EXPECT_EQ(runs.size(), 2u * 60);
+  EXPECT_EQ(Events("fast", "planned").size(), runs.size());
 }
 
 TEST_F(PlannerTest, DailyScheduleUsesBusinessDateAsPeriod) {

@@ -1,6 +1,7 @@
 // The fault harness's invariant checker: reads the fenced sink's database
-// (tests/faults/fenced_sink.cc) and a cronledger ledger (plain SQLite reads
-// of the tables runs and attempts) and lists every broken guarantee.
+// (tests/faults/fenced_sink.cc) and a cronledger ledger (plain reads of the
+// tables runs, attempts and effects, from SQLite or PostgreSQL) and lists
+// every broken guarantee.
 #ifndef CRONLEDGER_TESTS_FAULTS_INVARIANT_CHECKER_H_
 #define CRONLEDGER_TESTS_FAULTS_INVARIANT_CHECKER_H_
 
@@ -23,13 +24,16 @@ struct Violation {
 };
 
 struct CheckInput {
-  std::string ledger_db;  // the ledger's SQLite file
+  // The ledger: its SQLite file, or a postgresql:// URL (with the
+  // scenario's search_path) for a PostgreSQL ledger.
+  std::string ledger_db;
   std::string sink_db;    // the sink's SQLite file
   // Run keys the scenario expects to be in the ledger, succeeded, and
   // delivered to the sink exactly once.
   std::vector<std::string> expected_keys;
   // Expected keys allowed to be missing from the ledger, not succeeded, or
-  // not delivered (a scenario that knows a key may legitimately not finish).
+  // not delivered (a scenario that knows a key may legitimately not finish);
+  // one of them the sink accepted is not an unexpected_delivery either.
   std::set<std::string> allowed_unfinished;
   // Whether a succeeded expected run must have delivered its own run key
   // (steps that deliver {run_key}); false when steps deliver other keys,

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "cli/subprocess.h"
+#include "store/pg_test_server.h"
 
 namespace cronledger::faults {
 
@@ -157,11 +158,18 @@ ProcessSweeper::~ProcessSweeper() {
 // ---------------------------------------------------------------------------
 // Sql.
 
-Sql::Sql(std::string path) : path_(std::move(path)) {}
+Sql::Sql(std::string path) : path_(std::move(path)) {
+  if (IsPostgresUrl(path_)) pg_ = std::make_unique<PgConnection>(path_);
+}
 Sql::~Sql() { sqlite3_close(db_); }
 
 std::vector<std::vector<std::string>> Sql::Rows(const std::string& sql) {
   std::vector<std::vector<std::string>> rows;
+  if (pg_) {
+    std::string error;
+    if (!pg_->Query(sql, &rows, &error)) rows.clear();
+    return rows;
+  }
   sqlite3_stmt* s = nullptr;
   if (!Open() || sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
     return rows;
@@ -188,6 +196,25 @@ std::string Sql::Text(const std::string& sql) {
   return rows.empty() || rows[0].empty() ? "" : rows[0][0];
 }
 
+bool Sql::Exec(const std::string& sql, std::string* error) {
+  std::string why;
+  if (pg_) {
+    std::vector<std::vector<std::string>> rows;
+    const bool ok = pg_->Query(sql, &rows, &why);
+    if (!ok && error != nullptr) *error = why;
+    return ok;
+  }
+  if (!Open()) {
+    if (error != nullptr) *error = "cannot open " + path_;
+    return false;
+  }
+  char* message = nullptr;
+  const bool ok = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) == SQLITE_OK;
+  if (!ok && error != nullptr) *error = message ? message : "error";
+  sqlite3_free(message);
+  return ok;
+}
+
 bool Sql::WriteLockFree(int busy_ms) {
   if (!Open()) return false;
   sqlite3_busy_timeout(db_, busy_ms);
@@ -212,18 +239,56 @@ bool Sql::Open() {
 // ---------------------------------------------------------------------------
 // Scenario.
 
-Scenario::Scenario() : sweeper_(dir_.File("pids")) {
+Scenario::Scenario(Backend backend) : sweeper_(dir_.File("pids")) {
   const auto init = testing::RunProcess({FENCED_SINK_BIN, "--db", SinkDb(), "--init"});
   if (init.exit_code != 0) throw std::runtime_error("fenced_sink --init: " + init.err);
+  if (backend == Backend::kPostgres) {
+    const std::string server = testing::TestPostgresUrl();
+    if (server.empty()) {
+      throw std::runtime_error(
+          "no PostgreSQL test server: run the tests through ctest (its pg_server fixture starts "
+          "one) or set CRONLEDGER_TEST_PG_URL");
+    }
+    static int counter = 0;
+    const std::string schema =
+        "fault_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+    std::string error;
+    if (!Sql(server).Exec("CREATE SCHEMA " + schema, &error)) {
+      throw std::runtime_error("CREATE SCHEMA " + schema + ": " + error);
+    }
+    schema_ = schema;
+  }
 }
 
-void Scenario::WriteConfig(const JobSpec& job) const {
+Scenario::~Scenario() {
+  const char* keep = std::getenv("CRONLEDGER_FAULT_KEEP");
+  if (schema_.empty()) return;
+  if (keep != nullptr && *keep != '\0') {
+    std::cerr << "[ kept     ] schema " << schema_ << " (" << LedgerDb() << ")\n";
+    return;
+  }
+  Sql(testing::TestPostgresUrl()).Exec("DROP SCHEMA " + schema_ + " CASCADE");
+}
+
+std::string Scenario::LedgerDb() const {
+  return schema_.empty() ? dir_.File("ledger.db") : testing::TestPostgresSchemaUrl(schema_);
+}
+
+std::string Scenario::StoreUrl(const std::string& params) const {
+  if (schema_.empty()) return "sqlite:ledger.db";
+  return LedgerDb() + (params.empty() ? "" : "&" + params);
+}
+
+void Scenario::WriteConfig(const JobSpec& job, const std::string& file,
+                           const std::string& store) const {
   std::string text =
-      "[server]\nlisten = \"127.0.0.1:0\"\nstore = \"sqlite:ledger.db\"\n"
-      "max_workers = " +
-      std::to_string(job.max_workers) + "\ndrain_timeout = \"" + job.drain_timeout +
-      "\"\n\n[[job]]\nname = \"" + job.name +
-      "\"\nschedule = \"* * * * * *\"\ntimezone = \"UTC\"\ncatchup = \"all\"\n";
+      "[server]\nlisten = \"127.0.0.1:0\"\nstore = \"" + (store.empty() ? StoreUrl() : store) +
+      "\"\nmax_workers = " + std::to_string(job.max_workers) + "\ndrain_timeout = \"" +
+      job.drain_timeout + "\"\n" + job.server_extra + "\n[[job]]\nname = \"" + job.name +
+      "\"\nschedule = \"" +
+      job.schedule + "\"\ntimezone = \"UTC\"\ncatchup = \"all\"\n";
+  if (!job.misfire_grace.empty()) text += "misfire_grace = \"" + job.misfire_grace + "\"\n";
+  if (!job.executor.empty()) text += "executor = \"" + job.executor + "\"\n";
   if (!job.key.empty()) text += "key = \"" + job.key + "\"\n";
   if (!job.partitions.empty()) text += "partitions = " + job.partitions + "\n";
   if (!job.lease_ttl.empty()) text += "lease_ttl = \"" + job.lease_ttl + "\"\n";
@@ -232,7 +297,7 @@ void Scenario::WriteConfig(const JobSpec& job) const {
           ", initial_backoff = \"0s\", max_backoff = \"0s\", jitter = 0 }\n\n"
           "  [[job.step]]\n  name = \"deliver\"\n  command = " +
           job.command + "\n  timeout = \"" + job.timeout + "\"\n  idempotent = true\n";
-  dir_.Write("cronledger.toml", text);
+  dir_.Write(file, text);
 }
 
 void Scenario::WriteStep(const std::string& first_attempt_body) const {

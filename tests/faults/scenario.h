@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "faults/invariant_checker.h"
+#include "faults/pg_read.h"
 
 struct sqlite3;
 
@@ -103,6 +105,8 @@ class ProcessSweeper {
 // ---------------------------------------------------------------------------
 // The ledger and the sink, read directly.
 
+// An SQLite file, or a PostgreSQL database when `path` is a postgresql://
+// URL (a PostgreSQL scenario's ledger: Scenario::LedgerDb()).
 class Sql {
  public:
   // Opened on first use: the file may not exist yet (serve creates it).
@@ -117,8 +121,11 @@ class Sql {
   int64_t Int(const std::string& sql);
   // The first column of the first row; "" when none.
   std::string Text(const std::string& sql);
-  // True when nobody holds the write lock: a BEGIN IMMEDIATE succeeds
-  // within `busy_ms` (and is rolled back).
+  // Runs `sql` (PostgreSQL: several statements allowed); false on error,
+  // with the message in *error when given.
+  bool Exec(const std::string& sql, std::string* error = nullptr);
+  // SQLite: true when nobody holds the write lock: a BEGIN IMMEDIATE
+  // succeeds within `busy_ms` (and is rolled back).
   bool WriteLockFree(int busy_ms);
 
  private:
@@ -126,6 +133,7 @@ class Sql {
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  std::unique_ptr<PgConnection> pg_;  // for a postgresql:// URL
 };
 
 // ---------------------------------------------------------------------------
@@ -135,6 +143,7 @@ class Sql {
 // named `deliver`; retries come at once.
 struct JobSpec {
   std::string name;
+  std::string schedule = "* * * * * *";
   std::string partitions;  // TOML array, or empty for the default partition
   std::string lease_ttl;   // empty: the default
   std::string timeout;
@@ -146,19 +155,39 @@ struct JobSpec {
   std::string key = "";  // "date" or "slot"; empty: the default for the schedule
   int max_attempts = 5;
   std::string env = "";  // TOML inline table for job.env; empty: none
+  std::string misfire_grace = "";  // empty: the default
+  std::string executor = "";       // empty: the default (subprocess)
+  std::string server_extra = "";   // TOML lines added to [server]
 };
 
+enum class Backend { kSqlite, kPostgres };
+
+// With Backend::kPostgres the ledger is a schema of its own in the test
+// server (tests/store/pg_test_server.h; ctest's pg_server fixture), created
+// here and dropped on destruction (kept with CRONLEDGER_FAULT_KEEP).
 class Scenario {
  public:
-  Scenario();
+  explicit Scenario(Backend backend = Backend::kSqlite);
+  ~Scenario();
+  Scenario(const Scenario&) = delete;
+  Scenario& operator=(const Scenario&) = delete;
 
   const TempDir& dir() const { return dir_; }
   std::string Config() const { return dir_.File("cronledger.toml"); }
-  std::string LedgerDb() const { return dir_.File("ledger.db"); }
+  // The SQLite file, or the PostgreSQL schema's URL: what Sql and the
+  // checker read.
+  std::string LedgerDb() const;
   std::string SinkDb() const { return dir_.File("sink.db"); }
+  bool postgres() const { return !schema_.empty(); }
+  const std::string& schema() const { return schema_; }
+  // The config's store: "sqlite:ledger.db", or the schema's URL with
+  // `params` (e.g. "application_name=node-a") added to its query.
+  std::string StoreUrl(const std::string& params = "") const;
 
-  // Writes cronledger.toml for `job`.
-  void WriteConfig(const JobSpec& job) const;
+  // Writes cronledger.toml (or `file`) for `job`, with `store` (default:
+  // StoreUrl()).
+  void WriteConfig(const JobSpec& job, const std::string& file = "cronledger.toml",
+                   const std::string& store = "") const;
 
   // Writes step.sh: records its process group under pids/, runs
   // `first_attempt_body` in the first step process ever started (an atomic
@@ -187,6 +216,7 @@ class Scenario {
  private:
   TempDir dir_;
   ProcessSweeper sweeper_;  // after dir_: destroyed before the folder goes
+  std::string schema_;      // PostgreSQL: the ledger's schema
 };
 
 }  // namespace cronledger::faults

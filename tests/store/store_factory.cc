@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -103,22 +102,6 @@ class PostgresBackend final : public StoreBackend {
 };
 
 }  // namespace
-
-std::string TestPostgresUrl() {
-  if (const char* env = getenv("CRONLEDGER_TEST_PG_URL"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  std::ifstream in(std::string(CRONLEDGER_TEST_PG_STATE) + "/url");
-  std::string url;
-  std::getline(in, url);
-  return url;
-}
-
-std::string TestPostgresSchemaUrl(const std::string& schema) {
-  const std::string server = TestPostgresUrl();
-  return fmt::format("{}{}options=-csearch_path%3D{}", server,
-                     server.find('?') == std::string::npos ? "?" : "&", schema);
-}
 
 std::vector<StoreFactory> AllStoreFactories() {
   return {{"sqlite", [] { return std::make_unique<SqliteBackend>(); }},

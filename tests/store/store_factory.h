@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "store/pg_test_server.h"
 #include "store/store.h"
 
 namespace cronledger::testing {
@@ -31,13 +32,6 @@ struct StoreFactory {
 };
 
 std::vector<StoreFactory> AllStoreFactories();
-
-// The throwaway PostgreSQL server the tests use: $CRONLEDGER_TEST_PG_URL, or
-// the one ctest's pg_server fixture started (scripts/pg-server.sh); "" when
-// there is none.
-std::string TestPostgresUrl();
-// A URL of that server whose connections use `schema` (search_path).
-std::string TestPostgresSchemaUrl(const std::string& schema);
 
 inline void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
 

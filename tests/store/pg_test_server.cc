@@ -1,0 +1,25 @@
+#include "store/pg_test_server.h"
+
+#include <stdlib.h>
+
+#include <fstream>
+
+namespace cronledger::testing {
+
+std::string TestPostgresUrl() {
+  if (const char* env = getenv("CRONLEDGER_TEST_PG_URL"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::ifstream in(std::string(CRONLEDGER_TEST_PG_STATE) + "/url");
+  std::string url;
+  std::getline(in, url);
+  return url;
+}
+
+std::string TestPostgresSchemaUrl(const std::string& schema) {
+  const std::string server = TestPostgresUrl();
+  return server + (server.find('?') == std::string::npos ? "?" : "&") +
+         "options=-csearch_path%3D" + schema;
+}
+
+}  // namespace cronledger::testing
