@@ -177,6 +177,12 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   dispatch.health = &store_health;
   dispatch.max_workers = config.server.max_workers;
   dispatch.handlers = &no_handlers;
+  if (store->Name() == "postgresql") {
+    // Releases, retries and requeues of every node NOTIFY this one (below):
+    // the poll is only the safety net, and for runs whose retry backoff
+    // ends, so it need not cost the database ten reads a second per node.
+    dispatch.poll = std::chrono::seconds{1};
+  }
   engine::Dispatcher dispatcher(config, *store, clock, runner, dispatch);
   // Steps' effect writes join the in-process handlers' group commits.
   api::AttemptApi attempt_api(*store, dispatcher.effect_writer(), clock, credentials,

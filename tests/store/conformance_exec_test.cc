@@ -455,6 +455,77 @@ TEST_P(StoreExec, AppliedWritesAreFencedOneByOne) {
   EXPECT_EQ(Events("j", "succeeded").size(), 1u);
 }
 
+// One claim that reaches both periods of a partition decides them in
+// order: the second sees the first running (skip) or still open (queue).
+TEST_P(StoreExec, OverlapIsDecidedRunByRunWithinOneClaim) {
+  Setup({"a"}, {"09:00", "10:00"});
+  auto skip = Rule();
+  skip.overlap = config::Overlap::kSkip;
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 10, {skip});
+  ASSERT_EQ(claimed.size(), 1u);
+  EXPECT_EQ(claimed[0].run.period, "T09:00");
+  const auto skipped = Events("j", "skipped");
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].run_id, claimed[0].run.id);
+  EXPECT_EQ(StateOf(*skipped[0].run_id), RunState::kSkipped);
+}
+
+// Each run's events read in the order they happened, whatever else the
+// claim or the group commit held.
+TEST_P(StoreExec, ARunsEventsKeepTheirOrderAcrossABatch) {
+  Setup({"a", "b", "c"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 3);
+  ASSERT_EQ(claimed.size(), 3u);
+  const auto at = InstantAt("2026-11-05T12:00:05Z");
+  std::vector<store::WorkerWrite> batch;
+  for (const auto& c : claimed) {
+    store::WorkerWrite w;
+    w.step = store::StepParams{c.run.id, c.token, "generate", "succeeded", at, "n1"};
+    w.finish = Finish(c, "2026-11-05T12:00:05Z", RunState::kPending, EndClass::kTimeout);
+    w.finish->decision.next_attempt_at = InstantAt("2026-11-05T12:01:00Z");
+    batch.push_back(w);
+  }
+  auto r = S().RunApplyWrites(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const auto& c : claimed) {
+    std::vector<std::string> types;
+    for (const auto& e : Events("j")) {
+      if (e.run_id == c.run.id) types.push_back(e.type);
+    }
+    EXPECT_EQ(types, (std::vector<std::string>{"planned", "claimed", "step_started",
+                                               "step_succeeded", "retry_scheduled"}))
+        << c.run.RunKey();
+    EXPECT_EQ(StateOf(c.run.id), RunState::kPending);
+    EXPECT_EQ(S().StepList(c.run.id)->at(0).state, "succeeded");
+    EXPECT_EQ(S().AttemptList(c.run.id)->at(0).end_class, "timeout");
+  }
+}
+
+// DESIGN.md, uncertain ends: an attempt that began an effect and never
+// settled it ends `unknown` even in a group commit with runs that succeed.
+TEST_P(StoreExec, AGroupCommitMakesARunWithAnUnsettledEffectUnknown) {
+  Setup({"a", "b"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 2);
+  ASSERT_EQ(claimed.size(), 2u);
+  auto begun = S().EffectBegin({claimed[0].run.id, claimed[0].token, "mail", "",
+                                InstantAt("2026-11-05T12:00:01Z"), "n1", ""});
+  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+  std::vector<store::WorkerWrite> batch(2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    batch[i].finish = Finish(claimed[i], "2026-11-05T12:00:05Z", RunState::kSucceeded);
+  }
+  auto r = S().RunApplyWrites(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE((*r)[0].ok());
+  EXPECT_TRUE((*r)[1].ok());
+  EXPECT_EQ(StateOf(claimed[0].run.id), RunState::kUnknown);
+  EXPECT_EQ(S().AttemptList(claimed[0].run.id)->at(0).end_class, "in_doubt");
+  EXPECT_EQ(StateOf(claimed[1].run.id), RunState::kSucceeded);
+  const auto unknown = Events("j", "unknown");
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0].reason, "effect \"mail\" is in doubt");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreExec, ::testing::ValuesIn(AllStoreFactories()),
                          [](const auto& info) { return info.param.name; });
 

@@ -77,7 +77,6 @@ CRONLEDGER_ON_DATABASE_CLOCK(PartitionSync, PartitionSyncParams)
 CRONLEDGER_ON_DATABASE_CLOCK(RunPlan, PlanParams)
 CRONLEDGER_ON_DATABASE_CLOCK(JobSetPaused, PauseParams)
 CRONLEDGER_ON_DATABASE_CLOCK(StatsGet, StatsParams)
-CRONLEDGER_ON_DATABASE_CLOCK(RunClaim, ClaimParams)
 CRONLEDGER_ON_DATABASE_CLOCK(RunHeartbeat, HeartbeatParams)
 CRONLEDGER_ON_DATABASE_CLOCK(StepUpdate, StepParams)
 CRONLEDGER_ON_DATABASE_CLOCK(EffectBegin, EffectBeginParams)
@@ -205,17 +204,6 @@ Result<std::vector<Status>> PostgresStore::RunFinishAttempts(const std::vector<F
   std::vector<FinishParams> copy = p;
   for (auto& f : copy) f.now = at;
   return SqlStore::RunFinishAttempts(copy);
-}
-
-Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<WorkerWrite>& writes) {
-  if (!database_clock_ || writes.empty()) return SqlStore::RunApplyWrites(writes);
-  ASSIGN_OR_RETURN(at, Now(Instant{}));
-  std::vector<WorkerWrite> copy = writes;
-  for (auto& w : copy) {
-    if (w.step) w.step->now = at;
-    if (w.finish) w.finish->now = at;
-  }
-  return SqlStore::RunApplyWrites(copy);
 }
 
 // The ops are the caller's: each lot is stamped with the database's time as

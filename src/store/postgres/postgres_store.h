@@ -58,10 +58,12 @@ class PostgresStore final : public SqlStore {
   Status EventAppend(const EventRecord& e) override;
   Status EventAppendAll(const std::vector<EventRecord>& events) override;
   Result<JobStats> StatsGet(const StatsParams& p) override;
+  // Set-based (postgres_store_exec.cc): a batch in a few statements.
   Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) override;
   Status RunHeartbeat(const HeartbeatParams& p) override;
   Status StepUpdate(const StepParams& p) override;
   Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
+  // Set-based too.
   Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) override;
   Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
   Status RunRetry(const OperatorParams& p) override;
@@ -92,6 +94,9 @@ class PostgresStore final : public SqlStore {
   void Listen(std::function<void()> wake);
 
   Status AfterLedgerCopy() override;
+
+  // postgres_store_exec.cc: `events` in one statement, in order.
+  Status AppendEventsLocked(const std::vector<EventRecord>& events);
 
   // `given`, or the database's clock when database_clock is set.
   Result<Instant> Now(Instant given);

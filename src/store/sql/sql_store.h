@@ -130,7 +130,10 @@ class SqlStore : public Store {
   sql::Db& db() { return *db_; }
   std::mutex& mutex() { return mu_; }
 
- private:
+ protected:
+  // The helpers below run inside the caller's transaction, with mutex()
+  // held; PostgresStore's set-based claims and completions fall back to
+  // them for the rare cases they do not batch.
   Status AppendEventLocked(const EventRecord& e);
   // Appends an action that puts `run_ids` back to work: each run's history
   // shows it (event_runs) and its next attempts link to it. Returns its id.
@@ -158,6 +161,13 @@ class SqlStore : public Store {
   // One fenced write as its own transaction: commits when it applied, and
   // when it was refused as stale (its stale_write_rejected event stays).
   Status FencedWrite(const std::function<Result<Answer>()>& write);
+  // DESIGN.md, uncertain ends: the finish `p` as the ledger records it,
+  // given the key of an effect in doubt this attempt found and did not
+  // settle (`doubted`), and of one it began and never settled (`own`);
+  // empty when none. Either makes an ending run `unknown`.
+  static void ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::string_view own);
+
+ private:
   // Settles a started effect for EffectCommit / EffectFail, fenced
   // (sql_store_effects.cc).
   struct SettleParams;

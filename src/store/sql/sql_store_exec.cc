@@ -22,6 +22,11 @@ namespace {
 using namespace sql_util;  // NOLINT: the store's own helpers
 using sql::Transaction;
 
+// Whether the finish ends the run (as opposed to a retry or `unknown`).
+bool Ends(const FinishParams& p) {
+  return p.decision.state == ledger::RunState::kSucceeded ||
+         p.decision.state == ledger::RunState::kFailed;
+}
 
 }  // namespace
 
@@ -368,6 +373,20 @@ Status SqlStore::StepUpdate(const StepParams& p) {
   return FencedWrite([&] { return StepUpdateLocked(p); });
 }
 
+void SqlStore::ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::string_view own) {
+  // An effect this attempt began and never settled may or may not have
+  // happened; ending the run would leave that unsaid. (A retry instead
+  // finds it in doubt and reconciles it.)
+  std::string in_doubt = std::move(doubted);
+  if (in_doubt.empty() && Ends(p)) in_doubt = std::string(own);
+  if (!in_doubt.empty() && p.decision.state != ledger::RunState::kUnknown) {
+    p.end_class = ledger::EndClass::kInDoubt;
+    p.decision.state = ledger::RunState::kUnknown;
+    p.decision.next_attempt_at.reset();
+    p.decision.reason = fmt::format("effect \"{}\" is in doubt", in_doubt);
+  }
+}
+
 Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
   FinishParams p = given;
   {
@@ -381,26 +400,17 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
         "ORDER BY e.key LIMIT 1"));
     s.Bind(1, p.run_id).Bind(2, p.token);
     ASSIGN_OR_RETURN(row, s.Step());
-    std::string in_doubt = row ? s.Text(0) : "";
-    const bool ends = p.decision.state == ledger::RunState::kSucceeded ||
-                      p.decision.state == ledger::RunState::kFailed;
-    if (in_doubt.empty() && ends) {
-      // An effect this attempt began and never settled may or may not have
-      // happened; ending the run would leave that unsaid. (A retry instead
-      // finds it in doubt and reconciles it.)
+    std::string doubted = row ? s.Text(0) : "";
+    std::string own_key;
+    if (doubted.empty() && Ends(p)) {
       ASSIGN_OR_RETURN(own, db_->Prepare(
           "SELECT key FROM effects WHERE run_id = ?1 AND started_token = ?2 "
           "AND state = 'started' ORDER BY key LIMIT 1"));
       own.Bind(1, p.run_id).Bind(2, p.token);
       ASSIGN_OR_RETURN(own_row, own.Step());
-      if (own_row) in_doubt = own.Text(0);
+      if (own_row) own_key = own.Text(0);
     }
-    if (!in_doubt.empty() && p.decision.state != ledger::RunState::kUnknown) {
-      p.end_class = ledger::EndClass::kInDoubt;
-      p.decision.state = ledger::RunState::kUnknown;
-      p.decision.next_attempt_at.reset();
-      p.decision.reason = fmt::format("effect \"{}\" is in doubt", in_doubt);
-    }
+    ApplyEffectsInDoubt(p, std::move(doubted), own_key);
   }
   const auto& d = p.decision;
   const bool ended = d.state != ledger::RunState::kPending;

@@ -1,0 +1,572 @@
+// PostgresStore, execution half: claims and completions set-based.
+//
+// SqlStore writes a claimed or finished run with a handful of statements
+// each, one round trip apiece: nothing on SQLite, where a statement is a
+// function call, but 18 round trips per run on PostgreSQL, most of them
+// inside the write lock every node shares (docs/benchmarks.md, PostgreSQL).
+// Here the same rows are written for a whole batch at once: each statement
+// takes its batch as one JSON array (jsonb_to_recordset), so a claim of 32
+// runs, or a group commit of 100 completions, is a few statements and one
+// commit. The ledger that results is the same, row for row and event for
+// event (the conformance suite runs on both engines); the rare cases not
+// batched here (a retried attempt's steps, a stale or refused write) go
+// through SqlStore's per-row code in the same transaction.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cronledger/schedule.h"
+#include "store/postgres/postgres_store.h"
+#include "store/sql/sql_util.h"
+
+namespace cronledger::store {
+namespace {
+
+using namespace sql_util;  // NOLINT: the store's own helpers
+using nlohmann::json;
+using sql::Transaction;
+
+// A string as a JSON value PostgreSQL's text accepts: without NUL (libpq
+// would cut a text parameter there too).
+json Str(std::string_view v) {
+  if (v.find('\0') == std::string_view::npos) return std::string(v);
+  std::string s(v);
+  std::erase(s, '\0');
+  return s;
+}
+json OptStr(std::string_view v) { return v.empty() ? json() : Str(v); }
+
+// A batch as one statement parameter. Invalid UTF-8 (a step's output) is
+// replaced, not refused: the server would refuse it as text anyway.
+std::string Param(const json& rows) {
+  return rows.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json EventRow(const EventRecord& e) {
+  return json{{"at", Ms(e.at)},
+              {"type", e.type},
+              {"job", OptStr(e.job)},
+              {"run_id", e.run_id ? json(*e.run_id) : json()},
+              {"run_key", OptStr(e.run_key)},
+              {"actor", Str(e.actor)},
+              {"reason", OptStr(e.reason)},
+              {"details", e.details.empty() ? json("{}") : Str(e.details)}};
+}
+
+}  // namespace
+
+Status PostgresStore::AppendEventsLocked(const std::vector<EventRecord>& events) {
+  if (events.empty()) return Status::Ok();
+  json rows = json::array();
+  int64_t n = 0;
+  for (const EventRecord& e : events) {
+    json row = EventRow(e);
+    row["n"] = n++;
+    rows.push_back(std::move(row));
+  }
+  // In the batch's order: a run's events read in the order they happened.
+  ASSIGN_OR_RETURN(s, db().Prepare(
+      "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details) "
+      "SELECT x.at, x.type, x.job, x.run_id, x.run_key, x.actor, x.reason, x.details "
+      "FROM jsonb_to_recordset(?1::jsonb) AS x(n bigint, at bigint, type text, job text, "
+      "run_id bigint, run_key text, actor text, reason text, details text) ORDER BY x.n"));
+  s.Bind(1, Param(rows));
+  return s.Run();
+}
+
+Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given) {
+  std::vector<ClaimedRun> out;
+  if (given.rules.empty() || given.limit <= 0) return out;
+  ClaimParams p = given;
+  ASSIGN_OR_RETURN(now, Now(given.now));
+  p.now = now;
+  std::map<std::string, const ClaimRule*> rules;
+  json jobs = json::array();
+  json checked = json::array();  // jobs whose overlap is checked
+  bool counted = false;          // some job has a max_concurrency
+  for (const auto& r : p.rules) {
+    rules[r.job] = &r;
+    jobs.push_back(Str(r.job));
+    if (r.overlap != config::Overlap::kAllow) checked.push_back(Str(r.job));
+    counted = counted || r.max_concurrency > 0;
+  }
+  const std::string jobs_param = Param(jobs);
+  std::lock_guard lock(mutex());
+  constexpr const char* kClaimable =
+      "r.state = 'pending' AND r.released = 1 AND r.scheduled_at <= ?1 "
+      "AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?1) "
+      "AND r.job IN (SELECT jsonb_array_elements_text(?2::jsonb)) "
+      "AND r.job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
+      "AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused_all' AND value = '1')";
+  {
+    // An idle dispatcher polls: one cheap look before the write lock.
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        fmt::format("SELECT 1 FROM runs r WHERE {} LIMIT 1", kClaimable)));
+    s.Bind(1, Ms(p.now)).Bind(2, jobs_param);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return out;
+  }
+  Transaction tx(db());
+  RETURN_IF_ERROR(tx.Begin());
+
+  struct Candidate {
+    RunRecord run;
+    int budget_attempts = 0;
+    std::optional<int64_t> budget_started_at;
+    std::optional<int64_t> action_event_id;
+    bool earlier_open = false;     // an earlier run of its partition pending or running
+    bool earlier_running = false;  // ... running
+  };
+  std::vector<Candidate> candidates;
+  {
+    // SKIP LOCKED: a run another transaction is claiming is not waited for.
+    ASSIGN_OR_RETURN(s, db().Prepare(fmt::format(
+        "SELECT {}, r.budget_attempts, r.budget_started_at, r.action_event_id, "
+        "CASE WHEN r.job IN (SELECT jsonb_array_elements_text(?4::jsonb)) THEN EXISTS ("
+        "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
+        "AND e.scheduled_at < r.scheduled_at AND e.state IN ('pending', 'running')) "
+        "ELSE false END, "
+        "CASE WHEN r.job IN (SELECT jsonb_array_elements_text(?4::jsonb)) THEN EXISTS ("
+        "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
+        "AND e.scheduled_at < r.scheduled_at AND e.state = 'running') ELSE false END "
+        "FROM runs r WHERE {} ORDER BY r.scheduled_at, r.id LIMIT ?3 FOR UPDATE OF r SKIP LOCKED",
+        "r.id, r.job, r.partition, r.period, r.business_date, r.scheduled_at, r.state, r.reason, "
+        "r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, r.updated_at",
+        kClaimable)));
+    s.Bind(1, Ms(p.now)).Bind(2, jobs_param).Bind(3, int64_t{p.limit} * 4 + 16)
+        .Bind(4, Param(checked));
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      Candidate c;
+      c.run = RunFromRow(s);
+      c.budget_attempts = static_cast<int>(s.Int(14));
+      c.budget_started_at = s.OptInt(15);
+      c.action_event_id = s.OptInt(16);
+      c.earlier_open = s.Int(17) != 0;
+      c.earlier_running = s.Int(18) != 0;
+      candidates.push_back(std::move(c));
+    }));
+  }
+  if (candidates.empty()) return out;  // rolled back: nothing written
+  std::map<std::string, int> running;  // per job with a max_concurrency
+  if (counted) {
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        "SELECT job, count(*) FROM runs WHERE state = 'running' "
+        "AND job IN (SELECT jsonb_array_elements_text(?1::jsonb)) GROUP BY job"));
+    s.Bind(1, jobs_param);
+    RETURN_IF_ERROR(ForEachRow(s, [&] { running[s.Text(0)] = static_cast<int>(s.Int(1)); }));
+  }
+
+  // The decisions, in the candidates' order, as SqlStore::RunClaim takes
+  // them one by one: the checks above saw the ledger before this batch, so
+  // a run claimed here counts as running for the later ones.
+  std::vector<const Candidate*> claims;
+  std::vector<const Candidate*> skips;
+  std::set<std::pair<std::string, std::string>> claimed_partitions;
+  for (const Candidate& c : candidates) {
+    if (static_cast<int>(claims.size()) >= p.limit) break;
+    const ClaimRule& rule = *rules.at(c.run.job);
+    if (rule.max_concurrency > 0 && running[c.run.job] >= rule.max_concurrency) continue;
+    if (rule.overlap != config::Overlap::kAllow) {
+      // Candidates come in scheduled order: one claimed earlier in this
+      // batch is an earlier run of the partition, now running.
+      const bool earlier_claimed = claimed_partitions.contains({c.run.job, c.run.partition});
+      if (rule.overlap == config::Overlap::kQueue) {
+        if (c.earlier_open || earlier_claimed) continue;  // waits behind the earlier period
+      } else if (c.earlier_running || earlier_claimed) {
+        skips.push_back(&c);
+        continue;
+      }
+    }
+    claims.push_back(&c);
+    claimed_partitions.insert({c.run.job, c.run.partition});
+    if (rule.max_concurrency > 0) ++running[c.run.job];
+  }
+
+  std::vector<EventRecord> events;
+  if (!skips.empty()) {
+    json ids = json::array();
+    for (const Candidate* c : skips) ids.push_back(c->run.id);
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?1, "
+        "finished_at = ?1 WHERE id IN (SELECT jsonb_array_elements_text(?2::jsonb)::bigint) "
+        "AND state = 'pending'"));
+    s.Bind(1, Ms(p.now)).Bind(2, Param(ids));
+    RETURN_IF_ERROR(s.Run());
+    for (const Candidate* c : skips) {
+      EventRecord e;
+      e.at = p.now;
+      e.type = ledger::event::kSkipped;
+      e.job = c->run.job;
+      e.run_id = c->run.id;
+      e.run_key = c->run.RunKey();
+      e.actor = p.node;
+      e.reason = "overlap";
+      e.details = json{{"reason", "overlap"},
+                       {"waived", true},
+                       {"scheduled_at", FormatUtc(c->run.scheduled_at)}}
+                      .dump();
+      events.push_back(std::move(e));
+    }
+  }
+  if (claims.empty()) {
+    RETURN_IF_ERROR(AppendEventsLocked(events));
+    RETURN_IF_ERROR(tx.Commit());
+    return out;
+  }
+
+  // The fencing tokens: the next claims.size() of the one sequence.
+  int64_t first_token = 0;
+  {
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        "UPDATE fencing SET last_token = last_token + ?1 WHERE id = 1 RETURNING last_token"));
+    s.Bind(1, static_cast<int64_t>(claims.size()));
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row) return Internal("the fencing sequence is missing");
+    first_token = s.Int(0) - static_cast<int64_t>(claims.size()) + 1;
+  }
+  json leases = json::array();
+  json attempts = json::array();
+  json first_steps = json::array();
+  out.reserve(claims.size());
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    const Candidate& c = *claims[i];
+    const ClaimRule& rule = *rules.at(c.run.job);
+    ClaimedRun claimed;
+    claimed.run = c.run;
+    claimed.run.state = ledger::RunState::kRunning;
+    claimed.attempt = c.run.attempts + 1;
+    claimed.run.attempts = claimed.attempt;
+    claimed.token = first_token + static_cast<int64_t>(i);
+    claimed.lease_expires_at = p.now + rule.lease_ttl;
+    claimed.budget_attempts = c.budget_attempts + 1;
+    claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(p.now)));
+    leases.push_back(
+        {{"id", c.run.id}, {"token", claimed.token}, {"expires", Ms(claimed.lease_expires_at)}});
+    attempts.push_back({{"id", c.run.id},
+                        {"number", claimed.attempt},
+                        {"token", claimed.token},
+                        {"action", c.action_event_id ? json(*c.action_event_id) : json()}});
+    if (claimed.attempt == 1) {
+      // A first attempt: no step rows yet; the first one starts.
+      for (std::size_t k = 0; k < rule.steps.size(); ++k) {
+        const bool first = k == 0;
+        first_steps.push_back({{"id", c.run.id},
+                               {"step", Str(rule.steps[k])},
+                               {"position", static_cast<int64_t>(k)},
+                               {"state", first ? "running" : "pending"},
+                               {"attempt", first ? json(1) : json()}});
+        claimed.steps.push_back({rule.steps[k], first ? "running" : "pending"});
+      }
+    }
+    out.push_back(std::move(claimed));
+  }
+  {
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        "UPDATE runs r SET state = 'running', lease_token = x.token, "
+        "lease_expires_at = x.expires, lease_node = ?2, attempts = r.attempts + 1, "
+        "budget_attempts = r.budget_attempts + 1, "
+        "budget_started_at = coalesce(r.budget_started_at, ?1), next_attempt_at = NULL, "
+        "updated_at = ?1 FROM jsonb_to_recordset(?3::jsonb) AS x(id bigint, token bigint, "
+        "expires bigint) WHERE r.id = x.id AND r.state = 'pending'"));
+    s.Bind(1, Ms(p.now)).Bind(2, p.node).Bind(3, Param(leases));
+    RETURN_IF_ERROR(s.Run());
+    // The rows are locked by this transaction since the candidates' read.
+    if (db().Changes() != static_cast<int>(out.size())) {
+      return Internal(fmt::format("claimed {} of {} locked runs", db().Changes(), out.size()));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
+        "action_event_id) SELECT x.id, x.number, x.token, ?1, ?2, x.action "
+        "FROM jsonb_to_recordset(?3::jsonb) AS x(id bigint, number bigint, token bigint, "
+        "action bigint)"));
+    s.Bind(1, p.node).Bind(2, Ms(p.now)).Bind(3, Param(attempts));
+    RETURN_IF_ERROR(s.Run());
+  }
+  if (!first_steps.empty()) {
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        "INSERT INTO run_steps (run_id, step, position, state, attempt, updated_at) "
+        "SELECT x.id, x.step, x.position, x.state, x.attempt, ?1 "
+        "FROM jsonb_to_recordset(?2::jsonb) AS x(id bigint, step text, position bigint, "
+        "state text, attempt bigint)"));
+    s.Bind(1, Ms(p.now)).Bind(2, Param(first_steps));
+    RETURN_IF_ERROR(s.Run());
+  }
+  for (ClaimedRun& claimed : out) {
+    if (claimed.attempt > 1) {
+      // A retry resumes at the first step not succeeded: rare, per row.
+      ASSIGN_OR_RETURN(steps, StartStepsLocked(claimed.run.id, claimed.attempt,
+                                               rules.at(claimed.run.job)->steps, p.now));
+      claimed.steps = std::move(steps);
+    }
+    EventRecord e;
+    e.at = p.now;
+    e.job = claimed.run.job;
+    e.run_id = claimed.run.id;
+    e.run_key = claimed.run.RunKey();
+    e.actor = p.node;
+    EventRecord started = e;
+    e.type = ledger::event::kClaimed;
+    e.details = json{{"attempt", claimed.attempt},
+                     {"fencing_token", claimed.token},
+                     {"node", p.node},
+                     {"lease_expires_at",
+                      FormatUtc(std::chrono::floor<seconds>(claimed.lease_expires_at))}}
+                    .dump();
+    events.push_back(std::move(e));
+    const auto first = std::find_if(claimed.steps.begin(), claimed.steps.end(),
+                                    [](const StepState& st) { return st.state == "running"; });
+    if (first != claimed.steps.end()) {
+      started.type = ledger::event::kStepStarted;
+      started.details = json{{"step", first->name}, {"attempt", claimed.attempt}}.dump();
+      events.push_back(std::move(started));
+    }
+  }
+  RETURN_IF_ERROR(AppendEventsLocked(events));
+  RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<WorkerWrite>& given) {
+  if (given.empty()) return std::vector<Status>{};
+  std::vector<WorkerWrite> writes = given;
+  if (database_clock_) {
+    ASSIGN_OR_RETURN(at, Now(Instant{}));
+    for (auto& w : writes) {
+      if (w.step) w.step->now = at;
+      if (w.finish) w.finish->now = at;
+    }
+  }
+  std::lock_guard lock(mutex());
+  Transaction tx(db());
+  RETURN_IF_ERROR(tx.Begin());
+  std::vector<Status> results(writes.size());
+
+  // One write per run is what a dispatcher's batch holds; anything else is
+  // applied write by write, in order, as SqlStore does.
+  std::set<int64_t> runs_seen;
+  bool one_per_run = true;
+  for (const auto& w : writes) {
+    const int64_t run_id = w.finish ? w.finish->run_id : w.step ? w.step->run_id : 0;
+    if (w.step && w.finish && w.step->run_id != w.finish->run_id) one_per_run = false;
+    one_per_run = one_per_run && runs_seen.insert(run_id).second;
+  }
+  if (!one_per_run) {
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      const WorkerWrite& w = writes[i];
+      if (w.step) {
+        ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step));
+        results[i] = std::move(stepped.status);
+      }
+      if (results[i].ok() && w.finish) {
+        ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish));
+        results[i] = std::move(finished.status);
+      }
+    }
+    RETURN_IF_ERROR(tx.Commit());
+    return results;
+  }
+
+  // Each write's events, appended together at the end in the batch's order.
+  std::vector<std::vector<EventRecord>> events(writes.size());
+
+  // Steps: fenced by the run's token; a write not applied here (stale, or
+  // no such step) is answered by the per-row code, which records why.
+  json steps = json::array();
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    if (const auto& st = writes[i].step) {
+      steps.push_back({{"i", static_cast<int64_t>(i)},
+                       {"id", st->run_id},
+                       {"token", st->token},
+                       {"step", Str(st->step)},
+                       {"state", Str(st->state)},
+                       {"now", Ms(st->now)}});
+    }
+  }
+  if (!steps.empty()) {
+    std::vector<bool> applied(writes.size(), false);
+    ASSIGN_OR_RETURN(s, db().Prepare(
+        "UPDATE run_steps s SET state = x.state, attempt = r.attempts, updated_at = x.now "
+        "FROM jsonb_to_recordset(?1::jsonb) AS x(i bigint, id bigint, token bigint, "
+        "step text, state text, now bigint), runs r "
+        "WHERE r.id = x.id AND r.lease_token = x.token AND r.state = 'running' "
+        "AND s.run_id = x.id AND s.step = x.step "
+        "RETURNING x.i, r.attempts, r.job, r.job || '/' || r.partition || '/' || r.period"));
+    s.Bind(1, Param(steps));
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      const auto i = static_cast<std::size_t>(s.Int(0));
+      const StepParams& st = *writes[i].step;
+      applied[i] = true;
+      EventRecord e;
+      e.at = st.now;
+      e.type = st.state == "running"     ? ledger::event::kStepStarted
+               : st.state == "succeeded" ? ledger::event::kStepSucceeded
+                                         : ledger::event::kStepFailed;
+      e.job = s.Text(2);
+      e.run_id = st.run_id;
+      e.run_key = s.Text(3);
+      e.actor = st.node;
+      e.details = json{{"step", st.step}, {"attempt", s.Int(1)}}.dump();
+      events[i].push_back(std::move(e));
+    }));
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      if (!writes[i].step || applied[i]) continue;
+      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*writes[i].step));
+      results[i] = std::move(stepped.status);
+    }
+  }
+
+  // Finishes of the writes whose step (if any) was applied.
+  std::vector<std::size_t> finishing;
+  json fences = json::array();
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    if (!writes[i].finish || !results[i].ok()) continue;
+    finishing.push_back(i);
+    fences.push_back({{"i", static_cast<int64_t>(i)},
+                      {"id", writes[i].finish->run_id},
+                      {"token", writes[i].finish->token}});
+  }
+  std::vector<std::size_t> refused;  // not fenced in: answered per row below
+  if (!finishing.empty()) {
+    {
+      // DESIGN.md, uncertain ends: effects in doubt, as FinishLocked reads them.
+      ASSIGN_OR_RETURN(s, db().Prepare(
+          "SELECT i, doubted, own FROM (SELECT x.i, "
+          "(SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
+          "WHERE d.run_id = x.id AND d.token = x.token AND e.state = 'started' "
+          "AND e.started_token = d.started_token AND e.started_token <> x.token "
+          "ORDER BY e.key LIMIT 1) AS doubted, "
+          "(SELECT key FROM effects WHERE run_id = x.id AND started_token = x.token "
+          "AND state = 'started' ORDER BY key LIMIT 1) AS own "
+          "FROM jsonb_to_recordset(?1::jsonb) AS x(i bigint, id bigint, token bigint)) q "
+          "WHERE doubted IS NOT NULL OR own IS NOT NULL"));
+      s.Bind(1, Param(fences));
+      RETURN_IF_ERROR(ForEachRow(s, [&] {
+        FinishParams& f = *writes[static_cast<std::size_t>(s.Int(0))].finish;
+        ApplyEffectsInDoubt(f, s.IsNull(1) ? "" : s.Text(1), s.IsNull(2) ? "" : s.TextView(2));
+      }));
+    }
+    json rows = json::array();
+    for (std::size_t i : finishing) {
+      const FinishParams& f = *writes[i].finish;
+      const auto& d = f.decision;
+      const bool ended = d.state != ledger::RunState::kPending;
+      rows.push_back({{"i", static_cast<int64_t>(i)},
+                      {"id", f.run_id},
+                      {"token", f.token},
+                      {"now", Ms(f.now)},
+                      {"expired_only", f.only_if_lease_expired},
+                      {"state", ledger::Name(d.state)},
+                      {"next", d.next_attempt_at ? json(Ms(*d.next_attempt_at)) : json()},
+                      {"end_class", ledger::Name(f.end_class)},
+                      {"finished", ended ? json(Ms(f.now)) : json()},
+                      {"exit_status", f.exit_status ? json(*f.exit_status) : json()},
+                      {"step", Str(f.step)},
+                      {"log_path", Str(f.log_path)},
+                      {"tail", Str(f.output_tail)}});
+    }
+    const std::string rows_param = Param(rows);
+    std::vector<bool> applied(writes.size(), false);
+    {
+      ASSIGN_OR_RETURN(s, db().Prepare(
+          "UPDATE runs r SET state = x.state, reason = NULL, lease_token = NULL, "
+          "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = x.next, "
+          "last_end_class = x.end_class, updated_at = x.now, finished_at = x.finished, "
+          "released = 1, misfire_exempt = 1 "
+          "FROM jsonb_to_recordset(?1::jsonb) AS x(i bigint, id bigint, token bigint, "
+          "now bigint, expired_only boolean, state text, next bigint, end_class text, "
+          "finished bigint) "
+          "WHERE r.id = x.id AND r.lease_token = x.token AND r.state = 'running' "
+          "AND (NOT x.expired_only OR r.lease_expires_at < x.now) "
+          "RETURNING x.i, r.job, r.job || '/' || r.partition || '/' || r.period, r.attempts"));
+      s.Bind(1, rows_param);
+      RETURN_IF_ERROR(ForEachRow(s, [&] {
+        const auto i = static_cast<std::size_t>(s.Int(0));
+        applied[i] = true;
+        const FinishParams& f = *writes[i].finish;
+        const auto& d = f.decision;
+        json details = {{"attempt", s.Int(3)},
+                        {"end_class", ledger::Name(f.end_class)},
+                        {"fencing_token", f.token}};
+        if (f.exit_status) details["exit_status"] = *f.exit_status;
+        if (!f.step.empty()) details["step"] = f.step;
+        if (d.next_attempt_at) {
+          details["next_attempt_at"] = FormatUtc(std::chrono::floor<seconds>(*d.next_attempt_at));
+        }
+        EventRecord e;
+        e.at = f.now;
+        e.job = s.Text(1);
+        e.run_id = f.run_id;
+        e.run_key = s.Text(2);
+        e.actor = f.actor == "reaper" ? "reaper" : f.node;
+        e.reason = d.reason;
+        e.details = details.dump(-1, ' ', false, json::error_handler_t::replace);
+        if (f.end_class == ledger::EndClass::kLeaseExpired) {
+          EventRecord expired = e;
+          expired.type = ledger::event::kLeaseExpired;
+          expired.reason = fmt::format("lease of node {} expired", f.node);
+          events[i].push_back(std::move(expired));
+        }
+        switch (d.state) {
+          case ledger::RunState::kSucceeded: e.type = ledger::event::kSucceeded; break;
+          case ledger::RunState::kFailed: e.type = ledger::event::kFailed; break;
+          case ledger::RunState::kUnknown: e.type = ledger::event::kUnknown; break;
+          default: e.type = ledger::event::kRetryScheduled; break;
+        }
+        events[i].push_back(std::move(e));
+      }));
+    }
+    for (std::size_t i : finishing) {
+      if (!applied[i]) refused.push_back(i);
+    }
+    if (refused.size() < finishing.size()) {
+      // Only the attempts and steps of the runs just finished: a refused
+      // row's token matches no attempt of another run, and its own run's
+      // attempt stays as it is (the fence failed).
+      json ended = json::array();
+      for (std::size_t k = 0; k < finishing.size(); ++k) {
+        if (applied[finishing[k]]) ended.push_back(rows[k]);
+      }
+      const std::string ended_param = Param(ended);
+      {
+        ASSIGN_OR_RETURN(s, db().Prepare(
+            "UPDATE attempts a SET ended_at = x.now, end_class = x.end_class, "
+            "exit_status = x.exit_status, step = x.step, log_path = x.log_path, "
+            "output_tail = x.tail FROM jsonb_to_recordset(?1::jsonb) AS x(id bigint, "
+            "token bigint, now bigint, end_class text, exit_status bigint, step text, "
+            "log_path text, tail text) WHERE a.run_id = x.id AND a.fencing_token = x.token"));
+        s.Bind(1, ended_param);
+        RETURN_IF_ERROR(s.Run());
+      }
+      {
+        // A step left running by an attempt that ended is not running any more.
+        ASSIGN_OR_RETURN(s, db().Prepare(
+            "UPDATE run_steps s SET state = 'pending', updated_at = x.now "
+            "FROM jsonb_to_recordset(?1::jsonb) AS x(id bigint, now bigint) "
+            "WHERE s.run_id = x.id AND s.state = 'running'"));
+        s.Bind(1, ended_param);
+        RETURN_IF_ERROR(s.Run());
+      }
+    }
+  }
+  std::vector<EventRecord> all;
+  for (auto& per_write : events) {
+    for (auto& e : per_write) all.push_back(std::move(e));
+  }
+  RETURN_IF_ERROR(AppendEventsLocked(all));
+  for (std::size_t i : refused) {
+    // Stale, or a reaper's finish after a heartbeat: FinishLocked answers
+    // (and records a stale write) as it does for SQLite.
+    ASSIGN_OR_RETURN(finished, FinishLocked(*writes[i].finish));
+    results[i] = std::move(finished.status);
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return results;
+}
+
+}  // namespace cronledger::store
