@@ -241,7 +241,7 @@ void Prepare(const std::string& url, const config::Config& config, int runs) {
   Check(store->JobSync({kJob, engine::CanonicalDefinition(config.jobs[0]),
                         store::ToInstant(Occurrence() - seconds{60})}),
         "JobSync");
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = RealClock().Now();
   // One occurrence per 2,000 runs keeps each planning transaction modest.
   constexpr int kPerOccurrence = 2000;
   for (int done = 0, k = 0; done < runs; ++k) {
@@ -249,7 +249,7 @@ void Prepare(const std::string& url, const config::Config& config, int runs) {
     bench::PlanAndRelease(*store, kJob, Occurrence() + seconds{k}, n);
     done += n;
   }
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  const std::chrono::duration<double> took = RealClock().Now() - t0;
   std::fprintf(stderr, "pg_bench: planned and released %d runs in %.1f s\n", runs, took.count());
 }
 
@@ -302,7 +302,7 @@ int Throughput(const Options& opt) {
     bench::pgtrace::Reset();
     bench::pgtrace::Enable(true);
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = RealClock().Now();
   for (auto& n : nodes) n->dispatcher->Start();
   const auto finished = [&] {
     int64_t done = 0;
@@ -311,11 +311,11 @@ int Throughput(const Options& opt) {
   };
   while (finished() < opt.runs) {
     std::this_thread::sleep_for(std::chrono::microseconds(500));
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::minutes(20)) {
+    if (RealClock().Now() - t0 > std::chrono::minutes(20)) {
       Die(fmt::format("only {} of {} runs finished in 20 minutes", finished(), opt.runs));
     }
   }
-  const auto t1 = std::chrono::steady_clock::now();
+  const auto t1 = RealClock().Now();
   bench::pgtrace::Enable(false);
   rusage ru1{};
   getrusage(RUSAGE_SELF, &ru1);

@@ -15,10 +15,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cronledger/clock.h"
+
 namespace cronledger::bench::pgtrace {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = cronledger::Clock;
 
 std::atomic<bool> g_on{false};
 
@@ -45,7 +47,7 @@ struct TxTally {
 
 struct ConnState {
   bool in_tx = false;
-  Clock::time_point acquired;
+  Clock::TimePoint acquired;
   double wait_ns = 0;
   long statements = 0;
   long claims = 0;
@@ -98,8 +100,8 @@ std::string Key(const PGconn* conn, const char* name) {
 }
 
 // Accounts one round trip of `label` on `conn` that took [t0, t1].
-void Account(const PGconn* conn, const std::string& label, Clock::time_point t0,
-             Clock::time_point t1) {
+void Account(const PGconn* conn, const std::string& label, Clock::TimePoint t0,
+             Clock::TimePoint t1) {
   const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
   State& s = S();
   std::lock_guard lock(s.mu);
@@ -217,9 +219,9 @@ extern "C" {
 PGresult* PQexec(PGconn* conn, const char* query) {
   static const auto real = Real<PGresult* (*)(PGconn*, const char*)>("PQexec");
   if (!g_on.load(std::memory_order_relaxed)) return real(conn, query);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = cronledger::RealClock().Now();
   PGresult* r = real(conn, query);
-  Account(conn, Label(query), t0, std::chrono::steady_clock::now());
+  Account(conn, Label(query), t0, cronledger::RealClock().Now());
   return r;
 }
 
@@ -234,9 +236,9 @@ PGresult* PQprepare(PGconn* conn, const char* name, const char* query, int n, co
     s.prepared[cronledger::bench::pgtrace::Key(conn, name)] = Label(query);
   }
   if (!g_on.load(std::memory_order_relaxed)) return real(conn, name, query, n, types);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = cronledger::RealClock().Now();
   PGresult* r = real(conn, name, query, n, types);
-  Account(conn, "(prepare) " + Label(query), t0, std::chrono::steady_clock::now());
+  Account(conn, "(prepare) " + Label(query), t0, cronledger::RealClock().Now());
   return r;
 }
 
@@ -254,9 +256,9 @@ PGresult* PQexecPrepared(PGconn* conn, const char* name, int n, const char* cons
     auto it = s.prepared.find(cronledger::bench::pgtrace::Key(conn, name));
     label = it == s.prepared.end() ? std::string("(unknown) ") + name : it->second;
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = cronledger::RealClock().Now();
   PGresult* r = real(conn, name, n, values, lengths, formats, result_format);
-  Account(conn, label, t0, std::chrono::steady_clock::now());
+  Account(conn, label, t0, cronledger::RealClock().Now());
   return r;
 }
 

@@ -201,15 +201,22 @@ void Dispatcher::Start() {
         spdlog::error("dispatcher: claim failed, retrying: {}", claimed.status().ToString());
       }
       HeartbeatOnce(now);
-      // Claim again at once after a claim: more may be due. Otherwise sleep
-      // until the poll, a Wake() (runs released), or workers freed for a
-      // batch.
-      if (claimed.ok() && *claimed > 0) continue;
+      // Claim again at once after a claim while workers are free for a
+      // batch: more may be due. Otherwise sleep until the poll, a Wake()
+      // (runs released), or workers freed for a batch: each claim is a
+      // write transaction, and a claim for one or two workers at a time
+      // would cost one per run.
+      if (claimed.ok() && *claimed > 0 && FreeWorkers() >= wake_threshold_) continue;
       std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
       clock_.SleepFor(options_.poll, wake.get_token());
     }
     SetClaimBurst(false);
   });
+}
+
+int Dispatcher::FreeWorkers() {
+  std::lock_guard lock(mu_);
+  return options_.max_workers - busy_;
 }
 
 void Dispatcher::SetClaimBurst(bool on) {

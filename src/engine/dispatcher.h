@@ -219,6 +219,7 @@ class Dispatcher {
   // by the runs due and the free workers. Guarded by write_mu_.
   bool claim_burst_ = false;
   void SetClaimBurst(bool on);
+  int FreeWorkers();
   int wake_threshold_ = 1;  // free workers that make a claim worth it
 
   // Stops settling writes of unknown outcome (the drain's deadline passed,

@@ -540,13 +540,14 @@ TEST(FaultNodes, ThreeNodesWithOneClockAnHourAheadChangeNothing) {
 // A connection cut at COMMIT, after or instead of sending it.
 
 // What a cut transaction did, told by one of its statements (the store's
-// SQL as the proxy sees it: parameters rewritten as $N).
-constexpr const char* kClaimSql = "UPDATE runs SET state = 'running', lease_token";
-// A worker's last write: its step's result (StepUpdate) and the attempt's end.
-constexpr const char* kStepResultSql = "UPDATE run_steps SET state = $1, attempt = $2";
-// The attempt's end: $2 end_class ... WHERE run_id = $7 AND fencing_token = $8.
-constexpr const char* kFinishSql = "UPDATE attempts SET ended_at";
-// A claim's attempt: ($1 run_id, $2 number, $3 fencing_token, ...).
+// SQL as the proxy sees it: parameters rewritten as $N). Claims and worker
+// writes are set-based on PostgreSQL: a batch is one JSON parameter.
+constexpr const char* kClaimSql = "UPDATE runs r SET state = 'running', lease_token";
+// A worker's last write: its step's result and the attempt's end.
+constexpr const char* kStepResultSql = "UPDATE run_steps s SET state = x.state";
+// The attempts' ends: $1 [{id, token, end_class, ...}].
+constexpr const char* kFinishSql = "UPDATE attempts a SET ended_at";
+// A claim's attempts: $3 [{id, number, token, ...}].
 constexpr const char* kAttemptSql = "INSERT INTO attempts (run_id, number, fencing_token";
 constexpr const char* kEffectSettleSql = "UPDATE effects SET state = $1";
 
@@ -561,6 +562,18 @@ std::vector<std::vector<std::string>> Executions(const CutRecord& cut, const std
     std::vector<std::string> params;
     for (const auto& p : st.params) params.push_back(p.value_or(""));
     out.push_back(std::move(params));
+  }
+  return out;
+}
+
+// The rows of the batch (a JSON array in parameter `param`, 1-based) of
+// every execution of `sql` in a cut transaction.
+std::vector<nlohmann::json> BatchRows(const CutRecord& cut, const std::string& sql, int param) {
+  std::vector<nlohmann::json> out;
+  for (const auto& params : Executions(cut, sql)) {
+    for (auto& row : nlohmann::json::parse(params.at(static_cast<std::size_t>(param - 1)))) {
+      out.push_back(std::move(row));
+    }
   }
   return out;
 }
@@ -650,22 +663,26 @@ TEST(FaultNodes, ConnectionCutAtCommitLosesNothingAndDoublesNothing) {
     const std::string what = "a cut " + std::string(cut.cut.forward_commit ? "after" : "instead of") +
                              " the COMMIT of \"" + cut.cut.match + "\"";
     if (cut.cut.match == kStepResultSql) {
-      const auto finished = Executions(cut, kFinishSql);
+      const auto finished = BatchRows(cut, kFinishSql, 1);
       EXPECT_FALSE(finished.empty()) << what;
       for (const auto& f : finished) {
-        const std::string& run = f.at(6);
-        const std::string token = "fencing_token = " + f.at(7);
-        EXPECT_EQ(attempt(run, token, "end_class"), f.at(1))
+        const std::string run = std::to_string(f.at("id").get<int64_t>());
+        const std::string token_value = std::to_string(f.at("token").get<int64_t>());
+        const std::string token = "fencing_token = " + token_value;
+        EXPECT_EQ(attempt(run, token, "end_class"), f.at("end_class").get<std::string>())
             << what << ": run " << run << " " << token
             << " ended with its own outcome, recorded once";
         EXPECT_EQ(attempt(run, token, "node"), "node-p");
-        EXPECT_EQ(rejected(run, f.at(7)), 0)
+        EXPECT_EQ(rejected(run, token_value), 0)
             << what << ": run " << run << ": a write already applied was repeated";
       }
     } else if (cut.cut.match == kClaimSql) {
-      const auto claimed = Executions(cut, kAttemptSql);
+      const auto claimed = BatchRows(cut, kAttemptSql, 3);
       EXPECT_FALSE(claimed.empty()) << what;
-      for (const auto& c : claimed) {
+      for (const auto& row : claimed) {
+        const std::vector<std::string> c = {std::to_string(row.at("id").get<int64_t>()),
+                                            std::to_string(row.at("number").get<int64_t>()),
+                                            std::to_string(row.at("token").get<int64_t>())};
         const std::string& run = c.at(0);
         const std::string number = "number = " + c.at(1);
         if (cut.cut.forward_commit) {

@@ -2,6 +2,7 @@
 // LISTEN/NOTIFY, migrating nodes that start together, the SQL rewrite and
 // keeping passwords out of messages. Against the test server (ctest's
 // pg_server fixture).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <unistd.h>
@@ -162,7 +163,7 @@ TEST_F(PostgresStoreTest, TwoReleasesShareTheDatabaseDuringARollingUpgrade) {
   EXPECT_EQ((*old_node)->GetSchemaInfo()->version, 5);
   Plan(**old_node, 2);
 
-  auto new_node = Open(false);  // migrates to 6 (the node table)
+  auto new_node = Open(false);  // migrates to this release's schema
   ASSERT_NE(new_node, nullptr);
   EXPECT_EQ(new_node->GetSchemaInfo()->version, store::kPostgresSchemaVersion);
   ASSERT_TRUE(new_node->NodeHeartbeat({"new", "0.2.0", "", InstantAt("2026-11-05T08:00:00Z"),
@@ -185,8 +186,9 @@ TEST_F(PostgresStoreTest, TwoReleasesShareTheDatabaseDuringARollingUpgrade) {
             1u);
   EXPECT_EQ(new_node->RunClaim({InstantAt("2026-11-05T09:00:02Z"), "new", 1, {rule}})->size(), 1u);
 
-  // A later release that needs schema 7 or newer from every node.
-  Admin("UPDATE " + schema_ + ".schema_meta SET version = 7, compatible_from = 7");
+  // A later release that needs a newer schema from every node.
+  Admin(fmt::format("UPDATE {}.schema_meta SET version = {}, compatible_from = {}", schema_,
+                    store::kPostgresSchemaVersion + 1, store::kPostgresSchemaVersion + 1));
   old_node->reset();
   auto refused = PostgresStore::Open(previous);
   ASSERT_FALSE(refused.ok());

@@ -46,6 +46,32 @@ std::string Param(const json& rows) {
   return rows.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Ids as a bigint[] parameter. Each set-based statement also names its rows
+// by `id = ANY(...)`: the planner cannot see how many rows a JSON batch
+// holds (it guesses 100) and would rather scan a small table whole than
+// probe its primary key; with the ids it probes. The array is taken apart
+// in a subquery, evaluated once: `?::bigint[]` alone, a text parameter
+// cast, would be parsed again for every row compared with it. The batch
+// itself is a
+// MATERIALIZED CTE: joined as the inner side of a nested loop, a bare
+// jsonb_to_recordset would parse the whole batch again for every row.
+std::string IdArray(const std::vector<int64_t>& ids) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(ids[i]);
+  }
+  out += '}';
+  return out;
+}
+
+// A batch joined to the ledger by a nested loop rescans one side per row
+// of the other: hundreds of rows make that quadratic (a group commit of 800
+// writes took 340 ms). Hash joins keep a batch linear. Only for a
+// transaction's set-based writes: a claim's read of its candidates needs
+// nested loops for its look-ups.
+constexpr const char* kBatchPlans = "SET LOCAL enable_nestloop = off";
+
 json EventRow(const EventRecord& e) {
   return json{{"at", Ms(e.at)},
               {"type", e.type},
@@ -86,12 +112,14 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   p.now = now;
   std::map<std::string, const ClaimRule*> rules;
   json jobs = json::array();
-  json checked = json::array();  // jobs whose overlap is checked
+  json queued = json::array();   // jobs with overlap = queue
+  json skipped = json::array();  // jobs with overlap = skip
   bool counted = false;          // some job has a max_concurrency
   for (const auto& r : p.rules) {
     rules[r.job] = &r;
     jobs.push_back(Str(r.job));
-    if (r.overlap != config::Overlap::kAllow) checked.push_back(Str(r.job));
+    if (r.overlap == config::Overlap::kQueue) queued.push_back(Str(r.job));
+    if (r.overlap == config::Overlap::kSkip) skipped.push_back(Str(r.job));
     counted = counted || r.max_concurrency > 0;
   }
   const std::string jobs_param = Param(jobs);
@@ -118,35 +146,37 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     int budget_attempts = 0;
     std::optional<int64_t> budget_started_at;
     std::optional<int64_t> action_event_id;
-    bool earlier_open = false;     // an earlier run of its partition pending or running
-    bool earlier_running = false;  // ... running
+    bool earlier_running = false;  // an earlier run of its partition is running
   };
   std::vector<Candidate> candidates;
   {
     // SKIP LOCKED: a run another transaction is claiming is not waited for.
     ASSIGN_OR_RETURN(s, db().Prepare(fmt::format(
         "SELECT {}, r.budget_attempts, r.budget_started_at, r.action_event_id, "
-        "CASE WHEN r.job IN (SELECT jsonb_array_elements_text(?4::jsonb)) THEN EXISTS ("
-        "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
-        "AND e.scheduled_at < r.scheduled_at AND e.state IN ('pending', 'running')) "
-        "ELSE false END, "
-        "CASE WHEN r.job IN (SELECT jsonb_array_elements_text(?4::jsonb)) THEN EXISTS ("
+        "CASE WHEN r.job IN (SELECT jsonb_array_elements_text(?5::jsonb)) THEN EXISTS ("
         "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
         "AND e.scheduled_at < r.scheduled_at AND e.state = 'running') ELSE false END "
-        "FROM runs r WHERE {} ORDER BY r.scheduled_at, r.id LIMIT ?3 FOR UPDATE OF r SKIP LOCKED",
+        "FROM runs r WHERE {} "
+        "AND NOT (r.job IN (SELECT jsonb_array_elements_text(?4::jsonb)) AND EXISTS ("
+        "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
+        "AND e.scheduled_at < r.scheduled_at AND e.state IN ('pending', 'running'))) "
+        "ORDER BY r.scheduled_at, r.id LIMIT ?3 FOR UPDATE OF r SKIP LOCKED",
         "r.id, r.job, r.partition, r.period, r.business_date, r.scheduled_at, r.state, r.reason, "
         "r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, r.updated_at",
         kClaimable)));
-    s.Bind(1, Ms(p.now)).Bind(2, jobs_param).Bind(3, int64_t{p.limit} * 4 + 16)
-        .Bind(4, Param(checked));
+    // Runs waiting behind an earlier period (overlap = queue) are left out
+    // here, where the index walk meets them, so a batch's few spare rows
+    // are for what only the decisions below can rule out (a job at its
+    // max_concurrency, overlap = skip).
+    s.Bind(1, Ms(p.now)).Bind(2, jobs_param).Bind(3, int64_t{p.limit} * 2 + 8)
+        .Bind(4, Param(queued)).Bind(5, Param(skipped));
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       Candidate c;
       c.run = RunFromRow(s);
       c.budget_attempts = static_cast<int>(s.Int(14));
       c.budget_started_at = s.OptInt(15);
       c.action_event_id = s.OptInt(16);
-      c.earlier_open = s.Int(17) != 0;
-      c.earlier_running = s.Int(18) != 0;
+      c.earlier_running = s.Int(17) != 0;
       candidates.push_back(std::move(c));
     }));
   }
@@ -175,7 +205,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
       // batch is an earlier run of the partition, now running.
       const bool earlier_claimed = claimed_partitions.contains({c.run.job, c.run.partition});
       if (rule.overlap == config::Overlap::kQueue) {
-        if (c.earlier_open || earlier_claimed) continue;  // waits behind the earlier period
+        if (earlier_claimed) continue;  // waits behind the earlier period
       } else if (c.earlier_running || earlier_claimed) {
         skips.push_back(&c);
         continue;
@@ -188,13 +218,12 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
 
   std::vector<EventRecord> events;
   if (!skips.empty()) {
-    json ids = json::array();
+    std::vector<int64_t> ids;
     for (const Candidate* c : skips) ids.push_back(c->run.id);
     ASSIGN_OR_RETURN(s, db().Prepare(
         "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?1, "
-        "finished_at = ?1 WHERE id IN (SELECT jsonb_array_elements_text(?2::jsonb)::bigint) "
-        "AND state = 'pending'"));
-    s.Bind(1, Ms(p.now)).Bind(2, Param(ids));
+        "finished_at = ?1 WHERE id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND state = 'pending'"));
+    s.Bind(1, Ms(p.now)).Bind(2, IdArray(ids));
     RETURN_IF_ERROR(s.Run());
     for (const Candidate* c : skips) {
       EventRecord e;
@@ -218,6 +247,9 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     return out;
   }
 
+  // Not for the candidates' read above: its per-row look-ups are what a
+  // nested loop is for.
+  if (claims.size() > 32) RETURN_IF_ERROR(db().Exec(kBatchPlans));
   // The fencing tokens: the next claims.size() of the one sequence.
   int64_t first_token = 0;
   {
@@ -266,13 +298,17 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   }
   {
     ASSIGN_OR_RETURN(s, db().Prepare(
+        "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?3::jsonb) AS t(id bigint, "
+        "token bigint, expires bigint)) "
         "UPDATE runs r SET state = 'running', lease_token = x.token, "
         "lease_expires_at = x.expires, lease_node = ?2, attempts = r.attempts + 1, "
         "budget_attempts = r.budget_attempts + 1, "
         "budget_started_at = coalesce(r.budget_started_at, ?1), next_attempt_at = NULL, "
-        "updated_at = ?1 FROM jsonb_to_recordset(?3::jsonb) AS x(id bigint, token bigint, "
-        "expires bigint) WHERE r.id = x.id AND r.state = 'pending'"));
-    s.Bind(1, Ms(p.now)).Bind(2, p.node).Bind(3, Param(leases));
+        "updated_at = ?1 FROM x WHERE r.id = ANY(ARRAY(SELECT unnest(?4::bigint[]))) AND r.id = x.id "
+        "AND r.state = 'pending'"));
+    std::vector<int64_t> ids;
+    for (const ClaimedRun& c : out) ids.push_back(c.run.id);
+    s.Bind(1, Ms(p.now)).Bind(2, p.node).Bind(3, Param(leases)).Bind(4, IdArray(ids));
     RETURN_IF_ERROR(s.Run());
     // The rows are locked by this transaction since the candidates' read.
     if (db().Changes() != static_cast<int>(out.size())) {
@@ -345,6 +381,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
   std::lock_guard lock(mutex());
   Transaction tx(db());
   RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(db().Exec(kBatchPlans));
   std::vector<Status> results(writes.size());
 
   // One write per run is what a dispatcher's batch holds; anything else is
@@ -378,8 +415,10 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
   // Steps: fenced by the run's token; a write not applied here (stale, or
   // no such step) is answered by the per-row code, which records why.
   json steps = json::array();
+  std::vector<int64_t> step_ids;
   for (std::size_t i = 0; i < writes.size(); ++i) {
     if (const auto& st = writes[i].step) {
+      step_ids.push_back(st->run_id);
       steps.push_back({{"i", static_cast<int64_t>(i)},
                        {"id", st->run_id},
                        {"token", st->token},
@@ -391,13 +430,15 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
   if (!steps.empty()) {
     std::vector<bool> applied(writes.size(), false);
     ASSIGN_OR_RETURN(s, db().Prepare(
+        "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?1::jsonb) AS t(i bigint, "
+        "id bigint, token bigint, step text, state text, now bigint)) "
         "UPDATE run_steps s SET state = x.state, attempt = r.attempts, updated_at = x.now "
-        "FROM jsonb_to_recordset(?1::jsonb) AS x(i bigint, id bigint, token bigint, "
-        "step text, state text, now bigint), runs r "
-        "WHERE r.id = x.id AND r.lease_token = x.token AND r.state = 'running' "
+        "FROM x, runs r "
+        "WHERE r.id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND s.run_id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+        "AND r.id = x.id AND r.lease_token = x.token AND r.state = 'running' "
         "AND s.run_id = x.id AND s.step = x.step "
         "RETURNING x.i, r.attempts, r.job, r.job || '/' || r.partition || '/' || r.period"));
-    s.Bind(1, Param(steps));
+    s.Bind(1, Param(steps)).Bind(2, IdArray(step_ids));
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       const auto i = static_cast<std::size_t>(s.Int(0));
       const StepParams& st = *writes[i].step;
@@ -452,8 +493,10 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
       }));
     }
     json rows = json::array();
+    std::vector<int64_t> ids;
     for (std::size_t i : finishing) {
       const FinishParams& f = *writes[i].finish;
+      ids.push_back(f.run_id);
       const auto& d = f.decision;
       const bool ended = d.state != ledger::RunState::kPending;
       rows.push_back({{"i", static_cast<int64_t>(i)},
@@ -474,17 +517,17 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
     std::vector<bool> applied(writes.size(), false);
     {
       ASSIGN_OR_RETURN(s, db().Prepare(
+          "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?1::jsonb) AS t(i bigint, "
+          "id bigint, token bigint, now bigint, expired_only boolean, state text, "
+          "next bigint, end_class text, finished bigint)) "
           "UPDATE runs r SET state = x.state, reason = NULL, lease_token = NULL, "
           "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = x.next, "
           "last_end_class = x.end_class, updated_at = x.now, finished_at = x.finished, "
-          "released = 1, misfire_exempt = 1 "
-          "FROM jsonb_to_recordset(?1::jsonb) AS x(i bigint, id bigint, token bigint, "
-          "now bigint, expired_only boolean, state text, next bigint, end_class text, "
-          "finished bigint) "
-          "WHERE r.id = x.id AND r.lease_token = x.token AND r.state = 'running' "
-          "AND (NOT x.expired_only OR r.lease_expires_at < x.now) "
+          "released = 1, misfire_exempt = 1 FROM x "
+          "WHERE r.id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND r.id = x.id AND r.lease_token = x.token "
+          "AND r.state = 'running' AND (NOT x.expired_only OR r.lease_expires_at < x.now) "
           "RETURNING x.i, r.job, r.job || '/' || r.partition || '/' || r.period, r.attempts"));
-      s.Bind(1, rows_param);
+      s.Bind(1, rows_param).Bind(2, IdArray(ids));
       RETURN_IF_ERROR(ForEachRow(s, [&] {
         const auto i = static_cast<std::size_t>(s.Int(0));
         applied[i] = true;
@@ -529,27 +572,36 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
       // row's token matches no attempt of another run, and its own run's
       // attempt stays as it is (the fence failed).
       json ended = json::array();
+      std::vector<int64_t> ended_ids;
+      std::vector<int64_t> ended_tokens;
       for (std::size_t k = 0; k < finishing.size(); ++k) {
-        if (applied[finishing[k]]) ended.push_back(rows[k]);
+        if (!applied[finishing[k]]) continue;
+        ended.push_back(rows[k]);
+        ended_ids.push_back(ids[k]);
+        ended_tokens.push_back(writes[finishing[k]].finish->token);
       }
       const std::string ended_param = Param(ended);
+      const std::string ended_ids_param = IdArray(ended_ids);
       {
         ASSIGN_OR_RETURN(s, db().Prepare(
+            "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?1::jsonb) AS t("
+            "id bigint, token bigint, now bigint, end_class text, exit_status bigint, "
+            "step text, log_path text, tail text)) "
             "UPDATE attempts a SET ended_at = x.now, end_class = x.end_class, "
             "exit_status = x.exit_status, step = x.step, log_path = x.log_path, "
-            "output_tail = x.tail FROM jsonb_to_recordset(?1::jsonb) AS x(id bigint, "
-            "token bigint, now bigint, end_class text, exit_status bigint, step text, "
-            "log_path text, tail text) WHERE a.run_id = x.id AND a.fencing_token = x.token"));
-        s.Bind(1, ended_param);
+            "output_tail = x.tail FROM x WHERE a.fencing_token = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+            "AND a.run_id = x.id AND a.fencing_token = x.token"));
+        s.Bind(1, ended_param).Bind(2, IdArray(ended_tokens));
         RETURN_IF_ERROR(s.Run());
       }
       {
         // A step left running by an attempt that ended is not running any more.
         ASSIGN_OR_RETURN(s, db().Prepare(
-            "UPDATE run_steps s SET state = 'pending', updated_at = x.now "
-            "FROM jsonb_to_recordset(?1::jsonb) AS x(id bigint, now bigint) "
-            "WHERE s.run_id = x.id AND s.state = 'running'"));
-        s.Bind(1, ended_param);
+            "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?1::jsonb) AS t("
+            "id bigint, now bigint)) "
+            "UPDATE run_steps s SET state = 'pending', updated_at = x.now FROM x "
+            "WHERE s.run_id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND s.run_id = x.id AND s.state = 'running'"));
+        s.Bind(1, ended_param).Bind(2, ended_ids_param);
         RETURN_IF_ERROR(s.Run());
       }
     }

@@ -1,0 +1,4 @@
+-- Schema 7: the claim's order. PostgreSQL's index on the due runs gains the
+-- run id as its last key (postgres/migrations/007_claim_order.sql), so that
+-- a claim reads its batch in (scheduled_at, id) order instead of sorting
+-- every due run. SQLite's index already ends with the rowid: nothing here.
