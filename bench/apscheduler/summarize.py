@@ -143,10 +143,10 @@ with open(os.path.join(out, 'throughput-workers.dat'), 'w') as f:
     for w in workers:
         f.write('{} '.format(w) + ' '.join(
             '{:.1f}'.format(m(c, w)) if m(c, w) else 'NaN' for c in configs) + '\n')
-labels = {'cronledger-normal': '"cronledger SQLite\\nNORMAL (this run)"',
-          'cronledger-full': '"cronledger SQLite\\nFULL (this run)"',
-          'apscheduler-default': '"APScheduler\\ndefault store (this run)"',
-          'apscheduler-wal': '"APScheduler\\nWAL NORMAL (this run)"'}
+labels = {'cronledger-normal': '"cronledger SQLite\\nWAL, NORMAL\\n(this run)"',
+          'cronledger-full': '"cronledger SQLite\\nWAL, FULL\\n(this run)"',
+          'apscheduler-default': '"APScheduler\\ndefault store\\n(this run)"',
+          'apscheduler-wal': '"APScheduler\\nWAL, NORMAL, pooled\\n(this run)"'}
 with open(os.path.join(out, 'fire-percentiles.dat'), 'w') as f:
     f.write('# configuration p50 p90 p99 (ms, median of the rounds)\n')
     for c in fire_cfgs:
