@@ -18,18 +18,19 @@
 #   --build DIR      the bench build (default build/bench, built by bench/run.sh)
 #
 # In each round, in this order:
-#   1. cronledger: serve_bench's BM_DispatcherWorkers (engine::Dispatcher with
-#      in-process no-op handlers, claim_batch 32, 1/2/4/8/16 workers,
-#      synchronous NORMAL and FULL; 2 x 2,048 runs each), runs/s until every
-#      completion committed;
-#   2. APScheduler throughput (bench/apscheduler/aps_bench.py throughput): N
-#      one-shot no-op jobs all due, every worker count, for its three stores
-#      (default = rollback journal + synchronous FULL + NullPool; wal-full;
-#      wal = WAL + synchronous NORMAL + a kept connection pool);
-#   3. cronledger fire latency (fire_latency_bench, synchronous NORMAL, then
-#      FULL): 1,000 runs due every 10 s;
-#   4. APScheduler fire latency (aps_bench.py fire, default and wal stores):
-#      1,000 cron jobs due every 10 s.
+#   1. for each worker count, back to back: a probe of the disk (200
+#      fdatasyncs, aps_bench.py fsync); cronledger: serve_bench's
+#      BM_DispatcherWorkers (engine::Dispatcher with in-process no-op
+#      handlers, claim_batch 32, synchronous NORMAL then FULL; 2 x 2,048 runs
+#      each; worker counts 1, 2, 4, 8, 16), runs/s until every completion
+#      committed; APScheduler (aps_bench.py throughput): N one-shot no-op jobs
+#      all due, for its three stores (default = rollback journal +
+#      synchronous FULL + NullPool; wal-full; wal = WAL + synchronous NORMAL
+#      + a kept connection pool);
+#   2. fire latency in pairs: cronledger (fire_latency_bench, synchronous
+#      NORMAL: 1,000 runs due every 10 s) then APScheduler's wal store
+#      (aps_bench.py fire: bursts of 1,000 jobs due at one instant); then
+#      cronledger FULL and APScheduler's default store.
 # Then bench/apscheduler/summarize.py writes summary.md (medians, ratios)
 # and the .dat files bench/plots/plots.sh draws.
 set -euo pipefail
@@ -64,8 +65,6 @@ py=/usr/bin/python3
 }
 aps="$root/bench/apscheduler/aps_bench.py"
 IFS=, read -r -a wlist <<<"$workers"
-cl_filter=$(printf '%s|' "${wlist[@]}")
-cl_filter="BM_DispatcherWorkers/full:[01]/workers:(${cl_filter%|})/"
 
 machine() {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -78,30 +77,40 @@ machine() {
 machine | tee "$out/machine.txt" >&2
 echo "settings: rounds=$rounds jobs=$jobs occurrences=$occurrences workers=$workers" >>"$out/machine.txt"
 
+cl_has() { [[ ,1,2,4,8,16, == *",$1,"* ]]; }
 for ((r = 1; r <= rounds; r++)); do
   d="$out/round-$r"
   mkdir -p "$d"
   echo "== round $r of $rounds (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-  echo "-- cronledger dispatcher, worker sweep" >&2
-  nice "$build/bench/serve_bench" --benchmark_filter="$cl_filter" \
-    --benchmark_out="$d/cronledger-workers.json" \
-    --benchmark_out_format=json >"$d/cronledger-workers.txt" 2>"$d/cronledger-workers.err"
-  for store in default wal-full wal; do
-    for w in "${wlist[@]}"; do
+  # Throughput, interleaved by worker count: the disk's fsync latency moves
+  # by ten times within minutes here, so each worker count's measurements of
+  # both schedulers run back to back, after a probe of the disk.
+  for w in "${wlist[@]}"; do
+    nice "$py" "$aps" fsync --label "throughput $w" >>"$d/fsync.jsonl"
+    if cl_has "$w"; then
+      echo "-- cronledger dispatcher, $w workers (NORMAL, FULL)" >&2
+      nice "$build/bench/serve_bench" --benchmark_filter="BM_DispatcherWorkers/full:[01]/workers:$w/" \
+        --benchmark_out="$d/cronledger-workers-$w.json" --benchmark_out_format=json \
+        >"$d/cronledger-workers-$w.txt" 2>"$d/cronledger-workers-$w.err"
+    fi
+    for store in default wal-full wal; do
       echo "-- APScheduler throughput: store $store, $w workers, $jobs jobs" >&2
       nice "$py" "$aps" throughput --jobs "$jobs" --workers "$w" --store "$store" \
         >>"$d/apscheduler-throughput.jsonl"
     done
   done
-  for sync in normal full; do
+  # Fire latency, in pairs: cronledger NORMAL then APScheduler's tuned WAL
+  # NORMAL store; cronledger FULL then APScheduler's default store.
+  for pair in normal:wal full:default; do
+    sync=${pair%%:*}
+    store=${pair#*:}
+    nice "$py" "$aps" fsync --label "fire $sync" >>"$d/fsync.jsonl"
     echo "-- cronledger fire latency, synchronous $sync" >&2
     flag=()
     [[ $sync == full ]] && flag=(--full)
     nice "$build/bench/fire_latency_bench" --occurrences "$occurrences" "${flag[@]}" \
       >"$d/cronledger-fire-$sync.txt" 2>"$d/cronledger-fire-$sync.err"
     grep '^{' "$d/cronledger-fire-$sync.txt" >>"$d/fire.jsonl"
-  done
-  for store in default wal; do
     echo "-- APScheduler fire latency, store $store" >&2
     nice "$py" "$aps" fire --jobs 1000 --occurrences "$occurrences" --store "$store" \
       >>"$d/fire.jsonl" 2>"$d/apscheduler-fire-$store.err"

@@ -38,6 +38,11 @@ connections (QueuePool) and sets journal_mode=WAL and synchronous=NORMAL,
 what a user tuning it for speed would do; --store wal-full: the same with
 synchronous=FULL (cronledger's default durability: WAL, FULL).
 
+  fsync [--calls N]
+      the disk's fdatasync latency (16 KiB writes under /tmp), median and p90:
+      on this shared machine it swings by ten times with other work, and every
+      store measured here waits for it.
+
 Prints one JSON object per measurement on stdout; progress on stderr.
 """
 import argparse
@@ -272,6 +277,26 @@ def fire(args):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def fsync_probe(args):
+    """The disk's own latency right now: 200 fdatasync calls of 16 KiB under
+    /tmp (as bench/effect_bench.cc prints), median and p90 in ms."""
+    fd, path = tempfile.mkstemp(prefix='aps-fsync-', dir='/tmp')
+    try:
+        buf = os.urandom(16384)
+        v = []
+        for i in range(args.calls):
+            os.pwrite(fd, buf, (i % 16) * 16384)
+            t = time.perf_counter()
+            os.fdatasync(fd)
+            v.append((time.perf_counter() - t) * 1000.0)
+        print(json.dumps({'bench': 'fsync', 'label': args.label, 'calls': args.calls,
+                          'p50_ms': round(pct(v, .5), 3), 'p90_ms': round(pct(v, .9), 3),
+                          'load': load()}), flush=True)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     sub = ap.add_subparsers(dest='cmd', required=True)
@@ -285,8 +310,11 @@ def main():
     f.add_argument('--occurrences', type=int, default=6)
     f.add_argument('--workers', type=int, default=10)
     f.add_argument('--store', choices=STORES, default='default')
+    q = sub.add_parser('fsync')
+    q.add_argument('--calls', type=int, default=200)
+    q.add_argument('--label', default='')
     a = ap.parse_args()
-    throughput(a) if a.cmd == 'throughput' else fire(a)
+    {'throughput': throughput, 'fire': fire, 'fsync': fsync_probe}[a.cmd](a)
 
 
 if __name__ == '__main__':

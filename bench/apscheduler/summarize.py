@@ -25,8 +25,7 @@ rounds = sorted(glob.glob(os.path.join(out, 'round-*')))
 
 thr = {}  # (config, workers) -> [jobs/s per round]
 for r in rounds:
-    p = os.path.join(r, 'cronledger-workers.json')
-    if os.path.exists(p):
+    for p in sorted(glob.glob(os.path.join(r, 'cronledger-workers*.json'))):
         for b in json.load(open(p))['benchmarks']:
             m = re.match(r'BM_DispatcherWorkers/full:(\d)/workers:(\d+)/', b['name'])
             if m and b.get('run_type', 'iteration') == 'iteration':
@@ -80,6 +79,19 @@ lines.append('# cronledger next to APScheduler on SQLite\n')
 mt = os.path.join(out, 'machine.txt')
 if os.path.exists(mt):
     lines.append('```\n' + open(mt).read().strip() + '\n```\n')
+probes = []
+for i, r in enumerate(rounds, 1):
+    p = os.path.join(r, 'fsync.jsonl')
+    if os.path.exists(p):
+        v = [json.loads(l) for l in open(p)]
+        probes.append('round {}: fdatasync median {} ms (probes from {:.2f} to {:.2f} ms), load {:.1f} to {:.1f}'.format(
+            i, round(med(x['p50_ms'] for x in v), 2), min(x['p50_ms'] for x in v),
+            max(x['p50_ms'] for x in v), min(x['load'] for x in v), max(x['load'] for x in v)))
+if probes:
+    lines.append('The disk and the load during the rounds (aps_bench.py fsync before each worker '
+                 'count and each fire pair: 200 fdatasyncs of 16 KiB under /tmp):\n')
+    lines.extend('- ' + x for x in probes)
+    lines.append('')
 lines.append('## Throughput of no-op jobs (jobs/s; median of {} rounds, min–max)\n'.format(len(rounds)))
 lines.append('| workers | ' + ' | '.join(names[c] for c in configs) + ' |')
 lines.append('| --- ' * (len(configs) + 1) + '|')
@@ -98,23 +110,39 @@ def best(c):
 
 
 lines.append('\nRatios cronledger / APScheduler (jobs/s; above 1: cronledger faster):\n')
+def paired(a, b):
+    """Median over the rounds of the ratio measured within each round."""
+    va, vb = thr.get(a, []), thr.get(b, [])
+    if not va or len(va) != len(vb):
+        return None
+    return med(x / y for x, y in zip(va, vb))
+
+
 pairs = [
     ('defaults: cronledger FULL, 8 workers / APScheduler default store, 10 workers',
-     m('cronledger-full', 8), m('apscheduler-default', 10)),
-    ('same durability (WAL, FULL), 8 workers each', m('cronledger-full', 8), m('apscheduler-wal-full', 8)),
-    ('same durability (WAL, NORMAL), 8 workers each', m('cronledger-normal', 8), m('apscheduler-wal', 8)),
+     m('cronledger-full', 8), m('apscheduler-default', 10),
+     paired(('cronledger-full', 8), ('apscheduler-default', 10))),
+    ('same durability (WAL, FULL), 8 workers each', m('cronledger-full', 8), m('apscheduler-wal-full', 8),
+     paired(('cronledger-full', 8), ('apscheduler-wal-full', 8))),
+    ('same durability (WAL, NORMAL), 8 workers each', m('cronledger-normal', 8), m('apscheduler-wal', 8),
+     paired(('cronledger-normal', 8), ('apscheduler-wal', 8))),
+    ('cronledger FULL / APScheduler default store, 1 worker each', m('cronledger-full', 1),
+     m('apscheduler-default', 1), paired(('cronledger-full', 1), ('apscheduler-default', 1))),
+    ('cronledger FULL / APScheduler default store, 16 workers each', m('cronledger-full', 16),
+     m('apscheduler-default', 16), paired(('cronledger-full', 16), ('apscheduler-default', 16))),
 ]
 bn, bnw = best('cronledger-normal')
 ba, baw = best('apscheduler-wal')
 bf, bfw = best('cronledger-full')
 bd, bdw = best('apscheduler-default')
-pairs.append(('best of each: cronledger NORMAL ({} workers) / APScheduler tuned WAL NORMAL ({} workers)'.format(bnw, baw), bn, ba))
-pairs.append(('best of each at FULL: cronledger ({} workers) / APScheduler default store ({} workers)'.format(bfw, bdw), bf, bd))
-lines.append('| comparison | cronledger | APScheduler | ratio |')
-lines.append('| --- | --- | --- | --- |')
-for label, a, b in pairs:
+pairs.append(('best of each: cronledger NORMAL ({} workers) / APScheduler tuned WAL NORMAL ({} workers)'.format(bnw, baw), bn, ba, None))
+pairs.append(('best of each at FULL: cronledger ({} workers) / APScheduler default store ({} workers)'.format(bfw, bdw), bf, bd, None))
+lines.append('| comparison | cronledger | APScheduler | ratio of the medians | median of the per-round ratios |')
+lines.append('| --- | --- | --- | --- | --- |')
+for label, a, b, pr in pairs:
     if a and b:
-        lines.append('| {} | {} | {} | **{:.2f}** |'.format(label, fmt(a), fmt(b), a / b))
+        lines.append('| {} | {} | {} | **{:.2f}** | {} |'.format(label, fmt(a), fmt(b), a / b,
+                                                          '{:.2f}'.format(pr) if pr else ''))
 
 lines.append('\n## Fire latency: 1,000 jobs due at one instant, scheduled instant to start (ms)\n')
 lines.append('Each round\'s figure is the median over its measured occurrences; the table gives '
@@ -125,14 +153,21 @@ fire_cfgs = ['cronledger-normal', 'cronledger-full', 'apscheduler-default', 'aps
 for c in fire_cfgs:
     if c in fire:
         lines.append('| {} | '.format(names[c]) + ' | '.join(cell(fire[c][k]) for k in ('p50', 'p90', 'p99', 'max')) + ' |')
-lines.append('\nRatios cronledger / APScheduler (latency; below 1: cronledger starts sooner):\n')
+lines.append('\nRatios cronledger / APScheduler (latency; below 1: cronledger starts sooner; the ratio of '
+             'the medians, in brackets the median of the per-round ratios, each round measuring the '
+             'pair back to back):\n')
 lines.append('| comparison | p50 | p90 | p99 |')
 lines.append('| --- | --- | --- | --- |')
-for a, b, label in [('cronledger-full', 'apscheduler-default', 'FULL / APScheduler default store'),
-                    ('cronledger-normal', 'apscheduler-wal', 'NORMAL / APScheduler tuned WAL NORMAL')]:
+for a, b, label in [('cronledger-full', 'apscheduler-default', 'cronledger FULL / APScheduler default store'),
+                    ('cronledger-normal', 'apscheduler-wal', 'cronledger NORMAL / APScheduler tuned WAL NORMAL')]:
     if a in fire and b in fire:
-        lines.append('| {} | '.format(label) + ' | '.join(
-            '**{:.3f}**'.format(med(fire[a][k]) / med(fire[b][k])) for k in ('p50', 'p90', 'p99')) + ' |')
+        cells = []
+        for k in ('p50', 'p90', 'p99'):
+            c = '**{:.3f}**'.format(med(fire[a][k]) / med(fire[b][k]))
+            if len(fire[a][k]) == len(fire[b][k]):
+                c += ' ({:.3f})'.format(med(x / y for x, y in zip(fire[a][k], fire[b][k])))
+            cells.append(c)
+        lines.append('| {} | '.format(label) + ' | '.join(cells) + ' |')
 
 text = '\n'.join(lines) + '\n'
 open(os.path.join(out, 'summary.md'), 'w').write(text)
