@@ -8,7 +8,7 @@
 #                                   [--workers LIST] [--out DIR] [--build DIR]
 #   --rounds N       repetitions of every measurement (default 3); the summary
 #                    is the median of the rounds
-#   --jobs N         APScheduler jobs per throughput measurement (default 5000)
+#   --jobs N         APScheduler jobs per throughput measurement (default 2000)
 #   --occurrences K  measured occurrences per fire-latency run, after one
 #                    warm-up (default 4)
 #   --workers LIST   worker counts of the throughput sweep (default 1,2,4,8,10,16;
@@ -36,7 +36,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=3
-jobs=5000
+jobs=2000
 occurrences=4
 workers=1,2,4,8,10,16
 out=""

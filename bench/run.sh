@@ -88,12 +88,14 @@ if [[ $name == all ]]; then
   out=$(cd "$out" && pwd)
   "$root/scripts/build.sh" bench >/dev/null
   declare -A extra=(
-    [fire]="" [idle]="" [effect-run]="" [gaps]="" [api]="" [pg]=""
+    # idle: the bench build's binary (Release, the same code), not a
+    # separate build/release that idle_serve.sh would otherwise build.
+    [fire]="" [idle]="--binary $root/build/bench/cronledger" [effect-run]="" [gaps]="" [api]="" [pg]=""
     [apscheduler]="--out $out/apscheduler"
   )
   if ((quick)); then
     extra[fire]="--occurrences 3"
-    extra[idle]="--warmup 20 --duration 60"
+    extra[idle]+=" --warmup 20 --duration 60"
     extra[effect-run]="--rounds 3 --calls 100"
     extra[gaps]="--runs 1"
     extra[api]="--runs 1 --no-browser"

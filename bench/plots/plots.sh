@@ -40,6 +40,7 @@ mkdir -p "$img"
 when=$(sed -n 's/^date: \(.\{10\}\).*/\1/p' "$results/../machine.txt" "$results/machine.txt" 2>/dev/null | head -1 || true)
 rounds=$(ls -d "$results"/round-* 2>/dev/null | wc -l || true)
 jobs=$(sed -n 's/.*jobs=\([0-9]*\).*/\1/p' "$results/machine.txt" 2>/dev/null | head -1 || true)
+jobs=$(echo "$jobs" | sed -e :a -e "s/\B[0-9]\{3\}\>/,&/;ta")
 echo "plots: from $results ($when, $rounds rounds) into $img" >&2
 
 gnuplot <<GP
@@ -67,7 +68,7 @@ plot "$results/throughput-workers.dat" \
     "" using 1:6 with linespoints lw 2 pt 13 ps 1.3 lc rgb "#e6a100" dt 2 title "APScheduler, WAL, NORMAL, pooled"
 
 reset
-set terminal pngcairo size 1400,700 enhanced font "DejaVu Sans,11"
+set terminal pngcairo size 1500,720 enhanced font "DejaVu Sans,11"
 set datafile missing "NaN"
 set output "$img/fire-percentiles.png"
 set title "Fire latency: from the scheduled instant to each job's start, 1,000 jobs due at one instant (unless noted)\n{/*0.8 'this run': SQLite, median of $rounds rounds, $when; 'recorded': the PostgreSQL figures of docs/benchmarks.md (2026-11-30, medians of 3 rounds), no p90 recorded}"
@@ -82,7 +83,7 @@ set style fill solid 0.85 border rgb "#333333"
 set boxwidth 0.9
 set xtics nomirror font ",9"
 set key top left box
-set bmargin 5
+set bmargin 6
 w = 1.0 / 4.5
 lab(v) = (v == v) ? (v < 100 ? sprintf("%.0f", v) : sprintf("%.0f", v)) : ""
 data = "< cat '$results/fire-percentiles.dat' '$here/recorded-fire.dat'"
