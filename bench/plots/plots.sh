@@ -6,7 +6,8 @@
 #
 # Usage: bench/plots/plots.sh [RESULTS_DIR] [--img DIR]
 #   RESULTS_DIR  an apscheduler_bench.sh output folder (default: the newest
-#                build/bench-results/**/apscheduler* folder with the data files)
+#                build/bench-results/**/apscheduler* folder with the data files;
+#                docs/img/apscheduler-run holds the recorded run's data)
 #   --img DIR    where the PNGs go (default docs/img)
 #
 # Writes:
@@ -39,6 +40,8 @@ mkdir -p "$img"
 # The run's date, load and rounds for the subtitles.
 when=$(sed -n 's/^date: \(.\{10\}\).*/\1/p' "$results/../machine.txt" "$results/machine.txt" 2>/dev/null | head -1 || true)
 rounds=$(ls -d "$results"/round-* 2>/dev/null | wc -l || true)
+# A copy without the raw rounds (docs/img/apscheduler-run): its settings line.
+((rounds > 0)) || rounds=$(sed -n 's/.*rounds=\([0-9]*\).*/\1/p' "$results/machine.txt" 2>/dev/null | head -1 || true)
 jobs=$(sed -n 's/.*jobs=\([0-9]*\).*/\1/p' "$results/machine.txt" 2>/dev/null | head -1 || true)
 jobs=$(echo "$jobs" | sed -e :a -e "s/\B[0-9]\{3\}\>/,&/;ta")
 echo "plots: from $results ($when, $rounds rounds) into $img" >&2
