@@ -1,7 +1,21 @@
 #!/usr/bin/env bash
 # Builds the Release benchmark binaries and runs one of them with
-# repetitions, printing the medians recorded in docs/benchmarks.md.
-# Usage: bench/run.sh [schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps|api|pg] [extra flags]
+# repetitions, printing the medians recorded in docs/benchmarks.md; or, with
+# `all`, every one of them in turn and then the plots.
+# Usage: bench/run.sh [all|schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps|api|pg|apscheduler|plots] [extra flags]
+#   all [--out DIR] [--quick] [--skip LIST]
+#                       the whole suite, one benchmark after the other with the
+#                       settings of docs/benchmarks.md, each one's output in
+#                       DIR/<name>.txt (default build/bench-results/all-<time>),
+#                       then the plots from this run into DIR/img; a summary of
+#                       durations and exit codes in DIR/index.txt. About 2 hours
+#                       on the 2-core reference machine (pg 50 min, apscheduler
+#                       25 min, idle 11 min). --quick: shorter settings for a
+#                       smoke run (idle 60 s, pg 1 round of 2,000 runs,
+#                       apscheduler 1 round, fewer api/effect-run/gaps runs;
+#                       about 25 minutes); --skip: comma-separated names
+#                       left out (e.g. pg,api). Continues past a failing
+#                       benchmark; exits 1 if any failed.
 #   schedule (default)  the schedule engine
 #   ledger              planning, status and the due-run lookup on SQLite; the
 #                       first run builds a 1,000,000-run ledger in
@@ -30,6 +44,14 @@
 #                       pg-boss (npm ci in bench/pg_peers), the raw SQL ceiling
 #                       (pgbench), fire latency and idle CPU; medians of 3
 #                       rounds and ratios (bench/pg_bench.sh; its own flags)
+#   apscheduler         cronledger on SQLite next to APScheduler 3 (SQLAlchemy job
+#                       store on SQLite) in the same run: throughput of no-op
+#                       jobs at 1-16 workers, fire latency of 1,000 jobs due at
+#                       once (bench/apscheduler_bench.sh; its own flags)
+#   plots [DIR] [--img DIR]
+#                       the PNG plots (gnuplot) from an apscheduler output
+#                       folder (default: the newest under build/bench-results)
+#                       into docs/img (bench/plots/plots.sh)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=schedule
@@ -43,10 +65,74 @@ case $name in
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
   effect) flags=(--benchmark_repetitions=5) ;;
-  fire | idle | effect-run | gaps | api | pg) ;;
-  *) echo "unknown benchmark: $name (schedule, ledger, serve, subprocess, effect, fire, idle, effect-run, gaps, api or pg)" >&2; exit 2 ;;
+  fire | idle | effect-run | gaps | api | pg | apscheduler | plots | all) ;;
+  *) echo "unknown benchmark: $name (all, schedule, ledger, serve, subprocess, effect, fire, idle, effect-run, gaps, api, pg, apscheduler or plots)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
+if [[ $name == plots ]]; then
+  exec "$root/bench/plots/plots.sh" "$@"
+fi
+if [[ $name == all ]]; then
+  out="$root/build/bench-results/all-$(date -u +%Y%m%dT%H%M%SZ)"
+  quick=0
+  skip=","
+  while (($# > 0)); do
+    case $1 in
+      --out) out=${2:?--out needs a folder}; shift 2 ;;
+      --quick) quick=1; shift ;;
+      --skip) skip=",${2:?--skip needs a list},"; shift 2 ;;
+      *) echo "run.sh all: unknown argument: $1 (--out DIR, --quick, --skip LIST)" >&2; exit 2 ;;
+    esac
+  done
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+  "$root/scripts/build.sh" bench >/dev/null
+  declare -A extra=(
+    # idle: the bench build's binary (Release, the same code), not a
+    # separate build/release that idle_serve.sh would otherwise build.
+    [fire]="" [idle]="--binary $root/build/bench/cronledger" [effect-run]="" [gaps]="" [api]="" [pg]=""
+    [apscheduler]="--out $out/apscheduler"
+  )
+  if ((quick)); then
+    extra[fire]="--occurrences 3"
+    extra[idle]+=" --warmup 20 --duration 60"
+    extra[effect-run]="--rounds 3 --calls 100"
+    extra[gaps]="--runs 1"
+    extra[api]="--runs 1 --no-browser"
+    extra[pg]="--rounds 1 --runs 2000"
+    extra[apscheduler]+=" --rounds 1 --occurrences 2"
+  fi
+  {
+    echo "bench/run.sh all$( ((quick)) && echo ' --quick'), started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores," \
+      "$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME")"
+    echo "commit: $(git -C "$root" rev-parse --short HEAD)"
+  } | tee "$out/index.txt" >&2
+  failed=0
+  for b in schedule ledger serve fire idle subprocess effect effect-run gaps api pg apscheduler; do
+    if [[ $skip == *",$b,"* ]]; then
+      echo "$b: skipped" | tee -a "$out/index.txt" >&2
+      continue
+    fi
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    t0=$(date +%s)
+    echo "== $b (load $load) -> $out/$b.txt" >&2
+    rc=0
+    # shellcheck disable=SC2086  # the extra flags are words
+    nice "$root/bench/run.sh" "$b" ${extra[$b]:-} >"$out/$b.txt" 2>&1 || rc=$?
+    ((rc == 0)) || failed=1
+    printf '%-12s exit %d  %5d s  load at start %s\n' "$b" "$rc" $(($(date +%s) - t0)) "$load" \
+      | tee -a "$out/index.txt" >&2
+  done
+  if [[ -f $out/apscheduler/throughput-workers.dat ]]; then
+    rc=0
+    "$root/bench/plots/plots.sh" "$out/apscheduler" --img "$out/img" >"$out/plots.txt" 2>&1 || rc=$?
+    ((rc == 0)) || failed=1
+    echo "plots        exit $rc  -> $out/img" | tee -a "$out/index.txt" >&2
+  fi
+  echo "finished $(date -u +%Y-%m-%dT%H:%M:%SZ); load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/index.txt" >&2
+  exit "$failed"
+fi
 if [[ $name == idle ]]; then
   exec "$root/bench/idle_serve.sh" "$@"
 fi
@@ -61,6 +147,9 @@ fi
 if [[ $name == api ]]; then
   exec "$root/bench/api_bench.sh" --binary "$root/build/bench/cronledger" \
     --gaps-bench "$root/build/bench/bench/gaps_bench" "$@"
+fi
+if [[ $name == apscheduler ]]; then
+  exec "$root/bench/apscheduler_bench.sh" --build "$root/build/bench" "$@"
 fi
 if [[ $name == pg ]]; then
   exec "$root/bench/pg_bench.sh" --build "$root/build/bench" "$@"

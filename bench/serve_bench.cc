@@ -338,9 +338,9 @@ struct DispatcherFixture {
   int workers;
   int batch;
 
-  DispatcherFixture(bool full, int claim_batch)
-      : ledger(full, "dispatcher", claim_batch), workers(std::max(8, claim_batch)),
-        batch(claim_batch) {
+  DispatcherFixture(bool full, int claim_batch, int max_workers = 0)
+      : ledger(full, "dispatcher", claim_batch),
+        workers(max_workers > 0 ? max_workers : std::max(8, claim_batch)), batch(claim_batch) {
     handlers.Register(kJob, [](const RunContext&) { return 0; });
     runner = std::make_unique<engine::DefaultStepRunner>(ledger.config, RealClock(), &handlers);
     check = std::make_unique<RawDb>(ledger.path, full);
@@ -364,10 +364,11 @@ struct DispatcherFixture {
   }
 };
 
-DispatcherFixture& Disp(bool full, int batch) {
-  static std::map<std::pair<bool, int>, std::unique_ptr<DispatcherFixture>> fixtures;
-  auto& f = fixtures[{full, batch}];
-  if (!f) f = std::make_unique<DispatcherFixture>(full, batch);
+// workers 0: max(8, batch), BM_Dispatcher's setting.
+DispatcherFixture& Disp(bool full, int batch, int workers = 0) {
+  static std::map<std::tuple<bool, int, int>, std::unique_ptr<DispatcherFixture>> fixtures;
+  auto& f = fixtures[{full, batch, workers}];
+  if (!f) f = std::make_unique<DispatcherFixture>(full, batch, workers);
   return *f;
 }
 
@@ -399,10 +400,10 @@ std::string VerifyDispatched(RawDb& db, sys_seconds at) {
       succeeded, attempts, closed, events, kRuns, kRuns, kRuns, 4 * kRuns);
 }
 
-void BM_Dispatcher(benchmark::State& state) {
-  const bool full = state.range(0) != 0;
-  const int batch = static_cast<int>(state.range(1));
-  DispatcherFixture& f = Disp(full, batch);
+// The dispatcher loop, timed until every run of an occurrence succeeded;
+// shared by BM_Dispatcher and BM_DispatcherWorkers.
+void RunDispatcher(benchmark::State& state, DispatcherFixture& f) {
+  const bool full = f.ledger.full;
   int64_t claims = 0, claimed = 0, commits = 0, writes = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -438,6 +439,20 @@ void BM_Dispatcher(benchmark::State& state) {
   state.counters["commit_batch_mean"] = commits ? static_cast<double>(writes) / commits : 0;
 }
 
+void BM_Dispatcher(benchmark::State& state) {
+  const bool full = state.range(0) != 0;
+  const int batch = static_cast<int>(state.range(1));
+  RunDispatcher(state, Disp(full, batch));
+}
+
+// Throughput against the worker count (docs/benchmarks.md's plot and the
+// APScheduler comparison): serve's defaults otherwise, claim_batch 32.
+void BM_DispatcherWorkers(benchmark::State& state) {
+  const bool full = state.range(0) != 0;
+  const int workers = static_cast<int>(state.range(1));
+  RunDispatcher(state, Disp(full, 32, workers));
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"full", "batch"});
   for (int full : {0, 1}) {
@@ -447,6 +462,12 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_RawSql)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Dispatcher)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DispatcherWorkers)
+    ->ArgNames({"full", "workers"})
+    ->ArgsProduct({{0, 1}, {1, 2, 4, 8, 16}})
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace cronledger

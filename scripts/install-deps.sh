@@ -21,6 +21,10 @@ packages=(
   # pg-boss come from npm (bench/pg_peers/package-lock.json, npm ci).
   postgresql-15 postgresql-client-15 procps
   faketime    # libfaketime: a node's clock an hour off in the multi-node fault tests
+  # bench/apscheduler_bench.sh (bench/run.sh apscheduler): APScheduler 3 with its
+  # SQLAlchemy job store on SQLite, the single-node peer, run by Debian's python3
+  python3-apscheduler python3-sqlalchemy
+  gnuplot-nox  # bench/plots/plots.sh: the PNG plots in docs/img/ (pngcairo terminal)
 )
 # Node.js and npm run the browser tests (npm ci at build time, from
 # tests/browser/package-lock.json); Debian's only when the machine has none.
