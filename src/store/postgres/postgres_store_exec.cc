@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -222,7 +221,8 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     for (const Candidate* c : skips) ids.push_back(c->run.id);
     ASSIGN_OR_RETURN(s, db().Prepare(
         "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?1, "
-        "finished_at = ?1 WHERE id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND state = 'pending'"));
+        "finished_at = ?1 WHERE id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+        "AND state = 'pending'"));
     s.Bind(1, Ms(p.now)).Bind(2, IdArray(ids));
     RETURN_IF_ERROR(s.Run());
     for (const Candidate* c : skips) {
@@ -304,7 +304,8 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "lease_expires_at = x.expires, lease_node = ?2, attempts = r.attempts + 1, "
         "budget_attempts = r.budget_attempts + 1, "
         "budget_started_at = coalesce(r.budget_started_at, ?1), next_attempt_at = NULL, "
-        "updated_at = ?1 FROM x WHERE r.id = ANY(ARRAY(SELECT unnest(?4::bigint[]))) AND r.id = x.id "
+        "updated_at = ?1 FROM x WHERE r.id = ANY(ARRAY(SELECT unnest(?4::bigint[]))) "
+        "AND r.id = x.id "
         "AND r.state = 'pending'"));
     std::vector<int64_t> ids;
     for (const ClaimedRun& c : out) ids.push_back(c.run.id);
@@ -340,28 +341,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
                                                rules.at(claimed.run.job)->steps, p.now));
       claimed.steps = std::move(steps);
     }
-    EventRecord e;
-    e.at = p.now;
-    e.job = claimed.run.job;
-    e.run_id = claimed.run.id;
-    e.run_key = claimed.run.RunKey();
-    e.actor = p.node;
-    EventRecord started = e;
-    e.type = ledger::event::kClaimed;
-    e.details = json{{"attempt", claimed.attempt},
-                     {"fencing_token", claimed.token},
-                     {"node", p.node},
-                     {"lease_expires_at",
-                      FormatUtc(std::chrono::floor<seconds>(claimed.lease_expires_at))}}
-                    .dump();
-    events.push_back(std::move(e));
-    const auto first = std::find_if(claimed.steps.begin(), claimed.steps.end(),
-                                    [](const StepState& st) { return st.state == "running"; });
-    if (first != claimed.steps.end()) {
-      started.type = ledger::event::kStepStarted;
-      started.details = json{{"step", first->name}, {"attempt", claimed.attempt}}.dump();
-      events.push_back(std::move(started));
-    }
+    for (EventRecord& e : ClaimEvents(claimed, p.node, p.now)) events.push_back(std::move(e));
   }
   RETURN_IF_ERROR(AppendEventsLocked(events));
   RETURN_IF_ERROR(tx.Commit());
@@ -434,26 +414,17 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
         "id bigint, token bigint, step text, state text, now bigint)) "
         "UPDATE run_steps s SET state = x.state, attempt = r.attempts, updated_at = x.now "
         "FROM x, runs r "
-        "WHERE r.id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND s.run_id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+        "WHERE r.id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+        "AND s.run_id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
         "AND r.id = x.id AND r.lease_token = x.token AND r.state = 'running' "
         "AND s.run_id = x.id AND s.step = x.step "
         "RETURNING x.i, r.attempts, r.job, r.job || '/' || r.partition || '/' || r.period"));
     s.Bind(1, Param(steps)).Bind(2, IdArray(step_ids));
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       const auto i = static_cast<std::size_t>(s.Int(0));
-      const StepParams& st = *writes[i].step;
       applied[i] = true;
-      EventRecord e;
-      e.at = st.now;
-      e.type = st.state == "running"     ? ledger::event::kStepStarted
-               : st.state == "succeeded" ? ledger::event::kStepSucceeded
-                                         : ledger::event::kStepFailed;
-      e.job = s.Text(2);
-      e.run_id = st.run_id;
-      e.run_key = s.Text(3);
-      e.actor = st.node;
-      e.details = json{{"step", st.step}, {"attempt", s.Int(1)}}.dump();
-      events[i].push_back(std::move(e));
+      events[i].push_back(
+          StepEvent(*writes[i].step, s.TextView(2), s.TextView(3), static_cast<int>(s.Int(1))));
     }));
     for (std::size_t i = 0; i < writes.size(); ++i) {
       if (!writes[i].step || applied[i]) continue;
@@ -524,44 +495,18 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
           "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = x.next, "
           "last_end_class = x.end_class, updated_at = x.now, finished_at = x.finished, "
           "released = 1, misfire_exempt = 1 FROM x "
-          "WHERE r.id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND r.id = x.id AND r.lease_token = x.token "
+          "WHERE r.id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+          "AND r.id = x.id AND r.lease_token = x.token "
           "AND r.state = 'running' AND (NOT x.expired_only OR r.lease_expires_at < x.now) "
           "RETURNING x.i, r.job, r.job || '/' || r.partition || '/' || r.period, r.attempts"));
       s.Bind(1, rows_param).Bind(2, IdArray(ids));
       RETURN_IF_ERROR(ForEachRow(s, [&] {
         const auto i = static_cast<std::size_t>(s.Int(0));
         applied[i] = true;
-        const FinishParams& f = *writes[i].finish;
-        const auto& d = f.decision;
-        json details = {{"attempt", s.Int(3)},
-                        {"end_class", ledger::Name(f.end_class)},
-                        {"fencing_token", f.token}};
-        if (f.exit_status) details["exit_status"] = *f.exit_status;
-        if (!f.step.empty()) details["step"] = f.step;
-        if (d.next_attempt_at) {
-          details["next_attempt_at"] = FormatUtc(std::chrono::floor<seconds>(*d.next_attempt_at));
+        for (EventRecord& e : FinishEvents(*writes[i].finish, s.TextView(1), s.TextView(2),
+                                           static_cast<int>(s.Int(3)))) {
+          events[i].push_back(std::move(e));
         }
-        EventRecord e;
-        e.at = f.now;
-        e.job = s.Text(1);
-        e.run_id = f.run_id;
-        e.run_key = s.Text(2);
-        e.actor = f.actor == "reaper" ? "reaper" : f.node;
-        e.reason = d.reason;
-        e.details = details.dump(-1, ' ', false, json::error_handler_t::replace);
-        if (f.end_class == ledger::EndClass::kLeaseExpired) {
-          EventRecord expired = e;
-          expired.type = ledger::event::kLeaseExpired;
-          expired.reason = fmt::format("lease of node {} expired", f.node);
-          events[i].push_back(std::move(expired));
-        }
-        switch (d.state) {
-          case ledger::RunState::kSucceeded: e.type = ledger::event::kSucceeded; break;
-          case ledger::RunState::kFailed: e.type = ledger::event::kFailed; break;
-          case ledger::RunState::kUnknown: e.type = ledger::event::kUnknown; break;
-          default: e.type = ledger::event::kRetryScheduled; break;
-        }
-        events[i].push_back(std::move(e));
       }));
     }
     for (std::size_t i : finishing) {
@@ -589,7 +534,8 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
             "step text, log_path text, tail text)) "
             "UPDATE attempts a SET ended_at = x.now, end_class = x.end_class, "
             "exit_status = x.exit_status, step = x.step, log_path = x.log_path, "
-            "output_tail = x.tail FROM x WHERE a.fencing_token = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+            "output_tail = x.tail FROM x "
+            "WHERE a.fencing_token = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
             "AND a.run_id = x.id AND a.fencing_token = x.token"));
         s.Bind(1, ended_param).Bind(2, IdArray(ended_tokens));
         RETURN_IF_ERROR(s.Run());
@@ -600,7 +546,8 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
             "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?1::jsonb) AS t("
             "id bigint, now bigint)) "
             "UPDATE run_steps s SET state = 'pending', updated_at = x.now FROM x "
-            "WHERE s.run_id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) AND s.run_id = x.id AND s.state = 'running'"));
+            "WHERE s.run_id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
+            "AND s.run_id = x.id AND s.state = 'running'"));
         s.Bind(1, ended_param).Bind(2, ended_ids_param);
         RETURN_IF_ERROR(s.Run());
       }

@@ -166,6 +166,14 @@ class SqlStore : public Store {
   // settle (`doubted`), and of one it began and never settled (`own`);
   // empty when none. Either makes an ending run `unknown`.
   static void ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::string_view own);
+  // The events a claim, a step's new state and an attempt's end append, in
+  // order: the same whether written row by row or set-based.
+  static std::vector<EventRecord> ClaimEvents(const ClaimedRun& c, std::string_view node,
+                                              Instant now);
+  static EventRecord StepEvent(const StepParams& p, std::string_view job,
+                               std::string_view run_key, int attempt);
+  static std::vector<EventRecord> FinishEvents(const FinishParams& p, std::string_view job,
+                                               std::string_view run_key, int attempt);
 
  private:
   // Settles a started effect for EffectCommit / EffectFail, fenced

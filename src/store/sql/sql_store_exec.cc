@@ -213,35 +213,16 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
           .Bind(5, Ms(p.now));
       RETURN_IF_ERROR(s.Run());
     }
-    EventRecord e;
-    e.at = p.now;
-    e.job = c.job;
-    e.run_id = c.id;
-    e.run_key = c.RunKey();
-    e.actor = p.node;
     ASSIGN_OR_RETURN(steps, StartStepsLocked(c.id, claimed.attempt, rule.steps, p.now));
-    EventRecord started = e;
-    const auto first = std::find_if(steps.begin(), steps.end(),
-                                    [](const StepState& st) { return st.state == "running"; });
-    if (first != steps.end()) {
-      started.type = ledger::event::kStepStarted;
-      started.details =
-          nlohmann::json{{"step", first->name}, {"attempt", claimed.attempt}}.dump();
-    }
-    e.type = ledger::event::kClaimed;
-    e.details = nlohmann::json{{"attempt", claimed.attempt},
-                               {"fencing_token", token},
-                               {"node", p.node},
-                               {"lease_expires_at", FormatUtc(std::chrono::floor<seconds>(expires))}}
-                    .dump();
-    RETURN_IF_ERROR(AppendEventLocked(e));
-    if (!started.type.empty()) RETURN_IF_ERROR(AppendEventLocked(started));
     claimed.run = c;
     claimed.run.state = ledger::RunState::kRunning;
     claimed.run.attempts = claimed.attempt;
     claimed.token = token;
     claimed.lease_expires_at = expires;
     claimed.steps = std::move(steps);
+    for (const EventRecord& e : ClaimEvents(claimed, p.node, p.now)) {
+      RETURN_IF_ERROR(AppendEventLocked(e));
+    }
     if (rule.max_concurrency > 0) ++running[c.job];
     out.push_back(std::move(claimed));
   }
@@ -345,17 +326,7 @@ Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p) {
       return Answer{InvalidArgument(fmt::format("run {} has no step \"{}\"", p.run_id, p.step))};
     }
   }
-  EventRecord e;
-  e.at = p.now;
-  e.type = p.state == "running"     ? ledger::event::kStepStarted
-           : p.state == "succeeded" ? ledger::event::kStepSucceeded
-                                    : ledger::event::kStepFailed;
-  e.job = job;
-  e.run_id = p.run_id;
-  e.run_key = run_key;
-  e.actor = p.node;
-  e.details = nlohmann::json{{"step", p.step}, {"attempt", attempt}}.dump();
-  RETURN_IF_ERROR(AppendEventLocked(e));
+  RETURN_IF_ERROR(AppendEventLocked(StepEvent(p, job, run_key, attempt)));
   return Answer{Status::Ok()};
 }
 
@@ -483,6 +454,57 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
     s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
     RETURN_IF_ERROR(s.Run());
   }
+  for (const EventRecord& e : FinishEvents(p, job, run_key, attempt)) {
+    RETURN_IF_ERROR(AppendEventLocked(e));
+  }
+  return Answer{Status::Ok()};
+}
+
+std::vector<EventRecord> SqlStore::ClaimEvents(const ClaimedRun& c, std::string_view node,
+                                               Instant now) {
+  EventRecord e;
+  e.at = now;
+  e.job = c.run.job;
+  e.run_id = c.run.id;
+  e.run_key = c.run.RunKey();
+  e.actor = std::string(node);
+  EventRecord started = e;
+  e.type = ledger::event::kClaimed;
+  e.details = nlohmann::json{{"attempt", c.attempt},
+                             {"fencing_token", c.token},
+                             {"node", node},
+                             {"lease_expires_at",
+                              FormatUtc(std::chrono::floor<seconds>(c.lease_expires_at))}}
+                  .dump();
+  std::vector<EventRecord> out{std::move(e)};
+  const auto first = std::find_if(c.steps.begin(), c.steps.end(),
+                                  [](const StepState& st) { return st.state == "running"; });
+  if (first != c.steps.end()) {
+    started.type = ledger::event::kStepStarted;
+    started.details = nlohmann::json{{"step", first->name}, {"attempt", c.attempt}}.dump();
+    out.push_back(std::move(started));
+  }
+  return out;
+}
+
+EventRecord SqlStore::StepEvent(const StepParams& p, std::string_view job,
+                                std::string_view run_key, int attempt) {
+  EventRecord e;
+  e.at = p.now;
+  e.type = p.state == "running"     ? ledger::event::kStepStarted
+           : p.state == "succeeded" ? ledger::event::kStepSucceeded
+                                    : ledger::event::kStepFailed;
+  e.job = std::string(job);
+  e.run_id = p.run_id;
+  e.run_key = std::string(run_key);
+  e.actor = p.node;
+  e.details = nlohmann::json{{"step", p.step}, {"attempt", attempt}}.dump();
+  return e;
+}
+
+std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, std::string_view job,
+                                                std::string_view run_key, int attempt) {
+  const auto& d = p.decision;
   nlohmann::json details = {{"attempt", attempt},
                             {"end_class", ledger::Name(p.end_class)},
                             {"fencing_token", p.token}};
@@ -494,17 +516,18 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
   }
   EventRecord e;
   e.at = p.now;
-  e.job = job;
+  e.job = std::string(job);
   e.run_id = p.run_id;
-  e.run_key = run_key;
+  e.run_key = std::string(run_key);
   e.actor = p.actor == "reaper" ? "reaper" : p.node;
   e.reason = d.reason;
   e.details = details.dump();
+  std::vector<EventRecord> out;
   if (p.end_class == ledger::EndClass::kLeaseExpired) {
     EventRecord expired = e;
     expired.type = ledger::event::kLeaseExpired;
     expired.reason = fmt::format("lease of node {} expired", p.node);
-    RETURN_IF_ERROR(AppendEventLocked(expired));
+    out.push_back(std::move(expired));
   }
   switch (d.state) {
     case ledger::RunState::kSucceeded: e.type = ledger::event::kSucceeded; break;
@@ -512,8 +535,8 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
     case ledger::RunState::kUnknown: e.type = ledger::event::kUnknown; break;
     default: e.type = ledger::event::kRetryScheduled; break;
   }
-  RETURN_IF_ERROR(AppendEventLocked(e));
-  return Answer{Status::Ok()};
+  out.push_back(std::move(e));
+  return out;
 }
 
 Result<std::vector<Status>> SqlStore::RunFinishAttempts(const std::vector<FinishParams>& batch) {
