@@ -79,8 +79,11 @@ int64_t Tmpfs::FillUp(const std::string& path) {
   return written;
 }
 
-OwnPostgres::OwnPostgres(std::string state_dir) : state_dir_(std::move(state_dir)) {
-  const auto r = testing::RunProcess({"/bin/bash", PG_SERVER_SCRIPT, "start", state_dir_});
+OwnPostgres::OwnPostgres(std::string state_dir, bool durable)
+    : state_dir_(std::move(state_dir)) {
+  std::vector<std::string> argv = {"/bin/bash", PG_SERVER_SCRIPT, "start", state_dir_};
+  if (durable) argv.push_back("--durable");
+  const auto r = testing::RunProcess(argv);
   data_dir_ = FirstLine(state_dir_ + "/datadir");
   if (r.exit_code != 0) {
     error_ = "pg-server.sh start: " + r.out + r.err;

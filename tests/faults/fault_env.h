@@ -46,7 +46,12 @@ class Tmpfs {
 // and its data removed on destruction.
 class OwnPostgres {
  public:
-  explicit OwnPostgres(std::string state_dir);
+  // `durable`: the stock settings (fsync, synchronous_commit on), so that a
+  // crash (`restart -m immediate`) loses no committed transaction; without
+  // it pg-server.sh turns synchronous_commit off, and a crash forgets the
+  // last few hundred milliseconds of commits — a fault of the test's server,
+  // not of cronledger.
+  explicit OwnPostgres(std::string state_dir, bool durable = true);
   ~OwnPostgres();
   OwnPostgres(const OwnPostgres&) = delete;
   OwnPostgres& operator=(const OwnPostgres&) = delete;
