@@ -411,7 +411,7 @@ TEST(FaultSigstop, TwentyStopsPastTheLeasesThenContinue) {
         },
         600))
         << "stop " << i << ": the other node did not take " << node << "'s leases back";
-    const int extra = seed.Uniform(0, 1000);
+    const int extra = seed.Uniform(0, 600);
     plan += " " + node.substr(5) + "+" + S(extra) + "ms";
     usleep(static_cast<useconds_t>(extra) * 1000);
     p.Signal(SIGCONT);
@@ -458,7 +458,7 @@ TEST(FaultSigstop, TwentyStopsPastTheLeasesThenContinue) {
 
 // One serve, three jobs every second, one per catch-up policy
 // (misfire_grace 1h: nothing is too old). 20 times serve goes down (kill -9
-// or SIGTERM, by a coin toss) for a random 2-2.6 s, so that at least two
+// or SIGTERM, by a coin toss) for a random 2-2.4 s, so that at least two
 // occurrences of each job are overdue when it is back, and restarts. Each
 // time, for each job, the runs scheduled after its last decided run and
 // before the first run claimed after the restart (the overdue ones):
@@ -534,7 +534,7 @@ TEST(FaultDowntime, EachCatchupPolicyAcrossTwentyRestarts) {
     for (const auto& p : policies) {
       last[p] = max_at("c_" + p, "(state <> 'pending' OR released = 1)");
     }
-    const int down = seed.Uniform(2000, 2600);
+    const int down = seed.Uniform(2000, 2400);
     plan += std::string(" ") + (kill ? "kill" : "term") + "+" + S(down) + "ms";
     usleep(static_cast<useconds_t>(down) * 1000);
     serve = nodes.Start("node");
@@ -1271,8 +1271,8 @@ TEST(FaultDisk, DISABLED_ReadOnlyLedgerIsNamedAsTheCause) {
 // Three serve nodes on a PostgreSQL server of the test's own (OwnPostgres:
 // scripts/pg-server.sh on a port of its own; never the pg_server fixture's
 // server, which other tests use meanwhile), one job of 5 partitions every
-// second. 20 times, after a random number of newly succeeded runs and a
-// random pause, the server restarts (`pg_ctl restart`, by a coin toss
+// second. 20 times, after 2-10 newly succeeded runs and a random pause of
+// 0-0.5 s, the server restarts (`pg_ctl restart`, by a coin toss
 // `-m fast`: sessions closed, open transactions rolled back, or `-m
 // immediate`: a crash and its recovery). Each time the nodes come back by
 // themselves (they reconnect) and the checker finds nothing; at the end
@@ -1316,7 +1316,7 @@ TEST(FaultPgRestart, ThreeNodesTwentyRestartsOfTheirDatabase) {
   for (int i = 1; i <= kRestarts; ++i) {
     int64_t before = -1;
     ASSERT_TRUE(WaitFor([&] { return (before = succeeded()) >= 0; }, 400));
-    const int more = seed.Uniform(3, 15);
+    const int more = seed.Uniform(2, 10);
     ASSERT_TRUE(WaitFor(
         [&] {
           ReapZombies();
