@@ -1161,7 +1161,17 @@ TEST(FaultDisk, ReadOnlyTwentyTimesBetweenRuns) {
       Sql ledger(sc.LedgerDb());
       committed = Committed(ledger);
     }
-    ASSERT_EQ(disk.SetReadOnly(true), 0) << "time " << i;
+    // A supervisor serve forked for a step that had not yet recorded its
+    // group holds serve's files until its parent-death signal lands: wait
+    // (bounded) for the last writer to go.
+    int ro = -1;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          ReapZombies();
+          return (ro = disk.SetReadOnly(true)) == 0;
+        },
+        200))
+        << "time " << i << ": remount,ro after the kill: " << std::strerror(ro);
     {
       auto refused = nodes.Start("node");
       ASSERT_TRUE(WaitFor([&] { return !refused->Running(); }, 600))
