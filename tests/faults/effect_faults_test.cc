@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -34,6 +35,7 @@
 #include "common/serve_process.h"
 #include "faults/invariant_checker.h"
 #include "faults/scenario.h"
+#include "faults/seed.h"
 
 namespace cronledger::faults {
 namespace {
@@ -69,6 +71,11 @@ class Fifo {
         tries, 20);
     if (!got) return std::nullopt;
     return text_.substr(0, text_.find('\n'));
+  }
+  // Drops the first line read, so that ReadLine waits for the next one.
+  void Consume() {
+    const auto nl = text_.find('\n');
+    text_ = nl == std::string::npos ? "" : text_.substr(nl + 1);
   }
 
  private:
@@ -438,42 +445,203 @@ TEST(FaultEffectKill, NoReconcileRunUnknownThenResolvedCommittedNoFurtherDeliver
 }
 
 // ---------------------------------------------------------------------------
-// b. 1,000 items through effect run, serve killed at random moments.
+// c. 20 kills between begin and commit, each case drawn from the seed.
 
-// The seed: CRONLEDGER_FAULT_SEED when set (to replay a failure), else a
-// fresh one.
-uint64_t Seed() {
-  if (const char* s = std::getenv("CRONLEDGER_FAULT_SEED"); s != nullptr && *s != '\0') {
-    return std::strtoull(s, nullptr, 10);
+// One job every second (`key = "slot"`: a run a second), whose step is
+//   cronledger effect run --key mail/RUN_KEY [--reconcile reconcile.sh] -- deliver.sh KEY
+// 20 times the test arms the next run with a case drawn from the seed:
+// with or without a reconcile program, CMD delivered before the kill or
+// not. The first step that finds the arm takes it (an atomic rename); its
+// deliver.sh delivers or not, says so through the fifo and blocks; the
+// test checks the effect is `started` and SIGKILLs `effect run` and CMD.
+// Then: with a reconcile program the retry settles the doubt by itself;
+// without one the run becomes `unknown` and the test resolves the effect
+// as what really happened (committed when CMD delivered, else failed).
+// Each time the run succeeds with exactly one accepted write for its
+// key, the checker finds nothing; other runs go on meanwhile.
+TEST(FaultEffectKill, TwentyKillsBetweenBeginAndCommitInRandomCases) {
+  FaultSeed seed;
+  constexpr int kKills = 20;
+  Scenario sc;
+  Fifo fifo(sc.dir().File("sync.fifo"));
+  sc.WriteConfig({.name = "mail",
+                  .partitions = "",
+                  .lease_ttl = "",
+                  .timeout = "30s",
+                  .command = R"(["./step.sh"])",
+                  .max_attempts = 20,
+                  .env = R"({ ASAN_OPTIONS = "detect_leaks=0:detect_odr_violation=0" })",
+                  .misfire_grace = "1h"});
+  const std::string d = sc.dir().path();
+  const std::string sink = Quote(FENCED_SINK_BIN);
+  // The case of a run: taken from `arm` by its first attempt.
+  sc.dir().WriteScript(
+      "step.sh", "#!/bin/sh\nD='" + d + "'\n" + RecordStepGroupShell() +
+                     "R=$CRONLEDGER_RUN_ID\n"
+                     "[ \"$CRONLEDGER_ATTEMPT\" = 1 ] && mv \"$D/arm\" \"$D/case.$R\" 2>/dev/null\n"
+                     "K=\"mail/$CRONLEDGER_RUN_KEY\"\n"
+                     "if [ -e \"$D/case.$R\" ] && grep -q noreconcile \"$D/case.$R\"; then\n"
+                     "  exec " + Quote(CRONLEDGER_BIN) +
+                     " effect run --key \"$K\" -- \"$D/deliver.sh\" \"$K\"\n"
+                     "fi\n"
+                     "exec " + Quote(CRONLEDGER_BIN) +
+                     " effect run --key \"$K\" --reconcile \"$D/reconcile.sh\" -- "
+                     "\"$D/deliver.sh\" \"$K\"\n");
+  sc.dir().WriteScript(
+      "deliver.sh",
+      "#!/bin/sh\nD='" + d + "'\nR=$CRONLEDGER_RUN_ID\n" +
+          "if [ -e \"$D/case.$R\" ] && mkdir \"$D/blocked.$R\" 2>/dev/null; then\n"
+          "  echo $$ > \"$D/cmd.$R\"\n"
+          "  echo $PPID > \"$D/effect.$R\"\n"
+          "  if grep -q ' delivered' \"$D/case.$R\"; then\n    " +
+          sink +
+          " --db \"$D/sink.db\" --key \"$1\" --token \"$CRONLEDGER_FENCING_TOKEN\" "
+          "--note 'before the kill' || exit 1\n"
+          "  fi\n"
+          "  echo \"$R\" > \"$D/sync.fifo\"\n"
+          "  exec sleep 300\n"
+          "fi\n"
+          "exec " +
+          sink +
+          " --db \"$D/sink.db\" --key \"$1\" --token \"$CRONLEDGER_FENCING_TOKEN\" "
+          "--note \"run $CRONLEDGER_RUN_ID attempt $CRONLEDGER_ATTEMPT\"\n");
+  sc.dir().WriteScript("reconcile.sh",
+                       "#!/bin/sh\nexec " + sink +
+                           " --db '" + d + "/sink.db' --check --key \"$CRONLEDGER_EFFECT_KEY\"\n");
+
+  ServeProcess serve(sc.Config(), sc.dir().File("serve.log"), {"--node-id", "node-a"},
+                     ServeEnv());
+  Sql ledger(sc.LedgerDb());
+  Sql sink_db(sc.SinkDb());
+  std::string plan;
+  std::map<std::string, int> cases;
+  for (int i = 1; i <= kKills; ++i) {
+    const bool reconcile = seed.Coin();
+    const bool delivered = seed.Coin();
+    const std::string name = std::string(reconcile ? "reconcile" : "noreconcile") +
+                             (delivered ? " delivered" : " undelivered");
+    ++cases[name];
+    // A random moment to arm: the kill lands in whichever run comes next.
+    usleep(static_cast<useconds_t>(seed.Uniform(0, 1000)) * 1000);
+    sc.dir().Write("arm.tmp", name + "\n");
+    std::filesystem::rename(sc.dir().File("arm.tmp"), sc.dir().File("arm"));
+    std::string line;
+    for (int n = 0; n < 1500 && line.empty(); ++n) {
+      const auto got = fifo.ReadLine(1);
+      if (got) line = *got;
+    }
+    ASSERT_FALSE(line.empty()) << "kill " << i << ": no run reached the fifo\n" << Tail(serve.Log());
+    fifo.Consume();
+    const std::string run = line;
+    const int64_t run_id = std::stoll(run);
+    const pid_t effect_run = ReadPid(sc.dir().File("effect." + run));
+    const pid_t cmd = ReadPid(sc.dir().File("cmd." + run));
+    const std::string key =
+        ledger.Text("SELECT key FROM effects WHERE run_id = " + run + " AND job = 'mail'");
+    ASSERT_FALSE(key.empty()) << "kill " << i << ": run " << run << " has no effect";
+    ASSERT_EQ(ledger.Rows("SELECT state, started_attempt FROM effects WHERE key = '" + key + "'"),
+              (std::vector<std::vector<std::string>>{{"started", "1"}}))
+        << "kill " << i;
+    ASSERT_TRUE(Alive(effect_run) && Alive(cmd)) << "kill " << i;
+    ASSERT_EQ(StatOf(cmd)->ppid, effect_run);
+    ASSERT_EQ(kill(effect_run, SIGKILL), 0);
+    ASSERT_EQ(kill(cmd, SIGKILL), 0);
+    ASSERT_TRUE(WaitFor([&] { return !Alive(effect_run) && !Alive(cmd); }, 200));
+    plan += " " + name;
+
+    auto state = [&] { return ledger.Text("SELECT state FROM runs WHERE id = " + run); };
+    if (!reconcile) {
+      ASSERT_TRUE(WaitFor([&] { return state() == "unknown"; }, 1200))
+          << "kill " << i << ": run " << run << " is " << state() << "\n"
+          << Tail(serve.Log());
+      const auto resolved = Cronledger(
+          {"resolve", run, "--config", sc.Config(), "--effect", key, "--as",
+           delivered ? "committed" : "failed", "--reason", "checked the sink", "--by", "tester"});
+      ASSERT_EQ(resolved.exit_code, 0) << resolved.out << resolved.err;
+    }
+    ASSERT_TRUE(WaitFor([&] { return state() == "succeeded"; }, 1200))
+        << "kill " << i << ": run " << run << " is " << state() << "\n"
+        << Tail(serve.Log());
+    const auto writes = SinkWrites(sink_db, key);
+    int accepted = 0;
+    for (const auto& w : writes) accepted += w[1] == "1" ? 1 : 0;
+    EXPECT_EQ(accepted, 1) << "kill " << i << " (" << name << "): run " << run;
+    if (delivered && !writes.empty()) {
+      EXPECT_EQ(writes[0][2], "before the kill") << "kill " << i << ": delivered again";
+    }
+    EXPECT_EQ(ledger.Text("SELECT state FROM effects WHERE key = '" + key + "'"), "committed");
+    (void)run_id;
+    const auto v = sc.CheckNow();
+    ASSERT_TRUE(v.empty()) << "after kill " << i << ":\n" << Describe(v);
   }
-  return std::random_device{}();
+  std::cout << "[ info     ] cases:" << plan << "\n";
+
+  const int64_t cutoff = ledger.Int("SELECT max(scheduled_at) FROM runs WHERE attempts > 0");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        ReapZombies();
+        return ledger.Int("SELECT count(*) FROM runs WHERE attempts > 0 AND scheduled_at <= " +
+                          std::to_string(cutoff) + " AND state <> 'succeeded'") == 0;
+      },
+      1200))
+      << Tail(serve.Log());
+  WaitFor([&] { return ledger.Int("SELECT count(*) FROM runs WHERE attempts > 0 AND state = "
+                                  "'pending'") == 0; },
+          200);
+  EXPECT_EQ(serve.Stop(), 0) << Tail(serve.Log());
+  CheckInput in;
+  in.runs_deliver_run_keys = false;
+  in.effects_job = "mail";
+  for (const auto& row : ledger.Rows("SELECT job || '/' || partition || '/' || period, "
+                                     "'mail/' || job || '/' || partition || '/' || period, "
+                                     "state, scheduled_at FROM runs WHERE attempts > 0")) {
+    in.expected_keys.push_back(row[0]);
+    if (row[2] == "pending" && std::stoll(row[3]) > cutoff) {
+      in.allowed_unfinished.insert(row[0]);
+    } else {
+      in.expected_deliveries.push_back(row[1]);
+    }
+  }
+  const auto v = sc.CheckWith(in);
+  EXPECT_TRUE(v.empty()) << Describe(v);
+  // Each kill left one effect in doubt, found by the next attempt; settled
+  // by the reconcile program or by the operator, once.
+  EXPECT_EQ(ledger.Int("SELECT count(*) FROM events WHERE type = 'effect_in_doubt'"), kKills);
+  EXPECT_EQ(ledger.Int("SELECT count(*) FROM events WHERE type = 'effect_reconciled'"),
+            static_cast<int64_t>(cases["reconcile delivered"] + cases["reconcile undelivered"]));
+  EXPECT_EQ(ledger.Int("SELECT count(*) FROM events WHERE type = 'resolve'"),
+            static_cast<int64_t>(cases["noreconcile delivered"] + cases["noreconcile undelivered"]));
+  EXPECT_TRUE(sc.LiveSteps().empty());
 }
+
+// ---------------------------------------------------------------------------
+// b. 1,000 items through effect run, serve killed at random moments.
 
 // One job, four partitions that share out items 1..1000 (p1 has 1..250, p2
 // 251..500, ...); one run per partition (key = "date"). The step resumes
 // after $CRONLEDGER_CHECKPOINT_PARTITION and delivers each item with
 //   cronledger effect run --key item-I --reconcile reconcile.sh
 //       --checkpoint I --checkpoint-scope partition -- fenced_sink ... --key item-I
-// Leases are short (3 s) so that the reaper of a restarted serve takes
-// them back soon; the step timeout must then be shorter still (2 s), so the
-// step works in slices: it starts no item after 1 s and exits 75 to be
-// retried from the watermark. A timeout that still strikes is one more
-// uncertain end, settled the same way.
+// Leases are short (6 s) so that the reaper of a restarted serve takes
+// them back soon; the step timeout must then be shorter still (5 s), so the
+// step works in slices: it starts no item after 1 s (but at least one) and
+// exits 75 to be retried from the watermark. A timeout that still strikes
+// is one more uncertain end, settled the same way — unless it strikes while
+// `effect run` reconciles an effect in doubt, which leaves the run
+// `unknown` (DESIGN.md): with 3 s and 2 s, a machine at load 10 (other
+// benchmarks on the 2 cores) timed out 92 slices and left two runs unknown.
 TEST(FaultEffectItems, ThousandItemsExactlyOnceWhileServeIsKilledAndRestarted) {
   constexpr int kItems = 1000;
   constexpr int kPartitions = 4;
   constexpr int kKills = 4;
-  const uint64_t seed = Seed();
-  std::cout << "[ info     ] seed " << seed << " (replay with CRONLEDGER_FAULT_SEED=" << seed
-            << ")\n";
-  SCOPED_TRACE("seed " + std::to_string(seed) + " (replay with CRONLEDGER_FAULT_SEED)");
-  std::mt19937_64 rng(seed);
+  FaultSeed seed;
+  std::mt19937_64& rng = seed.rng();
 
   Scenario sc;
   sc.WriteConfig({.name = "items",
                   .partitions = R"(["p1", "p2", "p3", "p4"])",
-                  .lease_ttl = "3s",
-                  .timeout = "2s",
+                  .lease_ttl = "6s",
+                  .timeout = "5s",
                   .max_workers = kPartitions,
                   .command = R"(["./items.sh", "{partition}"])",
                   .key = "date",
@@ -496,10 +664,13 @@ TEST(FaultEffectItems, ThousandItemsExactlyOnceWhileServeIsKilledAndRestarted) {
                       "  *) exit 64 ;;\nesac\n"
                       "i=$(( ${CRONLEDGER_CHECKPOINT_PARTITION:-$((lo - 1))} + 1 ))\n"
                       // Centiseconds since boot, read without starting a process.
-                      "read -r up _ < /proc/uptime\nstart=${up%.*}${up#*.}\n"
+                      "read -r up _ < /proc/uptime\nstart=${up%.*}${up#*.}\nfirst=$i\n"
                       "while [ $i -le $hi ]; do\n"
+                      // At least one item per slice: on a loaded machine the
+                      // script's own start can take the whole second, and
+                      // a slice that never begins an item makes no progress.
                       "  read -r up _ < /proc/uptime\n"
-                      "  [ $(( ${up%.*}${up#*.} - start )) -ge 100 ] && exit 75\n"
+                      "  [ $i -gt $first ] && [ $(( ${up%.*}${up#*.} - start )) -ge 100 ] && exit 75\n"
                       "  " +
                       Quote(CRONLEDGER_BIN) +
                       " effect run --key item-$i --reconcile \"$D/reconcile.sh\" --checkpoint $i "

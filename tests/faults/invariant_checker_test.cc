@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
+#include "faults/scenario.h"
 #include "source_dir.h"
 
 namespace cronledger::faults {
@@ -40,13 +41,6 @@ class Db {
  private:
   sqlite3* db_ = nullptr;
 };
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 std::vector<std::string> Kinds(const std::vector<Violation>& vs) {
   std::vector<std::string> kinds;
@@ -310,6 +304,37 @@ TEST(FaultSink, CheckAnswersWhetherAKeyWasAccepted) {
   EXPECT_EQ(testing::RunProcess({FENCED_SINK_BIN, "--db", db, "--check"}).exit_code, 64);
   std::error_code ignored;
   std::filesystem::remove_all(pattern, ignored);
+}
+
+
+// The scenarios' lost-key check must be able to fail too: it names each
+// (partition, second) of an every-second span that has no run, from the
+// schedule, not from what the ledger happens to hold.
+TEST(FaultScenarioKit, LostSecondKeysNamesEverySecondWithoutARun) {
+  Scenario sc;
+  {
+    Db ledger(sc.LedgerDb());
+    const std::string migrations =
+        std::string(testing::kSourceDir) + "/src/store/sqlite/migrations/";
+    ledger.Exec(ReadFile(migrations + "001_ledger.sql"));
+    ledger.Exec(ReadFile(migrations + "002_attempts.sql"));
+    ledger.Exec("INSERT INTO jobs (name, created_at) VALUES ('tick', 0)");
+    int id = 0;
+    for (const int64_t at : {1000, 2000, 3000}) {
+      for (const std::string p : {"a", "b"}) {
+        if (p == "b" && at == 2000) continue;  // lost
+        ledger.Exec("INSERT INTO runs (id, job, partition, period, business_date, scheduled_at, "
+                    "job_version, state, created_at, updated_at) VALUES (" +
+                    std::to_string(++id) + ", 'tick', '" + p + "', '" + std::to_string(at) +
+                    "', '2026-01-01', " + std::to_string(at) + ", 1, 'succeeded', 0, 0)");
+      }
+    }
+  }
+  EXPECT_EQ(sc.LostSecondKeys("tick", {"a", "b"}, 1000, 3000),
+            std::vector<std::string>{"tick/b at 2000"});
+  EXPECT_EQ(sc.LostSecondKeys("tick", {"a", "b"}, 1000, 4000),
+            (std::vector<std::string>{"tick/b at 2000", "tick/a at 4000", "tick/b at 4000"}));
+  EXPECT_TRUE(sc.LostSecondKeys("tick", {"a"}, 1000, 3000).empty());
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // and the fenced sink, each scenario in a schema of its own in the
 // pg_server fixture's server:
 //
-//  - FaultNodes.ThreeNodes*: three nodes share 1,000+ run keys whose steps
+//  - FaultNodes.ThreeNodes*: three nodes share 600+ run keys whose steps
 //    deliver through `cronledger effect run` into the fenced sink; one node
 //    is killed with kill -9 and one frozen with SIGSTOP past its leases,
 //    each while it holds live leases, then resumed; the same with one
@@ -335,16 +335,18 @@ class Nodes {
 // Three nodes, kill -9 and SIGSTOP, optionally one clock an hour off.
 
 struct ThreeNodesCase {
-  // The first `target` run keys must all complete.
-  int target = 1000;
+  // The first `target` run keys must all complete. 600: above issue 9's
+  // 500 run keys, and within the fault suite's share of CI (each run costs
+  // the ASan build ~100 ms of CPU).
+  int target = 600;
   // node-c's extra environment: libfaketime, or nothing.
   std::vector<std::string> node_c_env;
 };
 
 // Fatal assertions: call through ASSERT_NO_FATAL_FAILURE.
 void RunThreeNodes(const ThreeNodesCase& c) {
-  // The first kTarget run keys (50 partitions: 20 seconds of occurrences
-  // for 1,000) must all complete; runs keep falling due meanwhile, and any
+  // The first kTarget run keys (50 partitions: 12 seconds of occurrences
+  // for 600) must all complete; runs keep falling due meanwhile, and any
   // run that was ever claimed must have succeeded when the nodes have
   // drained.
   const int kTarget = c.target;
@@ -511,7 +513,7 @@ TEST(FaultNodes, ThreeNodesKill9AndSigstopEveryRunKeyOnce) {
 // The same with node-c's clock an hour ahead (libfaketime): on PostgreSQL
 // every ledger decision is on the database's clock, so nothing changes.
 // The same faults and assertions over the first 400 run keys instead of
-// 1,000: what varies here is the clock, and each run costs the ASan build
+// 600: what varies here is the clock, and each run costs the ASan build
 // ~100 ms of CPU (an `effect run` to start, a supervisor to fork).
 TEST(FaultNodes, ThreeNodesWithOneClockAnHourAheadChangeNothing) {
   ASSERT_TRUE(std::filesystem::exists(kLibFaketime))
@@ -636,7 +638,11 @@ TEST(FaultNodes, ConnectionCutAtCommitLosesNothingAndDoublesNothing) {
         ReapZombies();
         return nodes.Succeeded() >= after_cuts + 20 && nodes.ClaimedNotSucceeded(cutoff) == 0;
       },
-      1200))
+      // A guard, wide: on a loaded machine the node runs a minute or more
+      // behind its schedule, and every run claimed up to the cutoff waits
+      // its turn (seen with other benchmarks running: load 14 on 2 cores).
+      3000))
+      << nodes.ClaimedNotSucceeded(cutoff) << " claimed run(s) not succeeded\n"
       << Tail(p->Log());
   nodes.WaitForNoRetryQueued();
   EXPECT_EQ(StopAll({p.get()}), std::vector<int>{0}) << Tail(p->Log());

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -155,6 +156,44 @@ ProcessSweeper::~ProcessSweeper() {
   }
 }
 
+std::string Tail(const std::string& text, std::size_t lines) {
+  std::size_t at = text.size();
+  for (std::size_t n = 0; n <= lines && at != std::string::npos && at > 0; ++n) {
+    at = text.rfind('\n', at - 1);
+  }
+  return "...\n" + (at == std::string::npos ? text : text.substr(at + 1));
+}
+
+std::vector<std::string> PartitionNames(int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    char name[16];
+    snprintf(name, sizeof name, "p%03d", i);
+    out.push_back(name);
+  }
+  return out;
+}
+
+std::string TomlArray(const std::vector<std::string>& items) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    text += std::string(i ? ", " : "") + "\"" + items[i] + "\"";
+  }
+  return text + "]";
+}
+
+std::vector<std::string> ServeEnv(std::vector<std::string> extra) {
+  bool asan = false;
+  for (auto& e : extra) {
+    if (e.rfind("ASAN_OPTIONS=", 0) == 0) {
+      e += ":quarantine_size_mb=16";
+      asan = true;
+    }
+  }
+  if (!asan) extra.push_back("ASAN_OPTIONS=quarantine_size_mb=16");
+  return extra;
+}
+
 // ---------------------------------------------------------------------------
 // Sql.
 
@@ -271,11 +310,11 @@ Scenario::~Scenario() {
 }
 
 std::string Scenario::LedgerDb() const {
-  return schema_.empty() ? dir_.File("ledger.db") : testing::TestPostgresSchemaUrl(schema_);
+  return schema_.empty() ? dir_.File(ledger_file_) : testing::TestPostgresSchemaUrl(schema_);
 }
 
 std::string Scenario::StoreUrl(const std::string& params) const {
-  if (schema_.empty()) return "sqlite:ledger.db";
+  if (schema_.empty()) return "sqlite:" + ledger_file_;
   return LedgerDb() + (params.empty() ? "" : "&" + params);
 }
 
@@ -286,7 +325,7 @@ void Scenario::WriteConfig(const JobSpec& job, const std::string& file,
       "\"\nmax_workers = " + std::to_string(job.max_workers) + "\ndrain_timeout = \"" +
       job.drain_timeout + "\"\n" + job.server_extra + "\n[[job]]\nname = \"" + job.name +
       "\"\nschedule = \"" +
-      job.schedule + "\"\ntimezone = \"UTC\"\ncatchup = \"all\"\n";
+      job.schedule + "\"\ntimezone = \"UTC\"\ncatchup = \"" + job.catchup + "\"\n" + job.job_extra;
   if (!job.misfire_grace.empty()) text += "misfire_grace = \"" + job.misfire_grace + "\"\n";
   if (!job.executor.empty()) text += "executor = \"" + job.executor + "\"\n";
   if (!job.key.empty()) text += "key = \"" + job.key + "\"\n";
@@ -317,6 +356,78 @@ void Scenario::WriteStep(const std::string& first_attempt_body) const {
           "--note \"run $CRONLEDGER_RUN_ID attempt $CRONLEDGER_ATTEMPT\"\n";
   dir_.WriteScript("step.sh", text);
 }
+
+void Scenario::WriteEffectStep() const {
+  const std::string d = dir_.path();
+  const std::string sink = "'" + std::string(FENCED_SINK_BIN) + "'";
+  dir_.WriteScript("step.sh", "#!/bin/sh\nD='" + d + "'\n" + RecordStepGroupShell() + "exec '" +
+                                  CRONLEDGER_BIN +
+                                  "' effect run --key \"$1\" --reconcile \"$D/reconcile.sh\" -- " +
+                                  sink +
+                                  " --db \"$D/sink.db\" --key \"$1\" --token "
+                                  "\"$CRONLEDGER_FENCING_TOKEN\" --note \"run $CRONLEDGER_RUN_ID "
+                                  "attempt $CRONLEDGER_ATTEMPT\"\n");
+  dir_.WriteScript("reconcile.sh", "#!/bin/sh\nexec " + sink + " --db '" + d +
+                                       "/sink.db' --check --key \"$CRONLEDGER_EFFECT_KEY\"\n");
+}
+
+void Scenario::WriteCheckedStep() const {
+  const std::string d = dir_.path();
+  const std::string sink = "'" + std::string(FENCED_SINK_BIN) + "'";
+  dir_.WriteScript("step.sh", "#!/bin/sh\nD='" + d + "'\n" + RecordStepGroupShell() + sink +
+                                  " --db \"$D/sink.db\" --check --key \"$1\" >/dev/null\n"
+                                  "c=$?\n[ $c = 0 ] && exit 0\n[ $c = 1 ] || exit 75\nexec " +
+                                  sink +
+                                  " --db \"$D/sink.db\" --key \"$1\" --token "
+                                  "\"$CRONLEDGER_FENCING_TOKEN\" --note \"run $CRONLEDGER_RUN_ID "
+                                  "attempt $CRONLEDGER_ATTEMPT\"\n");
+}
+
+std::vector<std::string> Scenario::LostSecondKeys(const std::string& job,
+                                                  const std::vector<std::string>& partitions,
+                                                  int64_t from_ms, int64_t to_ms) const {
+  Sql ledger(LedgerDb());
+  std::set<std::pair<std::string, int64_t>> have;
+  for (const auto& r : ledger.Rows("SELECT partition, scheduled_at FROM runs WHERE job = '" + job +
+                                   "' AND scheduled_at BETWEEN " + std::to_string(from_ms) +
+                                   " AND " + std::to_string(to_ms))) {
+    have.insert({r[0], std::stoll(r[1])});
+  }
+  std::vector<std::string> lost;
+  for (int64_t at = from_ms; at <= to_ms; at += 1000) {
+    for (const auto& p : partitions) {
+      if (!have.count({p, at})) lost.push_back(job + "/" + p + " at " + std::to_string(at));
+    }
+  }
+  return lost;
+}
+
+std::vector<Violation> Scenario::CheckClaimed(const std::string& effects_job, int64_t cutoff_ms,
+                                              const std::vector<std::string>& also_expected,
+                                              bool effects) const {
+  Sql ledger(LedgerDb());
+  CheckInput in;
+  if (effects) in.effects_job = effects_job;
+  std::set<std::string> seen;
+  for (const auto& r :
+       ledger.Rows("SELECT job || '/' || partition || '/' || period, state, scheduled_at "
+                   "FROM runs WHERE attempts > 0" +
+                   (effects_job.empty() ? "" : " AND job = '" + effects_job + "'"))) {
+    in.expected_keys.push_back(r[0]);
+    seen.insert(r[0]);
+    if (r[1] == "pending" && std::stoll(r[2]) > cutoff_ms) {
+      in.allowed_unfinished.insert(r[0]);
+    } else {
+      in.expected_deliveries.push_back(r[0]);
+    }
+  }
+  for (const auto& k : also_expected) {
+    if (!seen.count(k)) in.expected_keys.push_back(k);
+  }
+  return CheckWith(std::move(in));
+}
+
+std::vector<Violation> Scenario::CheckNow() const { return CheckWith(CheckInput{}); }
 
 Json Scenario::Run(int64_t id) const {
   const auto r = Cronledger({"runs", "--config", Config(), "--run", std::to_string(id), "--json"});

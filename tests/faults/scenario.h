@@ -136,6 +136,18 @@ class Sql {
   std::unique_ptr<PgConnection> pg_;  // for a postgresql:// URL
 };
 
+// The last `lines` lines of a log, for failure messages.
+std::string Tail(const std::string& text, std::size_t lines = 40);
+
+// `n` partition names p000, p001, ...; and the same as a TOML array.
+std::vector<std::string> PartitionNames(int n);
+std::string TomlArray(const std::vector<std::string>& items);
+
+// serve's environment in the fault scenarios: a small ASan quarantine, so
+// that forking a supervisor for each of the many steps stays cheap (a
+// fork copies the mappings of the whole heap).
+std::vector<std::string> ServeEnv(std::vector<std::string> extra = {});
+
 // ---------------------------------------------------------------------------
 // A scenario's folder: config, step scripts, sink, ledger.
 
@@ -158,6 +170,8 @@ struct JobSpec {
   std::string misfire_grace = "";  // empty: the default
   std::string executor = "";       // empty: the default (subprocess)
   std::string server_extra = "";   // TOML lines added to [server]
+  std::string catchup = "all";     // all | latest | none
+  std::string job_extra = "";      // TOML lines added to the [[job]] table
 };
 
 enum class Backend { kSqlite, kPostgres };
@@ -183,6 +197,9 @@ class Scenario {
   // The config's store: "sqlite:ledger.db", or the schema's URL with
   // `params` (e.g. "application_name=node-a") added to its query.
   std::string StoreUrl(const std::string& params = "") const;
+  // SQLite: keep the ledger at `relative` (to the folder) instead of
+  // ledger.db, e.g. on a file system of its own ("disk/ledger.db").
+  void UseLedgerFile(const std::string& relative) { ledger_file_ = relative; }
 
   // Writes cronledger.toml (or `file`) for `job`, with `store` (default:
   // StoreUrl()).
@@ -195,6 +212,42 @@ class Scenario {
   // and its process group in slow.pgid), then delivers {run_key} ($1) to the
   // sink with its fencing token.
   void WriteStep(const std::string& first_attempt_body) const;
+
+  // Writes step.sh and reconcile.sh: the step delivers its first argument
+  // (the run key) through `cronledger effect run --key KEY --reconcile
+  // reconcile.sh -- fenced_sink ...`, so that it is delivered exactly once
+  // whatever happens to serve (the reconcile program asks the sink).
+  void WriteEffectStep() const;
+
+  // Writes step.sh: the step asks the sink whether its first argument (the
+  // run key) was accepted already and delivers it only if not. Exactly
+  // once as long as no two attempts of a run execute at the same time:
+  // true across kill -9 of serve (its steps die with it before the lease
+  // can be taken back), not across SIGSTOP or a clock jump (the old step
+  // lives on), which need WriteEffectStep(). Far cheaper: no `effect run`.
+  void WriteCheckedStep() const;
+
+  // The ledger's runs of `job` as (partition, scheduled_at ms) pairs that
+  // an every-second schedule over `partitions` should have created between
+  // `from_ms` and `to_ms` (both included) and that are absent: lost keys.
+  std::vector<std::string> LostSecondKeys(const std::string& job,
+                                          const std::vector<std::string>& partitions,
+                                          int64_t from_ms, int64_t to_ms) const;
+
+  // The checker over every run of the ledger that was ever claimed (each
+  // must have succeeded, its effect under `effects_job` committed and its
+  // run key delivered exactly once), except runs scheduled after
+  // `cutoff_ms` still pending (a retry queued as serve stopped). Keys of
+  // `also_expected` must be in the ledger and succeeded too.
+  // `effects` false: the job's steps deliver without `effect run`; an
+  // empty `effects_job` (with `effects` false): the runs of every job.
+  std::vector<Violation> CheckClaimed(const std::string& effects_job, int64_t cutoff_ms,
+                                      const std::vector<std::string>& also_expected = {},
+                                      bool effects = true) const;
+  // The invariants that hold at any moment, whatever is in flight: no
+  // double delivery, no stale write applied, no duplicate run, no open
+  // attempt of a run that is not running.
+  std::vector<Violation> CheckNow() const;
 
   // `cronledger runs --run ID --json`; null when it fails.
   nlohmann::json Run(int64_t id) const;
@@ -217,6 +270,7 @@ class Scenario {
   TempDir dir_;
   ProcessSweeper sweeper_;  // after dir_: destroyed before the folder goes
   std::string schema_;      // PostgreSQL: the ledger's schema
+  std::string ledger_file_ = "ledger.db";
 };
 
 }  // namespace cronledger::faults
