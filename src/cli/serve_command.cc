@@ -177,7 +177,8 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   dispatch.health = &store_health;
   dispatch.max_workers = config.server.max_workers;
   dispatch.handlers = &no_handlers;
-  if (store->Name() == "postgresql") {
+  dispatch.claim_ahead = config.server.claim_ahead;
+  if (store->NotifiesWork()) {
     // Releases, retries and requeues of every node NOTIFY this one (below):
     // the poll is only the safety net, and for runs whose retry backoff
     // ends, so it need not cost the database ten reads a second per node.

@@ -36,6 +36,9 @@ struct ServerConfig {
   int max_workers = 8;
   Durability durability = Durability::kFull;
   std::chrono::seconds drain_timeout{30};
+  // Runs claimed beyond the free workers, as many as they would start within
+  // this time at the recent pace (docs/execution.md, Claiming ahead). 0: off.
+  std::chrono::milliseconds claim_ahead{0};
   std::string log_dir;  // absolute; default: "logs" beside the config file
   std::chrono::seconds log_retention{30 * 86400};
   // Finished runs older than this are purged with their attempts, events

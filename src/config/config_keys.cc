@@ -448,6 +448,11 @@ const KeySpec<ServerConfig> kServerKeys[] = {
      "On SIGTERM or SIGINT, how long running steps may go on before they are stopped; 0: stop "
      "them at once.",
      SetDuration<&ServerConfig::drain_timeout>, 0},
+    {"claim_ahead", Kind::kDurationMs, "", "0s",
+     "Claim more runs than free workers, as many as would start within this time at the recent "
+     "pace of runs, so short runs are claimed in batches (docs/execution.md); 0: claim only for "
+     "free workers.",
+     SetDuration<&ServerConfig::claim_ahead>, 0},
     {"log_dir", Kind::kString, "string: folder", "logs",
      "Where each attempt's stdout and stderr are written; relative to the config's folder.",
      ApplyLogDir},

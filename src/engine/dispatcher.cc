@@ -51,7 +51,6 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
     }
     rules_.push_back(ClaimRuleFor(job));
   }
-  wake_threshold_ = std::max(1, std::min(options_.claim_batch, options_.max_workers) / 2);
   committer_ = std::jthread([this](std::stop_token stop) { CommitLoop(stop); });
   for (int i = 0; i < std::max(1, options_.max_workers); ++i) {
     workers_.emplace_back([this](std::stop_token stop) { WorkerLoop(stop); });
@@ -74,6 +73,35 @@ Dispatcher::~Dispatcher() {
   workers_.clear();  // joins; their last writes went through the committer
   committer_.request_stop();
   if (committer_.joinable()) committer_.join();
+}
+
+int Dispatcher::ClaimAhead() const {
+  std::lock_guard lock(mu_);
+  return ClaimAheadLocked();
+}
+
+int Dispatcher::ClaimAheadLocked() const {
+  if (options_.claim_ahead <= milliseconds{0} || run_micros_ < 0) return 0;
+  // A floor on the pace: a no-op handler's microseconds would otherwise
+  // ask for more than any bound anyway.
+  const double per_run = std::max(run_micros_, 10.0);
+  const double ahead = static_cast<double>(options_.max_workers) *
+                       static_cast<double>(options_.claim_ahead.count()) * 1000.0 / per_run;
+  return static_cast<int>(std::min(ahead, static_cast<double>(kMaxClaimAhead)));
+}
+
+int Dispatcher::FreeSlotsLocked() const {
+  return options_.max_workers + ClaimAheadLocked() - busy_;
+}
+
+int Dispatcher::FreeSlots() const {
+  std::lock_guard lock(mu_);
+  return FreeSlotsLocked();
+}
+
+int Dispatcher::WakeThresholdLocked() const {
+  const int ahead = ClaimAheadLocked();
+  return std::max(1, std::min(options_.claim_batch + ahead, options_.max_workers + ahead) / 2);
 }
 
 int Dispatcher::Active() const {
@@ -100,15 +128,17 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
   if (limit) *limit = 0;
   if (!claiming_ || rules_.empty()) return 0;
   int free_slots = 0;
+  int ahead = 0;
   {
     std::lock_guard lock(mu_);
-    free_slots = options_.max_workers - busy_;
+    free_slots = FreeSlotsLocked();
+    ahead = ClaimAheadLocked();
   }
   if (free_slots <= 0) return 0;
   store::ClaimParams p;
   p.now = store::ToInstant(now);
   p.node = options_.node;
-  p.limit = std::min(free_slots, options_.claim_batch);
+  p.limit = std::min(free_slots, options_.claim_batch + ahead);
   if (limit) *limit = p.limit;
   p.rules = rules_;
   auto claimed = store_.RunClaim(p);
@@ -206,7 +236,7 @@ void Dispatcher::Start() {
       // (runs released), or workers freed for a batch: each claim is a
       // write transaction, and a claim for one or two workers at a time
       // would cost one per run.
-      if (claimed.ok() && *claimed > 0 && FreeWorkers() >= wake_threshold_) continue;
+      if (claimed.ok() && *claimed > 0 && FreeSlots() >= WakeThreshold()) continue;
       std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
       clock_.SleepFor(options_.poll, wake.get_token());
     }
@@ -214,9 +244,9 @@ void Dispatcher::Start() {
   });
 }
 
-int Dispatcher::FreeWorkers() {
+int Dispatcher::WakeThreshold() const {
   std::lock_guard lock(mu_);
-  return options_.max_workers - busy_;
+  return WakeThresholdLocked();
 }
 
 void Dispatcher::SetClaimBurst(bool on) {
@@ -239,6 +269,9 @@ void Dispatcher::Drain(Clock::TimePoint deadline) {
   claiming_ = false;
   {
     std::unique_lock lock(mu_);
+    // Runs claimed ahead that no worker took yet never started: a worker
+    // takes each and releases it without running it (Execute).
+    for (auto& run : queue_) run->shutdown = true;
     while (!active_.empty() && clock_.Now() < deadline) {
       idle_cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
@@ -264,12 +297,16 @@ void Dispatcher::WorkerLoop(std::stop_token stop) {
       run = queue_.front();
       queue_.pop_front();
     }
+    const auto started = clock_.Now();
     std::optional<store::WorkerWrite> last = Execute(*run);
+    const double micros =
+        std::chrono::duration<double, std::micro>(clock_.Now() - started).count();
     bool worth_a_claim = false;
     {
       std::lock_guard lock(mu_);
       --busy_;
-      worth_a_claim = options_.max_workers - busy_ >= wake_threshold_;
+      run_micros_ = run_micros_ < 0 ? micros : 0.8 * run_micros_ + 0.2 * micros;
+      worth_a_claim = FreeSlotsLocked() >= WakeThresholdLocked();
     }
     if (last) {
       run->finishing = true;
@@ -489,6 +526,17 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   finish.token = claim.token;
   finish.node = options_.node;
   finish.log_path = LogPath(claim);
+  if (run.stale) return std::nullopt;  // fenced off before it started
+  if (run.shutdown) {
+    // Claimed ahead and not started before the drain: nothing of it ran,
+    // so it goes back to pending whatever its steps' idempotence.
+    finish.end_class = EndClass::kSignal;
+    finish.decision.state = ledger::RunState::kPending;
+    finish.decision.next_attempt_at = LedgerNow(run);
+    finish.decision.reason = "released at shutdown before it started";
+    finish.now = LedgerNow(run);
+    return store::WorkerWrite{std::nullopt, finish};
+  }
   const auto step_write = [&](const std::string& step, const char* state) {
     return store::StepParams{claim.run.id, claim.token, step, state, LedgerNow(run),
                              options_.node};

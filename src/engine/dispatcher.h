@@ -66,6 +66,10 @@ struct DispatcherOptions {
   int claim_batch = 32;
   // How often the background loop looks for due runs when idle.
   std::chrono::milliseconds poll{100};
+  // Claim more runs than free workers: as many as would start within this
+  // time at the recent pace of runs (at most kMaxClaimAhead). 0: claim only
+  // for free workers. (server.claim_ahead, docs/execution.md.)
+  std::chrono::milliseconds claim_ahead{0};
   uint64_t jitter_seed = 0;  // 0: nondeterministic
   // In-process jobs are claimed only when every one of their steps has a
   // handler here (DESIGN.md: only by handlers registered through the API).
@@ -95,14 +99,20 @@ struct DispatcherCounters {
 
 class Dispatcher {
  public:
+  // Runs claimed beyond the workers at most, whatever the pace: a bound on
+  // what one node holds while other nodes may be idle, and on what a crash
+  // of this node leaves to the reaper.
+  static constexpr int kMaxClaimAhead = 1024;
+
   // `config`, `store`, `clock` and `runner` must outlive the dispatcher.
   Dispatcher(const config::Config& config, store::Store& store, Clock& clock, StepRunner& runner,
              DispatcherOptions options);
   // Cancels whatever still runs and joins every thread.
   ~Dispatcher();
 
-  // Claims up to the free worker slots (subprocess and inprocess jobs only)
-  // and hands the runs to workers. Returns how many were claimed.
+  // Claims up to the free worker slots, plus the runs claimed ahead
+  // (subprocess and inprocess jobs only), and hands the runs to workers.
+  // Returns how many were claimed.
   Result<int> ClaimOnce(Clock::TimePoint now, int* limit = nullptr);
 
   // Extends the lease of every active run whose last heartbeat is older than
@@ -118,12 +128,16 @@ class Dispatcher {
   void Wake();
   // Stops claiming (the loop keeps heartbeating the runs in progress).
   void StopClaiming();
-  // Waits until nothing runs or `deadline` passes, then cancels what still
-  // runs: an idempotent step is released for another attempt, any other is
-  // left for its lease to expire. Then stops the loop and the workers.
+  // Releases at once the runs claimed ahead that no worker started, waits
+  // until nothing runs or `deadline` passes, then cancels what still runs:
+  // an idempotent step is released for another attempt, any other is left
+  // for its lease to expire. Then stops the loop and the workers.
   void Drain(Clock::TimePoint deadline);
 
   int Active() const;
+  // Runs claimed beyond the workers that a claim may take now (0 until a
+  // run has finished here and shown the pace).
+  int ClaimAhead() const;
   // Blocks until no run is active (tests).
   void WaitIdle();
   const DispatcherCounters& counters() const { return counters_; }
@@ -219,8 +233,16 @@ class Dispatcher {
   // by the runs due and the free workers. Guarded by write_mu_.
   bool claim_burst_ = false;
   void SetClaimBurst(bool on);
-  int FreeWorkers();
-  int wake_threshold_ = 1;  // free workers that make a claim worth it
+  // Claimable slots now: free workers plus what may be claimed ahead.
+  int FreeSlots() const;
+  int FreeSlotsLocked() const;
+  int ClaimAheadLocked() const;
+  // Free slots that make a claim worth a transaction.
+  int WakeThresholdLocked() const;
+  int WakeThreshold() const;
+  // Recent time a run took here, from a worker taking it to its last write
+  // (moving average, microseconds); negative until one run finished.
+  double run_micros_ = -1;
 
   // Stops settling writes of unknown outcome (the drain's deadline passed,
   // or the dispatcher is going away): they are left to the reaper.

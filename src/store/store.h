@@ -883,6 +883,9 @@ class Store {
   // retries and requeues of every node), so that an idle dispatcher claims
   // at once instead of at its next poll. Once per store; stops when the
   // store is destroyed. SQLite: never called (one node; its passes poll).
+  // Whether WatchForWork wakes on other writers' work (then a caller's
+  // polling is only a safety net and may be slow).
+  virtual bool NotifiesWork() const { return false; }
   virtual void WatchForWork(std::function<void()> wake) { (void)wake; }
 
   // Records that `node` is alive now (inserting it the first time).

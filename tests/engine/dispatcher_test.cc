@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -77,12 +78,14 @@ class DispatcherTest : public ::testing::Test {
   }
 
   // `step_clock` times step timeouts (the fake clock never reaches them).
-  Dispatcher& NewDispatcher(const std::string& node = "n1", Clock* step_clock = nullptr) {
+  Dispatcher& NewDispatcher(const std::string& node = "n1", Clock* step_clock = nullptr,
+                            int max_workers = 4, milliseconds claim_ahead = milliseconds{0}) {
     runners_.push_back(std::make_unique<DefaultStepRunner>(
         config_, step_clock ? *step_clock : clock_, &handlers_));
     DispatcherOptions o;
     o.node = node;
-    o.max_workers = 4;
+    o.max_workers = max_workers;
+    o.claim_ahead = claim_ahead;
     o.jitter_seed = 42;
     o.handlers = &handlers_;
     dispatchers_.push_back(
@@ -381,6 +384,99 @@ TEST_F(DispatcherTest, InprocessJobsWithoutHandlersAreNotClaimed) {
   Dispatcher& with_all = NewDispatcher("n2");
   EXPECT_EQ(RunDue(with_all), 1);
   EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+}
+
+// server.claim_ahead: once runs have shown their pace here, a claim takes
+// more runs than free workers (one transaction for many short runs), and
+// every one of them still runs once under its own lease and token.
+TEST_F(DispatcherTest, ClaimsAheadOfTheFreeWorkersOnceThePaceIsKnown) {
+  AddJob({Step("only")});
+  for (int i = 0; i < 40; ++i) config_.jobs[0].partitions.push_back("p" + std::to_string(i));
+  std::atomic<int> calls{0};
+  handlers_.Register("j", [&](const RunContext&) {
+    ++calls;
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher("n1", nullptr, /*max_workers=*/2, milliseconds{1000});
+  EXPECT_EQ(d.ClaimAhead(), 0) << "no run has shown the pace yet";
+  EXPECT_EQ(RunDue(d), 2) << "the first claim is for the free workers only";
+  EXPECT_GT(d.ClaimAhead(), 0);
+  EXPECT_LE(d.ClaimAhead(), Dispatcher::kMaxClaimAhead);
+  EXPECT_EQ(RunDue(d), 38) << "the rest in one claim, ahead of two workers";
+  EXPECT_EQ(d.counters().claim_transactions.load(), 2);
+  EXPECT_EQ(calls.load(), 40);
+  store::RunQuery q;
+  q.job = "j";
+  std::set<int64_t> tokens;
+  const auto runs = store_->RunList(q);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 40u);
+  for (const auto& run : runs.value()) {
+    EXPECT_EQ(run.state, RunState::kSucceeded) << run.RunKey();
+    const auto attempts = *store_->AttemptList(run.id);
+    ASSERT_EQ(attempts.size(), 1u) << run.RunKey();
+    EXPECT_EQ(attempts[0].end_class, "succeeded");
+    tokens.insert(attempts[0].token);
+  }
+  EXPECT_EQ(tokens.size(), 40u) << "one token per claimed run";
+  EXPECT_EQ(Events("claimed").size(), 40u);
+}
+
+TEST_F(DispatcherTest, WithoutClaimAheadAClaimTakesOnlyTheFreeWorkers) {
+  AddJob({Step("only")});
+  for (int i = 0; i < 10; ++i) config_.jobs[0].partitions.push_back("p" + std::to_string(i));
+  handlers_.Register("j", [](const RunContext&) { return 0; });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher("n1", nullptr, /*max_workers=*/2);
+  EXPECT_EQ(RunDue(d), 2);
+  EXPECT_EQ(d.ClaimAhead(), 0);
+  EXPECT_EQ(RunDue(d), 2);
+}
+
+// A drain releases at once the runs claimed ahead that no worker started,
+// even those of a step nobody declared idempotent: nothing of them ran, so
+// they are pending again for the next node, not left to their leases (which
+// would make them unknown).
+TEST_F(DispatcherTest, ADrainReleasesRunsClaimedAheadThatNeverStarted) {
+  AddJob({Step("unsafe", /*idempotent=*/false)});
+  for (int i = 0; i < 6; ++i) config_.jobs[0].partitions.push_back("p" + std::to_string(i));
+  std::atomic<int> calls{0};
+  std::promise<void> holding;
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    if (++calls == 2) {
+      // The first run of the second claim holds its worker until the drain
+      // cancels it.
+      holding.set_value();
+      while (!ctx.cancel.stop_requested()) std::this_thread::yield();
+      return 1;
+    }
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher("n1", nullptr, /*max_workers=*/1, milliseconds{1000});
+  ASSERT_EQ(RunDue(d), 1);  // shows the pace
+  ASSERT_GT(d.ClaimAhead(), 0);
+  auto claimed = d.ClaimOnce(clock_.Now());
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(*claimed, 5) << "one for the worker, four ahead of it";
+  holding.get_future().wait();
+  d.Drain(clock_.Now());  // the deadline has passed: cancel what runs
+  EXPECT_EQ(calls.load(), 2) << "the runs claimed ahead never ran";
+  store::RunQuery q;
+  q.job = "j";
+  q.state = RunState::kPending;
+  const auto released = store_->RunList(q);
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(released->size(), 4u);
+  for (const auto& run : released.value()) {
+    const auto attempts = *store_->AttemptList(run.id);
+    ASSERT_EQ(attempts.size(), 1u);
+    EXPECT_TRUE(attempts[0].ended_at.has_value()) << run.RunKey();
+  }
+  q.state = RunState::kRunning;
+  EXPECT_EQ(store_->RunList(q)->size(), 1u)
+      << "the cancelled unsafe step is left to its lease, as before";
 }
 
 TEST_F(DispatcherTest, SubprocessJobsRunRealCommands) {
