@@ -6,6 +6,7 @@
 //       Migrates the (empty) database and plans + releases N due runs of
 //       one in-process job `noop` (for the raw SQL ceiling's pgbench script).
 //   pg_bench throughput --url URL --runs N --nodes K --workers W [--claim-batch B]
+//                       [--claim-ahead-ms MS]
 //                       [--profile] [--label NAME] [--setup-sql SQL]
 //       The same N runs, then K dispatchers (engine::Dispatcher, what `serve`
 //       runs), each with its own PostgresStore (its own connection, the
@@ -18,7 +19,7 @@
 //       --profile counts and times every round trip (bench/pg_trace.h).
 //       --setup-sql SQL runs SQL on the database after planning (what-if
 //       experiments, e.g. an index the store does not have).
-//   pg_bench fire       --url URL [--occurrences N] [--workers W] [--batch B] [--profile]
+//   pg_bench fire       --url URL [--occurrences N] [--workers W] [--batch B] [--claim-ahead-ms MS] [--profile]
 //                       [--label NAME] [--setup-sql SQL (run after the warm-up)]
 //       bench/fire_latency_bench.cc on PostgreSQL: 1,000 runs due at one
 //       instant every 10 s through ServeLoop, Planner, Reaper and Dispatcher
@@ -85,6 +86,7 @@ struct Options {
   int nodes = 1;
   int workers = 8;
   int claim_batch = 0;  // 0: the dispatcher's default, as serve runs it
+  int claim_ahead_ms = 0;  // server.claim_ahead; 0: off, serve's default
   bool profile = false;
   int occurrences = 3;
   int fire_workers = 256;
@@ -117,6 +119,8 @@ Options ParseArgs(int argc, char** argv) {
       o.fire_workers = o.workers;
     } else if (a == "--claim-batch") {
       o.claim_batch = number();
+    } else if (a == "--claim-ahead-ms") {
+      o.claim_ahead_ms = number();
     } else if (a == "--batch") {
       o.fire_batch = number();
     } else if (a == "--occurrences") {
@@ -281,6 +285,7 @@ int Throughput(const Options& opt) {
     d.node = fmt::format("bench-{}", i + 1);
     d.max_workers = opt.workers;
     if (opt.claim_batch > 0) d.claim_batch = opt.claim_batch;
+    d.claim_ahead = std::chrono::milliseconds{opt.claim_ahead_ms};
     d.handlers = &n->handlers;
     n->dispatcher = std::make_unique<engine::Dispatcher>(config, *n->store, RealClock(),
                                                          *n->runner, d);
@@ -289,11 +294,11 @@ int Throughput(const Options& opt) {
   const std::string label =
       opt.label.empty() ? fmt::format("cronledger-{}x{}", opt.nodes, opt.workers) : opt.label;
   std::fprintf(stderr,
-               "pg_bench: %s: %d runs, %d node(s) x %d workers, claim_batch %d, build %s, "
-               "libpq %d\n",
+               "pg_bench: %s: %d runs, %d node(s) x %d workers, claim_batch %d, claim_ahead %d ms, "
+               "build %s, libpq %d\n",
                label.c_str(), opt.runs, opt.nodes, opt.workers,
                opt.claim_batch > 0 ? opt.claim_batch : engine::DispatcherOptions{}.claim_batch,
-               kBuildType, PQlibVersion());
+               opt.claim_ahead_ms, kBuildType, PQlibVersion());
 
   const ServerCounters before = ReadCounters(check);
   rusage ru0{};
@@ -436,6 +441,7 @@ int Fire(const Options& opt) {
   d.node = "bench";
   d.max_workers = opt.fire_workers;
   d.claim_batch = opt.fire_batch;
+  d.claim_ahead = std::chrono::milliseconds{opt.claim_ahead_ms};
   d.handlers = &handlers;
   engine::Planner planner(config, *store, clock);
   engine::Reaper reaper(config, *store);
@@ -458,8 +464,9 @@ int Fire(const Options& opt) {
   });
   std::fprintf(stderr,
                "pg_bench: fire: build %s, %d partitions, max_workers %d, claim_batch %d, "
-               "%d measured occurrences\n",
-               kBuildType, kPartitions, opt.fire_workers, opt.fire_batch, opt.occurrences);
+               "claim_ahead %d ms, %d measured occurrences\n",
+               kBuildType, kPartitions, opt.fire_workers, opt.fire_batch, opt.claim_ahead_ms,
+               opt.occurrences);
 
   const sys_seconds start = std::chrono::ceil<seconds>(clock.Now());
   sys_seconds first = start + seconds(15);

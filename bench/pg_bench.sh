@@ -9,9 +9,10 @@
 #   --rounds N   repetitions of every measurement, interleaved (default 3);
 #                the summary is the median of the rounds
 #   --runs N     runs (jobs) per throughput measurement (default 20000)
-#   --only LIST  comma-separated subset of: cl1x8, cl2x4, gw-default, gw-best,
+#   --only LIST  comma-separated subset of: cl1x8, cl2x4, cl1x8-ahead,
+#                cl2x4-ahead, gw-default, gw-best,
 #                boss-default, boss-best, raw-queue, raw-ledger,
-#                raw-ledger-batched, fire, gw-latency, idle, what-if
+#                raw-ledger-batched, fire, fire-ahead, gw-latency, idle, what-if
 #                (default: all but what-if)
 #   --profile    also run cronledger 1x8 and 2x4 once more with the libpq
 #                round-trip profile (bench/pg_trace.h), after the rounds
@@ -23,6 +24,8 @@
 #                   in-process no-op job, 1 node x 8 workers and 2 nodes x 4
 #                   workers (engine::Dispatcher, each node its own store and
 #                   connection), runs/s until every completion committed
+#   cl*-ahead       the same with server.claim_ahead = 1s (claims beyond the
+#                   free workers, cronledger's best documented configuration)
 #   gw-*, boss-*    bench/pg_peers/peers.js: graphile-worker and pg-boss on N
 #                   queued no-op jobs, default and best documented options
 #                   (pg-boss's default is time-boxed at 30 s: one job per 2 s)
@@ -34,7 +37,8 @@
 #                   attempts, steps, four events) set-based, 32 runs per
 #                   claim statement and per completion statement
 #   fire            pg_bench fire: 1,000 runs due at one instant, p50 and p99
-#                   of scheduled-instant-to-handler-start (3 occurrences)
+#                   of scheduled-instant-to-handler-start (3 occurrences);
+#                   fire-ahead: the same with server.claim_ahead = 1s
 #   gw-latency      graphile-worker add-to-start: one job at a time, and
 #                   1,000 jobs added in one call
 #   idle            bench/idle_serve.sh --store: a real `cronledger serve` with
@@ -49,7 +53,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 rounds=3
 runs=20000
-only="cl1x8,cl2x4,gw-default,gw-best,boss-default,boss-best,raw-queue,raw-ledger,raw-ledger-batched,fire,gw-latency,idle"
+only="cl1x8,cl2x4,cl1x8-ahead,cl2x4-ahead,gw-default,gw-best,boss-default,boss-best,raw-queue,raw-ledger,raw-ledger-batched,fire,fire-ahead,gw-latency,idle"
 profile=0
 out=""
 build="$root/build/bench"
@@ -186,6 +190,8 @@ for ((round = 1; round <= rounds; round++)); do
   want boss-default && peer "$round" pgboss default --max-seconds 30
   want boss-best && peer "$round" pgboss best
   want cl2x4 && cl_throughput "$round" 2 4
+  want cl1x8-ahead && cl_throughput "$round" 1 8 --claim-ahead-ms 1000 --label cronledger-1x8-ahead
+  want cl2x4-ahead && cl_throughput "$round" 2 4 --claim-ahead-ms 1000 --label cronledger-2x4-ahead
   want raw-queue && raw "$round" queue
   want raw-ledger && raw "$round" ledger
   want raw-ledger-batched && raw "$round" ledger_batched 32
@@ -200,6 +206,11 @@ for ((round = 1; round <= rounds; round++)); do
   if want fire; then
     db=$(fresh_db)
     collect "$round" "$pg_bench" fire --url "$db" --occurrences 3
+    drop_db "$db"
+  fi
+  if want fire-ahead; then
+    db=$(fresh_db)
+    collect "$round" "$pg_bench" fire --url "$db" --occurrences 3 --claim-ahead-ms 1000 --label cronledger-fire-ahead
     drop_db "$db"
   fi
   if want gw-latency; then
@@ -241,7 +252,7 @@ done <"$medians"
 
 echo
 echo "Ratios cronledger / peer (throughput medians):"
-for cl in cronledger-1x8 cronledger-2x4 cronledger-1x8-what-if-analyze cronledger-1x8-what-if-analyze-index cronledger-2x4-what-if-analyze-index; do
+for cl in cronledger-1x8 cronledger-2x4 cronledger-1x8-ahead cronledger-2x4-ahead cronledger-1x8-what-if-analyze cronledger-1x8-what-if-analyze-index cronledger-2x4-what-if-analyze-index; do
   c=$(get "$cl")
   [[ -n $c ]] || continue
   line=$(printf '%-30s' "$cl")

@@ -1106,8 +1106,8 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
 // cannot have its ledger turned read-only under it (the test checks that
 // the refusal is what happens). So each time, at a random point, serve is
 // killed (-9), the tmpfs is remounted read-only, and serve started on it
-// must refuse (exit 3, "store unavailable": how clearly is the subject of
-// DISABLED_ReadOnlyLedgerIsNamedAsTheCause); then it
+// must refuse (exit 3, "store unavailable", naming the read-only file
+// system: ReadOnlyLedgerIsNamedAsTheCause); then it
 // is remounted read-write and serve, started again, works on: everything
 // committed before is still there. The checker after each; at the end no
 // key lost and every one succeeded, delivered once.
@@ -1236,20 +1236,13 @@ TEST(FaultDisk, ReadOnlyTwentyTimesBetweenRuns) {
   EXPECT_TRUE(sc.LiveSteps().empty());
 }
 
-// DISABLED: a product bug in the SQLite store (src/store/sqlite/sqlite_db.cc,
-// Db::Open), left for its owners. On a ledger whose file system is
-// read-only, serve (and every command) refuses with exit 3 but names no
-// cause a reader can act on: after serve was killed (the WAL and its -shm
-// left behind) it says "store unavailable: sqlite: unable to open database
-// file" (SQLITE_CANTOPEN: the -shm cannot be opened for writing; the
-// message names neither the file nor the cause), in other states "attempt
-// to write a readonly database". The issue asks that serve
-// report the fault clearly; the store could tell EROFS / a read-only file
-// system (access(dir, W_OK), statvfs ST_RDONLY) and say so. Reproduce:
-// start serve on a ledger on a tmpfs, kill -9 it, `mount -o remount,ro`
-// the tmpfs, start serve again. This test passes once the message names
-// the read-only file system.
-TEST(FaultDisk, DISABLED_ReadOnlyLedgerIsNamedAsTheCause) {
+// On a ledger whose file system is read-only, serve refuses (exit 3) and
+// says why: SQLite's own words ("unable to open database file" after a
+// kill -9 left the WAL and its -shm behind, "attempt to write a readonly
+// database" otherwise) name neither the file nor the cause, so the store
+// adds that the file system holding the ledger is mounted read-only
+// (src/store/sqlite/sqlite_db.cc, WhyNotWritable).
+TEST(FaultDisk, ReadOnlyLedgerIsNamedAsTheCause) {
   Scenario sc;
   Tmpfs disk(sc.dir().File("disk"), 8 << 20);
   ASSERT_TRUE(disk.mounted()) << disk.error();
@@ -1273,8 +1266,9 @@ TEST(FaultDisk, DISABLED_ReadOnlyLedgerIsNamedAsTheCause) {
   ASSERT_TRUE(WaitFor([&] { return !refused->Running(); }, 600)) << Tail(refused->Log());
   EXPECT_EQ(refused->Stop(), 3);
   const std::string log = refused->Log();
-  EXPECT_TRUE(log.find("read-only") != std::string::npos ||
-              log.find("readonly") != std::string::npos)
+  EXPECT_NE(log.find("is mounted read-only"), std::string::npos) << log;
+  EXPECT_NE(log.find(sc.dir().File("disk")), std::string::npos)
+      << "the message names the folder that is read-only\n"
       << log;
   EXPECT_EQ(disk.SetReadOnly(false), 0);
 }

@@ -135,6 +135,8 @@ class SqlStore : public Store {
   // held; PostgresStore's set-based claims and completions fall back to
   // them for the rare cases they do not batch.
   Status AppendEventLocked(const EventRecord& e);
+  // Marks the pending, unreleased runs among `ids` released; how many were.
+  Result<int> ReleaseLocked(const std::vector<int64_t>& ids, Instant now);
   // Appends an action that puts `run_ids` back to work: each run's history
   // shows it (event_runs) and its next attempts link to it. Returns its id.
   Result<int64_t> AppendActionLocked(const EventRecord& e, std::span<const int64_t> run_ids);

@@ -1,10 +1,54 @@
 #include "store/sqlite/sqlite_db.h"
 
 #include <sqlite3.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 namespace cronledger::store::sqlite {
+namespace {
+
+// SQLite says "unable to open database file" or "attempt to write a
+// readonly database" and names neither the file nor why: when the ledger's
+// folder cannot be written, say so, since that is what an operator fixes.
+std::string WhyNotWritable(int rc, const std::string& path) {
+  switch (rc & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_IOERR:
+    case SQLITE_PERM:
+      break;
+    default:
+      return "";
+  }
+  if (path.empty() || path == ":memory:") return "";
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  struct statvfs fs {};
+  if (statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) {
+    return fmt::format("; the file system holding {} is mounted read-only", dir);
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    return fmt::format("; the folder {} is not writable: {}", dir, std::strerror(errno));
+  }
+  if (access(path.c_str(), F_OK) == 0 && access(path.c_str(), W_OK) != 0) {
+    return fmt::format("; {} is not writable: {}", path, std::strerror(errno));
+  }
+  return "";
+}
+
+Status WithCause(Status s, int rc, const std::string& path) {
+  const std::string why = WhyNotWritable(rc, path);
+  if (why.empty()) return s;
+  return Status(s.code(), s.message() + why);
+}
+
+}  // namespace
 
 Status MapSqliteError(int rc, std::string_view message) {
   const std::string text = fmt::format("sqlite: {} ({})", message, sqlite3_errstr(rc));
@@ -76,7 +120,8 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create) {
   if (rc != SQLITE_OK) {
     std::string message = handle ? sqlite3_errmsg(handle) : "out of memory";
     sqlite3_close(handle);
-    return MapSqliteError(rc, fmt::format("cannot open {}: {}", path, message));
+    return WithCause(MapSqliteError(rc, fmt::format("cannot open {}: {}", path, message)), rc,
+                     path);
   }
   sqlite3_extended_result_codes(handle, 1);
   return std::unique_ptr<Db>(new Db(handle));
@@ -95,7 +140,7 @@ Status Db::Exec(std::string_view sql) {
   if (rc != SQLITE_OK) {
     std::string message = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
-    return MapSqliteError(rc, message);
+    return WithCause(MapSqliteError(rc, message), rc, Path());
   }
   return Status::Ok();
 }
@@ -115,7 +160,14 @@ Result<sql::Stmt> Db::Prepare(std::string_view sql) {
 Result<int64_t> Db::LastInsertRowId() { return sqlite3_last_insert_rowid(db_); }
 int Db::Changes() const { return sqlite3_changes(db_); }
 
-Status Db::Error(int rc) const { return MapSqliteError(rc, sqlite3_errmsg(db_)); }
+Status Db::Error(int rc) const {
+  return WithCause(MapSqliteError(rc, sqlite3_errmsg(db_)), rc, Path());
+}
+
+std::string Db::Path() const {
+  const char* name = sqlite3_db_filename(db_, "main");
+  return name ? name : "";
+}
 
 void Db::Rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 

@@ -65,6 +65,8 @@ class Db final : public sql::Db {
   void Rollback() override;
 
   Status Error(int rc) const;
+  // The main database's file ("" for an in-memory one).
+  std::string Path() const;
   sqlite3* handle() const { return db_; }
 
  private:
