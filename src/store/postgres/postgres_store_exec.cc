@@ -164,10 +164,14 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, r.updated_at",
         kClaimable)));
     // Runs waiting behind an earlier period (overlap = queue) are left out
-    // here, where the index walk meets them, so a batch's few spare rows
-    // are for what only the decisions below can rule out (a job at its
+    // here, where the index walk meets them, so a batch's spare rows are
+    // for what only the decisions below can rule out (a job at its
     // max_concurrency, overlap = skip).
-    s.Bind(1, Ms(p.now)).Bind(2, jobs_param).Bind(3, int64_t{p.limit} * 2 + 8)
+    // Spare rows only when a decision below may pass a candidate over:
+    // each row read is locked, and locking one writes it.
+    const bool may_pass_over = counted || !skipped.empty();
+    s.Bind(1, Ms(p.now)).Bind(2, jobs_param)
+        .Bind(3, may_pass_over ? int64_t{p.limit} * 2 + 8 : int64_t{p.limit})
         .Bind(4, Param(queued)).Bind(5, Param(skipped));
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       Candidate c;
