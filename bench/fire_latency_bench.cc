@@ -5,6 +5,7 @@
 // Target: p99 under 50 ms. Results in docs/benchmarks.md.
 //
 //   bench/run.sh fire [--occurrences N] [--workers N] [--batch N] [--full]
+//                     [--claim-ahead-ms MS]
 //
 // One in-process job fires every 10 seconds (`*/10 * * * * *`, UTC) for
 // 1,000 partitions. The first occurrence is a warm-up; each later one is a
@@ -64,6 +65,7 @@ struct Options {
   int workers = 256;
   int batch = 256;
   bool full = false;
+  int claim_ahead_ms = 0;  // server.claim_ahead; 0: off, serve's default
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -82,9 +84,11 @@ Options ParseArgs(int argc, char** argv) {
       o.batch = value();
     } else if (a == "--full") {
       o.full = true;
+    } else if (a == "--claim-ahead-ms") {
+      o.claim_ahead_ms = value();
     } else {
       Die("unknown argument " + a +
-          " (--occurrences N, --workers N, --batch N, --full)");
+          " (--occurrences N, --workers N, --batch N, --full, --claim-ahead-ms MS)");
     }
   }
   if (o.occurrences < 1 || o.workers < 1 || o.batch < 1) Die("counts must be positive");
@@ -168,6 +172,7 @@ int Main(int argc, char** argv) {
   d.node = "bench";
   d.max_workers = opt.workers;
   d.claim_batch = opt.batch;
+  d.claim_ahead = std::chrono::milliseconds{opt.claim_ahead_ms};
   d.handlers = &handlers;
   engine::Planner planner(config, *store, clock);
   engine::Reaper reaper(config, *store);
@@ -176,9 +181,9 @@ int Main(int argc, char** argv) {
 
   std::fprintf(stderr,
                "fire_latency_bench: build %s, SQLite %s, synchronous %s, %d partitions, "
-               "max_workers %d, claim_batch %d, ledger %s\n",
+               "max_workers %d, claim_batch %d, claim_ahead %d ms, ledger %s\n",
                kBuildType, sqlite3_libversion(), opt.full ? "FULL" : "NORMAL", kPartitions,
-               opt.workers, opt.batch, so.path.c_str());
+               opt.workers, opt.batch, opt.claim_ahead_ms, so.path.c_str());
 
   // The first occurrence at least 15 s away is the warm-up (the job is new
   // and the planner's first pass plans the lookahead).

@@ -17,6 +17,8 @@
 //    lease_token = ? (each row checked) + UPDATE attempts + INSERT INTO
 //    events. `batch` runs are claimed in one transaction, then the same runs
 //    completed in another.
+//  * BM_DispatcherAhead: serve's 8 workers with server.claim_ahead = 1s and
+//    claim_batch = batch (claims of up to batch + what is claimed ahead).
 //  * BM_Dispatcher: engine::Dispatcher (max_workers = max(8, batch),
 //    claim_batch = batch) with a registered no-op handler returning 0, run by
 //    its own background loop (Start) until the counters show every run
@@ -338,9 +340,13 @@ struct DispatcherFixture {
   int workers;
   int batch;
 
-  DispatcherFixture(bool full, int claim_batch, int max_workers = 0)
+  std::chrono::milliseconds claim_ahead{0};
+
+  DispatcherFixture(bool full, int claim_batch, int max_workers = 0,
+                    std::chrono::milliseconds ahead = std::chrono::milliseconds{0})
       : ledger(full, "dispatcher", claim_batch),
-        workers(max_workers > 0 ? max_workers : std::max(8, claim_batch)), batch(claim_batch) {
+        workers(max_workers > 0 ? max_workers : std::max(8, claim_batch)), batch(claim_batch),
+        claim_ahead(ahead) {
     handlers.Register(kJob, [](const RunContext&) { return 0; });
     runner = std::make_unique<engine::DefaultStepRunner>(ledger.config, RealClock(), &handlers);
     check = std::make_unique<RawDb>(ledger.path, full);
@@ -358,6 +364,7 @@ struct DispatcherFixture {
     o.node = "bench";
     o.max_workers = workers;
     o.claim_batch = batch;
+    o.claim_ahead = claim_ahead;
     o.handlers = &handlers;
     return std::make_unique<engine::Dispatcher>(ledger.config, *ledger.store, RealClock(),
                                                 *runner, o);
@@ -365,10 +372,13 @@ struct DispatcherFixture {
 };
 
 // workers 0: max(8, batch), BM_Dispatcher's setting.
-DispatcherFixture& Disp(bool full, int batch, int workers = 0) {
-  static std::map<std::tuple<bool, int, int>, std::unique_ptr<DispatcherFixture>> fixtures;
-  auto& f = fixtures[{full, batch, workers}];
-  if (!f) f = std::make_unique<DispatcherFixture>(full, batch, workers);
+DispatcherFixture& Disp(bool full, int batch, int workers = 0, int ahead_ms = 0) {
+  static std::map<std::tuple<bool, int, int, int>, std::unique_ptr<DispatcherFixture>> fixtures;
+  auto& f = fixtures[{full, batch, workers, ahead_ms}];
+  if (!f) {
+    f = std::make_unique<DispatcherFixture>(full, batch, workers,
+                                            std::chrono::milliseconds{ahead_ms});
+  }
   return *f;
 }
 
@@ -453,6 +463,15 @@ void BM_DispatcherWorkers(benchmark::State& state) {
   RunDispatcher(state, Disp(full, 32, workers));
 }
 
+// serve's 8 workers with server.claim_ahead = 1s: claims beyond the free
+// workers (after the first, which shows the pace), `batch` plus what is
+// claimed ahead at most.
+void BM_DispatcherAhead(benchmark::State& state) {
+  const bool full = state.range(0) != 0;
+  const int batch = static_cast<int>(state.range(1));
+  RunDispatcher(state, Disp(full, batch, 8, 1000));
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"full", "batch"});
   for (int full : {0, 1}) {
@@ -462,6 +481,12 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_RawSql)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Dispatcher)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DispatcherAhead)
+    ->ArgNames({"full", "batch"})
+    ->ArgsProduct({{0, 1}, {256}})
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_DispatcherWorkers)
     ->ArgNames({"full", "workers"})
     ->ArgsProduct({{0, 1}, {1, 2, 4, 8, 16}})
