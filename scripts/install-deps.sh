@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev libpq-dev libpqxx-dev postgresql
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev libtomlplusplus-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nettle-dev  # SHA-256 in the small `cronledger` front that answers effect run (static libnettle.a)
   curl wrk  # bench/api_bench.sh
   prometheus  # promtool: the metrics test checks GET /metrics with `promtool check metrics`
   chromium    # the dashboard's browser tests (tests/browser), driven by playwright-core from npm

@@ -1,6 +1,6 @@
 #include "cli/checkpoint_command.h"
 
-#include "api/attempt_api.h"
+#include "api/attempt_requests.h"
 #include "cli/step_client.h"
 
 namespace cronledger::cli {

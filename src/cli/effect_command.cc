@@ -1,7 +1,7 @@
 #include "cli/effect_command.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/random.h>
@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "api/attempt_api.h"
+#include "api/attempt_requests.h"
 #include "cli/step_client.h"
 
 extern char** environ;
@@ -54,10 +54,14 @@ std::optional<std::string> Sha256OfFile(const std::string& path) {
   if (!in) return std::nullopt;
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return std::nullopt;
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  return "sha256:" + Hex(digest, len);
+  // nettle, not OpenSSL: this command starts once per effect, and loading
+  // libcrypto costs more than hashing (docs/benchmarks.md).
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, data.size(), reinterpret_cast<const uint8_t*>(data.data()));
+  unsigned char digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
+  return "sha256:" + Hex(digest, SHA256_DIGEST_SIZE);
 }
 
 struct ChildResult {

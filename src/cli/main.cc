@@ -9,8 +9,6 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/check_command.h"
-#include "cli/checkpoint_command.h"
-#include "cli/effect_command.h"
 #include "cli/events_command.h"
 #include "cli/exit_codes.h"
 #include "cli/gaps_command.h"
@@ -25,6 +23,7 @@
 #include "cli/store_commands.h"
 #include "cli/verify_command.h"
 #include "cli/step_client.h"
+#include "cli/step_commands.h"
 #include "cronledger/clock.h"
 
 namespace cronledger::cli {
@@ -341,53 +340,9 @@ int Main(int argc, char** argv) {
   trigger_cmd->add_option("--reason", trigger.reason, "Why (required; recorded in the ledger)");
   trigger_cmd->add_option("--by", trigger.by, "Who asks (default: the OS user)");
 
-  // --- effect run, checkpoint (inside a step) ---------------------------------
-  EffectRunArgs effect_run;
-  CLI::App* effect_cmd =
-      app.add_subcommand("effect", "Inside a step: do an external effect at most once in effect");
-  effect_cmd->require_subcommand(1);
-  CLI::App* effect_run_cmd = effect_cmd->add_subcommand(
-      "run",
-      "Run CMD at most once in effect for KEY (scoped to the job): a replay prints the stored "
-      "result. Exit: CMD's own status; 0 on a replay; 64 usage or outside a step; 65 "
-      "fingerprint mismatch; 69 in doubt and not reconciled; 75 server unreachable; 76 fenced");
-  effect_run_cmd->add_option("--key", effect_run.key, "Idempotency key (1-1024 bytes)")
-      ->required();
-  auto* fp = effect_run_cmd->add_option("--fingerprint", effect_run.fingerprint,
-                                        "What the effect is about (default: empty); the same key "
-                                        "with another fingerprint is refused (65)");
-  effect_run_cmd
-      ->add_option("--fingerprint-file", effect_run.fingerprint_file,
-                   "Fingerprint: the SHA-256 of this file's bytes")
-      ->excludes(fp);
-  effect_run_cmd->add_option("--reconcile", effect_run.reconcile,
-                             "PROGRAM run (no arguments, CRONLEDGER_EFFECT_KEY set) when the key "
-                             "is in doubt: exit 0 it happened (stdout is the result), 1 it did "
-                             "not, else still in doubt");
-  auto* cp = effect_run_cmd->add_option(
-      "--checkpoint", effect_run.checkpoint,
-      "Watermark committed with the effect, in the same transaction");
-  effect_run_cmd
-      ->add_option("--checkpoint-scope", effect_run.checkpoint_scope,
-                   "Whose watermark: run (default) or partition")
-      ->check(CLI::IsMember({"run", "partition"}))
-      ->needs(cp);
-  effect_run_cmd->add_option("CMD", effect_run.command, "The command and its arguments, after --")
-      ->required();
-
-  CheckpointArgs checkpoint;
-  CLI::App* checkpoint_cmd =
-      app.add_subcommand("checkpoint", "Inside a step: read or move a watermark (fenced)");
-  checkpoint_cmd->require_subcommand(1);
-  CLI::App* checkpoint_get_cmd = checkpoint_cmd->add_subcommand(
-      "get", "Print the watermark (nothing when none). Exit 0, 64, 75 or 76 as effect run");
-  checkpoint_get_cmd->add_option("--scope", checkpoint.scope, "run (default) or partition")
-      ->check(CLI::IsMember({"run", "partition"}));
-  CLI::App* checkpoint_set_cmd = checkpoint_cmd->add_subcommand(
-      "set", "Move the watermark. Exit 0, 64, 75 or 76 as effect run");
-  checkpoint_set_cmd->add_option("VALUE", checkpoint.value, "The new watermark")->required();
-  checkpoint_set_cmd->add_option("--scope", checkpoint.scope, "run (default) or partition")
-      ->check(CLI::IsMember({"run", "partition"}));
+  // --- effect run, checkpoint (inside a step; cli/front_main.cc answers them) ----
+  StepCommands step;
+  AddStepCommands(app, step);
 
   // --- backup, migrate-store (docs/deploy.md) ------------------------------------
   std::optional<std::string> backup_config;
@@ -412,7 +367,7 @@ int Main(int argc, char** argv) {
     const int code = app.exit(e);
     if (code == 0) return kExitOk;
     // Commands a step calls answer in sysexits, so its retry classes apply.
-    return *effect_cmd || *checkpoint_cmd ? kStepUsage : kExitUsage;
+    return *step.effect || *step.checkpoint_cmd ? kStepUsage : kExitUsage;
   }
 
   if (*next_cmd) return RunNext(next, RealClock(), std::cout, std::cerr);
@@ -479,9 +434,7 @@ int Main(int argc, char** argv) {
     trigger.server = ResolveServer(trigger_server);
     return RunTrigger(trigger, RealClock(), std::cout, std::cerr);
   }
-  if (*effect_run_cmd) return RunEffectRun(effect_run, std::cout, std::cerr);
-  if (*checkpoint_get_cmd) return RunCheckpointGet(checkpoint, std::cout, std::cerr);
-  if (*checkpoint_set_cmd) return RunCheckpointSet(checkpoint, std::cout, std::cerr);
+  if (const int code = RunStepCommand(step, std::cout, std::cerr); code >= 0) return code;
   if (*backup_cmd) {
     backup.config_path = ResolveConfigPath(backup_config);
     return RunBackup(backup, std::cout, std::cerr);

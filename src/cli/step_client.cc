@@ -1,9 +1,12 @@
 #include "cli/step_client.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
-#include "api/json_shapes.h"
+#include "cli/loopback_http.h"
 
 namespace cronledger::cli {
 namespace {
@@ -47,19 +50,34 @@ std::optional<StepEnvironment> ReadStepEnvironment(const char* command, std::ost
   return env;
 }
 
-StepClient::StepClient(StepEnvironment env)
-    : env_(std::move(env)), client_(env_.api, env_.token, kTries) {}
+StepClient::StepClient(StepEnvironment env) : env_(std::move(env)) {}
 
 std::optional<StepReply> StepClient::Call(const std::string& method, const std::string& path,
                                           const nlohmann::json& body,
                                           std::string* transport_error) const {
-  auto res = client_.Call(method, path, api::Dump(body), transport_error);
-  if (!res) return std::nullopt;
-  StepReply reply;
-  reply.status = res->status;
-  reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-  if (reply.body.is_discarded()) reply.body = nlohmann::json::object();
-  return reply;
+  const std::string text =
+      body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    // 50 ms doubling to 2 s between tries: about 10 s in all.
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50 << (attempt - 1), 2000)));
+    }
+    auto res = LoopbackCall(env_.api, method, path, text, env_.token, transport_error);
+    if (!res) continue;
+    // 5xx is no answer yet: every call a step makes is safe to repeat.
+    if (res->status >= 500) {
+      if (transport_error) {
+        *transport_error = "HTTP " + std::to_string(res->status) + " " + res->body;
+      }
+      continue;
+    }
+    StepReply reply;
+    reply.status = res->status;
+    reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+    if (reply.body.is_discarded()) reply.body = nlohmann::json::object();
+    return reply;
+  }
+  return std::nullopt;
 }
 
 int StepExitFor(const StepReply& reply, const char* command, std::ostream& err) {

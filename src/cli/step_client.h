@@ -12,7 +12,6 @@
 #include <ostream>
 #include <string>
 
-#include "cli/api_client.h"
 
 namespace cronledger::cli {
 
@@ -52,7 +51,6 @@ class StepClient {
 
  private:
   StepEnvironment env_;
-  ApiClient client_;
 };
 
 // The exit code for an error answer, after printing its message to `err`:

@@ -114,6 +114,23 @@ std::vector<std::string> KeysUpTo(Sql& ledger, const std::string& job, int64_t c
   return keys;
 }
 
+// The end of an every-second scenario: no run key of `job` between `first`
+// and `cutoff` is missing, and the checker finds nothing wrong with the
+// runs ever claimed (no double delivery, no stale write applied, every key
+// succeeded). Returns the job's keys up to the cutoff.
+std::vector<std::string> ExpectNothingLostOrDoubled(const Scenario& sc, Sql& ledger,
+                                                    const std::string& job,
+                                                    const std::vector<std::string>& parts,
+                                                    int64_t first, int64_t cutoff,
+                                                    bool effects = true) {
+  const auto lost = sc.LostSecondKeys(job, parts, first, cutoff);
+  EXPECT_TRUE(lost.empty()) << lost.size() << " lost, first " << lost.front();
+  auto keys = KeysUpTo(ledger, job, cutoff);
+  const auto v = sc.CheckClaimed(job, cutoff, keys, effects);
+  EXPECT_TRUE(v.empty()) << Describe(v);
+  return keys;
+}
+
 // SIGTERM to every node at once (they drain in parallel; a second SIGTERM
 // would make serve exit at once), then their exit codes.
 std::vector<int> StopAll(const std::vector<ServeProcess*>& nodes) {
@@ -333,12 +350,9 @@ TEST(FaultKill9, TwentyRandomKillsOverFiveHundredRunKeys) {
   WaitForNoRetryQueued(ledger);
   EXPECT_EQ(serve->Stop(), 0) << Tail(serve->Log());
 
-  const auto lost = sc.LostSecondKeys("k9", parts, first, cutoff);
-  EXPECT_TRUE(lost.empty()) << lost.size() << " lost, first " << lost.front();
-  const auto keys = KeysUpTo(ledger, "k9", cutoff);
+  const auto keys =
+      ExpectNothingLostOrDoubled(sc, ledger, "k9", parts, first, cutoff, /*effects=*/false);
   EXPECT_GE(keys.size(), static_cast<std::size_t>(kKeys));
-  const auto v = sc.CheckClaimed("k9", cutoff, keys, /*effects=*/false);
-  EXPECT_TRUE(v.empty()) << Describe(v);
   std::cout << "[ info     ] " << keys.size() << " run keys up to the cutoff; attempts:"
             << EndClasses(ledger) << "\n";
   EXPECT_GE(ledger.Int("SELECT count(*) FROM attempts WHERE end_class = 'lease_expired'"), 1)
@@ -374,7 +388,10 @@ TEST(FaultSigstop, TwentyStopsPastTheLeasesThenContinue) {
                   .max_attempts = 50,
                   .env = kStepAsan,
                   .misfire_grace = "1h"});
-  sc.WriteEffectStep();
+  // Each step holds its lease a third of a second before its effect: an
+  // `effect run` alone takes a few milliseconds, too short a window for a
+  // stop to land in it most of the time.
+  sc.WriteEffectStep("0.3");
   Sql ledger(sc.LedgerDb());
   Nodes nodes(sc);
   std::map<std::string, std::unique_ptr<ServeProcess>> serve;
@@ -440,11 +457,7 @@ TEST(FaultSigstop, TwentyStopsPastTheLeasesThenContinue) {
   EXPECT_EQ(StopAll({serve["node-a"].get(), serve["node-b"].get()}), (std::vector<int>{0, 0}))
       << Tail(serve["node-a"]->Log()) << Tail(serve["node-b"]->Log());
 
-  const auto lost = sc.LostSecondKeys("stop", parts, first, cutoff);
-  EXPECT_TRUE(lost.empty()) << lost.size() << " lost, first " << lost.front();
-  const auto keys = KeysUpTo(ledger, "stop", cutoff);
-  const auto v = sc.CheckClaimed("stop", cutoff, keys);
-  EXPECT_TRUE(v.empty()) << Describe(v);
+  const auto keys = ExpectNothingLostOrDoubled(sc, ledger, "stop", parts, first, cutoff);
   const int64_t rejected =
       ledger.Int("SELECT count(*) FROM events WHERE type = 'stale_write_rejected'");
   std::cout << "[ info     ] " << keys.size() << " run keys; attempts:" << EndClasses(ledger)
@@ -1089,11 +1102,7 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
       << NotSucceeded(ledger, cutoff) << Tail(serve->Log());
   WaitForNoRetryQueued(ledger);
   EXPECT_EQ(serve->Stop(), 0) << Tail(serve->Log());
-  const auto lost = sc.LostSecondKeys("full", parts, first, cutoff);
-  EXPECT_TRUE(lost.empty()) << lost.size() << " lost, first " << lost.front();
-  const auto keys = KeysUpTo(ledger, "full", cutoff);
-  const auto v = sc.CheckClaimed("full", cutoff, keys);
-  EXPECT_TRUE(v.empty()) << Describe(v);
+  const auto keys = ExpectNothingLostOrDoubled(sc, ledger, "full", parts, first, cutoff);
   std::cout << "[ info     ] " << keys.size() << " run keys; attempts:" << EndClasses(ledger)
             << "\n";
   EXPECT_TRUE(sc.LiveSteps().empty());
@@ -1225,12 +1234,9 @@ TEST(FaultDisk, ReadOnlyTwentyTimesBetweenRuns) {
     WaitForNoRetryQueued(ledger);
   }
   EXPECT_EQ(serve->Stop(), 0) << Tail(serve->Log());
-  const auto lost = sc.LostSecondKeys("ro", parts, first, cutoff);
-  EXPECT_TRUE(lost.empty()) << lost.size() << " lost, first " << lost.front();
   Sql ledger(sc.LedgerDb());
-  const auto keys = KeysUpTo(ledger, "ro", cutoff);
-  const auto v = sc.CheckClaimed("ro", cutoff, keys, /*effects=*/false);
-  EXPECT_TRUE(v.empty()) << Describe(v);
+  const auto keys =
+      ExpectNothingLostOrDoubled(sc, ledger, "ro", parts, first, cutoff, /*effects=*/false);
   std::cout << "[ info     ] " << keys.size() << " run keys; attempts:" << EndClasses(ledger)
             << "\n";
   EXPECT_TRUE(sc.LiveSteps().empty());
@@ -1371,11 +1377,7 @@ TEST(FaultPgRestart, ThreeNodesTwentyRestartsOfTheirDatabase) {
   for (std::size_t n = 0; n < serve.size(); ++n) {
     EXPECT_GE(Count(serve[n]->Log(), "the store is unavailable"), 1u) << names[n];
   }
-  const auto lost = sc.LostSecondKeys("pgr", parts, first, cutoff);
-  EXPECT_TRUE(lost.empty()) << lost.size() << " lost, first " << lost.front();
-  const auto keys = KeysUpTo(ledger, "pgr", cutoff);
-  const auto v = sc.CheckClaimed("pgr", cutoff, keys);
-  EXPECT_TRUE(v.empty()) << Describe(v);
+  const auto keys = ExpectNothingLostOrDoubled(sc, ledger, "pgr", parts, first, cutoff);
   std::map<std::string, int64_t> per_node;
   for (const auto& r : ledger.Rows("SELECT node, count(*) FROM attempts WHERE end_class = "
                                    "'succeeded' GROUP BY node")) {

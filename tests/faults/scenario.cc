@@ -357,10 +357,11 @@ void Scenario::WriteStep(const std::string& first_attempt_body) const {
   dir_.WriteScript("step.sh", text);
 }
 
-void Scenario::WriteEffectStep() const {
+void Scenario::WriteEffectStep(const std::string& hold) const {
   const std::string d = dir_.path();
   const std::string sink = "'" + std::string(FENCED_SINK_BIN) + "'";
-  dir_.WriteScript("step.sh", "#!/bin/sh\nD='" + d + "'\n" + RecordStepGroupShell() + "exec '" +
+  const std::string sleep = hold.empty() ? "" : "sleep " + hold + "\n";
+  dir_.WriteScript("step.sh", "#!/bin/sh\nD='" + d + "'\n" + RecordStepGroupShell() + sleep + "exec '" +
                                   CRONLEDGER_BIN +
                                   "' effect run --key \"$1\" --reconcile \"$D/reconcile.sh\" -- " +
                                   sink +

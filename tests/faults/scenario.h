@@ -217,7 +217,9 @@ class Scenario {
   // (the run key) through `cronledger effect run --key KEY --reconcile
   // reconcile.sh -- fenced_sink ...`, so that it is delivered exactly once
   // whatever happens to serve (the reconcile program asks the sink).
-  void WriteEffectStep() const;
+  // `hold`: seconds (sleep(1) syntax) the step waits before its effect, so
+  // that its lease is held long enough to be caught (the SIGSTOP scenario).
+  void WriteEffectStep(const std::string& hold = "") const;
 
   // Writes step.sh: the step asks the sink whether its first argument (the
   // run key) was accepted already and delivers it only if not. Exactly

@@ -155,11 +155,25 @@ class SqlStore : public Store {
   // One fenced write inside the caller's transaction. The outer Result is a
   // database failure (the transaction must roll back); the inner Status is
   // the write's own answer (ok, kStaleLease, ...), already written.
+  // A running run's row as a fence read found it, in this transaction.
+  struct Fence {
+    int64_t run_id = 0;
+    int64_t token = 0;
+    std::string job;
+    std::string run_key;
+    int attempt = 0;
+  };
   struct Answer {
+    Answer(Status s, std::optional<Fence> f = std::nullopt)  // NOLINT: implicit on purpose
+        : status(std::move(s)), fence(std::move(f)) {}
     Status status;
+    std::optional<Fence> fence;  // set when the write passed its fence
   };
   Result<Answer> StepUpdateLocked(const StepParams& p);
-  Result<Answer> FinishLocked(const FinishParams& p);
+  // `fenced`: what a fence read of the same run and token found earlier in
+  // this transaction (a worker's step result written with its finish), so
+  // that it is not read again.
+  Result<Answer> FinishLocked(const FinishParams& p, const Fence* fenced = nullptr);
   // One fenced write as its own transaction: commits when it applied, and
   // when it was refused as stale (its stale_write_rejected event stays).
   Status FencedWrite(const std::function<Result<Answer>()>& write);

@@ -327,7 +327,7 @@ Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p) {
     }
   }
   RETURN_IF_ERROR(AppendEventLocked(StepEvent(p, job, run_key, attempt)));
-  return Answer{Status::Ok()};
+  return Answer{Status::Ok(), Fence{p.run_id, p.token, std::move(job), std::move(run_key), attempt}};
 }
 
 Status SqlStore::FencedWrite(const std::function<Result<Answer>()>& write) {
@@ -358,29 +358,25 @@ void SqlStore::ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::st
   }
 }
 
-Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
+Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const Fence* fenced) {
   FinishParams p = given;
   {
     // DESIGN.md, uncertain ends: an effect this attempt found in doubt and
     // did not settle makes the run `unknown`, whatever the step's exit
-    // status said. The server records it, not the step.
+    // status said. The server records it, not the step. Both looks in one
+    // statement: almost always both find nothing.
     ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
+        "SELECT (SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
         "WHERE d.run_id = ?1 AND d.token = ?2 AND e.state = 'started' "
         "AND e.started_token = d.started_token AND e.started_token <> ?2 "
-        "ORDER BY e.key LIMIT 1"));
+        "ORDER BY e.key LIMIT 1), "
+        "(SELECT key FROM effects WHERE run_id = ?1 AND started_token = ?2 "
+        "AND state = 'started' ORDER BY key LIMIT 1)"));
     s.Bind(1, p.run_id).Bind(2, p.token);
     ASSIGN_OR_RETURN(row, s.Step());
-    std::string doubted = row ? s.Text(0) : "";
+    std::string doubted = row && !s.IsNull(0) ? s.Text(0) : "";
     std::string own_key;
-    if (doubted.empty() && Ends(p)) {
-      ASSIGN_OR_RETURN(own, db_->Prepare(
-          "SELECT key FROM effects WHERE run_id = ?1 AND started_token = ?2 "
-          "AND state = 'started' ORDER BY key LIMIT 1"));
-      own.Bind(1, p.run_id).Bind(2, p.token);
-      ASSIGN_OR_RETURN(own_row, own.Step());
-      if (own_row) own_key = own.Text(0);
-    }
+    if (doubted.empty() && Ends(p) && row && !s.IsNull(1)) own_key = s.Text(1);
     ApplyEffectsInDoubt(p, std::move(doubted), own_key);
   }
   const auto& d = p.decision;
@@ -388,7 +384,12 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given) {
   std::string job;
   std::string run_key;
   int attempt = 0;
-  {
+  if (fenced != nullptr && fenced->run_id == p.run_id && fenced->token == p.token &&
+      !p.only_if_lease_expired) {
+    job = fenced->job;
+    run_key = fenced->run_key;
+    attempt = fenced->attempt;
+  } else {
     // The fence, read first: an UPDATE ... RETURNING costs SQLite an
     // ephemeral table.
     ASSIGN_OR_RETURN(s, db_->Prepare(
@@ -561,12 +562,14 @@ Result<std::vector<Status>> SqlStore::RunApplyWrites(const std::vector<WorkerWri
   results.reserve(batch.size());
   for (const WorkerWrite& w : batch) {
     Status r;
+    std::optional<Fence> fence;
     if (w.step) {
       ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step));
       r = std::move(stepped.status);
+      fence = std::move(stepped.fence);
     }
     if (r.ok() && w.finish) {
-      ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish));
+      ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish, fence ? &*fence : nullptr));
       r = std::move(finished.status);
     }
     results.push_back(std::move(r));
