@@ -530,12 +530,7 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   if (run.shutdown) {
     // Claimed ahead and not started before the drain: nothing of it ran,
     // so it goes back to pending whatever its steps' idempotence.
-    finish.end_class = EndClass::kSignal;
-    finish.decision.state = ledger::RunState::kPending;
-    finish.decision.next_attempt_at = LedgerNow(run);
-    finish.decision.reason = "released at shutdown before it started";
-    finish.now = LedgerNow(run);
-    return store::WorkerWrite{std::nullopt, finish};
+    return ReleaseAtShutdown(run, std::move(finish), "released at shutdown before it started");
   }
   const auto step_write = [&](const std::string& step, const char* state) {
     return store::StepParams{claim.run.id, claim.token, step, state, LedgerNow(run),
@@ -592,12 +587,7 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
       // Stopped by our own shutdown: release an idempotent step for another
       // attempt now; leave any other to its lease (the reaper decides).
       if (!step.idempotent) return std::nullopt;
-      finish.end_class = EndClass::kSignal;
-      finish.decision.state = ledger::RunState::kPending;
-      finish.decision.next_attempt_at = LedgerNow(run);
-      finish.decision.reason = "released at shutdown";
-      finish.now = LedgerNow(run);
-      return store::WorkerWrite{std::nullopt, finish};
+      return ReleaseAtShutdown(run, std::move(finish), "released at shutdown");
     }
     result = step_write(step.name, end == EndClass::kSucceeded ? "succeeded" : "failed");
     if (end != EndClass::kSucceeded) break;
@@ -616,6 +606,16 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   finish.decision = ledger::DecideAfterAttempt(job->retry, facts);
   // The last step's result and the attempt's end commit together.
   return store::WorkerWrite{std::move(result), finish};
+}
+
+store::WorkerWrite Dispatcher::ReleaseAtShutdown(const ActiveRun& run, store::FinishParams finish,
+                                                std::string reason) const {
+  finish.end_class = EndClass::kSignal;
+  finish.decision.state = ledger::RunState::kPending;
+  finish.decision.next_attempt_at = LedgerNow(run);
+  finish.decision.reason = std::move(reason);
+  finish.now = LedgerNow(run);
+  return store::WorkerWrite{std::nullopt, std::move(finish)};
 }
 
 void Dispatcher::CountOutcome(const ActiveRun& run, const store::FinishParams& params) {

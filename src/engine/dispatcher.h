@@ -174,6 +174,9 @@ class Dispatcher {
   void CommitLoop(std::stop_token stop);
   // Runs the steps; returns the run's last write, if any is to be made.
   std::optional<store::WorkerWrite> Execute(ActiveRun& run);
+  // The attempt's end that puts `run` back to pending now (a drain).
+  store::WorkerWrite ReleaseAtShutdown(const ActiveRun& run, store::FinishParams finish,
+                                       std::string reason) const;
   // Queues `write` for the committer and waits until its batch committed.
   Status Write(store::WorkerWrite write);
   // Queues a run's last write; the run is finished when it committed.
