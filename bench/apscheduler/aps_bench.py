@@ -163,15 +163,20 @@ def load():
     return os.getloadavg()[0]
 
 
+def make_scheduler(store, workers):
+    # The store under test, and a memory store to stage jobs in (bulk_copy).
+    return BackgroundScheduler(
+        jobstores={'default': store, 'staging': MemoryJobStore()},
+        executors={'default': ThreadPoolExecutor(workers)},
+        job_defaults={'misfire_grace_time': None}, timezone=UTC)
+
+
 def throughput(args):
     global _executed, _target
     d = tempfile.mkdtemp(prefix='aps-bench-')
     try:
         store = make_store(os.path.join(d, 'jobs.sqlite'), args.store)
-        sched = BackgroundScheduler(
-            jobstores={'default': store, 'staging': MemoryJobStore()},
-            executors={'default': ThreadPoolExecutor(args.workers)},
-            job_defaults={'misfire_grace_time': None}, timezone=UTC)
+        sched = make_scheduler(store, args.workers)
         sched.start(paused=True)
         due = datetime.now(UTC) - timedelta(seconds=1)
         for i in range(args.jobs):
@@ -214,10 +219,7 @@ def fire(args):
     d = tempfile.mkdtemp(prefix='aps-fire-')
     try:
         store = make_store(os.path.join(d, 'jobs.sqlite'), args.store)
-        sched = BackgroundScheduler(
-            jobstores={'default': store, 'staging': MemoryJobStore()},
-            executors={'default': ThreadPoolExecutor(args.workers)},
-            job_defaults={'misfire_grace_time': None}, timezone=UTC)
+        sched = make_scheduler(store, args.workers)
         sched.start()
         staging = sched._jobstores['staging']
         info = pragmas(store)

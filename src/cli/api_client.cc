@@ -4,18 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 namespace cronledger::cli {
-namespace {
-
-// The pause before retry n (0-based): 50 ms doubling to 2 s; 9 tries take
-// about 10 s in all, enough for a busy store.
-std::chrono::milliseconds Backoff(int retry) {
-  return std::chrono::milliseconds(std::min(50 << retry, 2000));
-}
-
-}  // namespace
 
 ApiClient::ApiClient(std::string base_url, std::string token, int tries)
     : base_url_(std::move(base_url)), token_(std::move(token)), tries_(std::max(tries, 1)) {
@@ -30,26 +20,16 @@ std::optional<HttpReply> ApiClient::Call(const std::string& method, const std::s
   client.set_read_timeout(std::chrono::seconds(60));
   client.set_write_timeout(std::chrono::seconds(60));
   if (!token_.empty()) client.set_bearer_token_auth(token_);
-  for (int attempt = 0; attempt < tries_; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(Backoff(attempt - 1));
+  return CallWithRetries(tries_, transport_error, [&](std::string* error) -> std::optional<HttpReply> {
     httplib::Result res = method == "GET"   ? client.Get(path)
                           : method == "PUT" ? client.Put(path, json_body, "application/json")
                                             : client.Post(path, json_body, "application/json");
     if (!res) {
-      if (transport_error) *transport_error = httplib::to_string(res.error());
-      continue;
-    }
-    // A caller that retries treats 5xx as no answer yet; one that does not
-    // (tries 1) gets it, with the server's message.
-    if (res->status >= 500 && tries_ > 1) {
-      if (transport_error) {
-        *transport_error = "HTTP " + std::to_string(res->status) + " " + res->body;
-      }
-      continue;
+      if (error) *error = httplib::to_string(res.error());
+      return std::nullopt;
     }
     return HttpReply{res->status, res->body};
-  }
-  return std::nullopt;
+  });
 }
 
 bool IsServerUrl(const std::string& url) {

@@ -1,18 +1,15 @@
-// The command line's one HTTP client for serve's API: what a step's
-// `effect run` / `checkpoint` calls (step_client.h) and what the operator
-// commands send with --server (remote_ledger.h) both go through it.
+// The command line's HTTP client for serve's API: what the operator commands
+// send with --server (remote_ledger.h). The commands a step calls have a
+// lighter one of their own (loopback_http.h).
 #ifndef CRONLEDGER_CLI_API_CLIENT_H_
 #define CRONLEDGER_CLI_API_CLIENT_H_
 
 #include <optional>
 #include <string>
 
-namespace cronledger::cli {
+#include "cli/http_reply.h"
 
-struct HttpReply {
-  int status = 0;    // HTTP status
-  std::string body;  // as sent; JSON from serve
-};
+namespace cronledger::cli {
 
 // Calls one serve: `base_url` is "http://HOST:PORT" (or https), `token`
 // goes as "Authorization: Bearer TOKEN" (never logged or printed).

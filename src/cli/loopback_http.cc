@@ -252,7 +252,7 @@ std::optional<std::string> Dechunk(std::string_view in, bool* malformed) {
 
 }  // namespace
 
-std::optional<LoopbackReply> LoopbackCall(const std::string& base_url, const std::string& method,
+std::optional<HttpReply> LoopbackCall(const std::string& base_url, const std::string& method,
                                           const std::string& path, const std::string& json_body,
                                           const std::string& token, std::string* error,
                                           LoopbackTimeouts timeouts) {
@@ -294,7 +294,7 @@ std::optional<LoopbackReply> LoopbackCall(const std::string& base_url, const std
                         : "the server's answer is not HTTP/1.x";
     return std::nullopt;
   }
-  LoopbackReply reply;
+  HttpReply reply;
   reply.status = head->status;
   const std::string_view rest = std::string_view(in).substr(head->body_at);
   if (head->chunked) {

@@ -12,12 +12,9 @@
 #include <optional>
 #include <string>
 
-namespace cronledger::cli {
+#include "cli/http_reply.h"
 
-struct LoopbackReply {
-  int status = 0;
-  std::string body;
-};
+namespace cronledger::cli {
 
 struct LoopbackTimeouts {
   std::chrono::milliseconds connect{2000};
@@ -29,7 +26,7 @@ struct LoopbackTimeouts {
 // and POST, `json_body` as application/json. nullopt when no complete answer
 // came, with why in `*error`: the server could not be reached, timed out,
 // or sent something that is not HTTP/1.x.
-std::optional<LoopbackReply> LoopbackCall(const std::string& base_url, const std::string& method,
+std::optional<HttpReply> LoopbackCall(const std::string& base_url, const std::string& method,
                                           const std::string& path, const std::string& json_body,
                                           const std::string& token, std::string* error,
                                           LoopbackTimeouts timeouts = {});

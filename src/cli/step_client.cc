@@ -1,10 +1,7 @@
 #include "cli/step_client.h"
 
-#include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cstdlib>
-#include <thread>
 
 #include "cli/loopback_http.h"
 
@@ -57,27 +54,15 @@ std::optional<StepReply> StepClient::Call(const std::string& method, const std::
                                           std::string* transport_error) const {
   const std::string text =
       body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  for (int attempt = 0; attempt < kTries; ++attempt) {
-    // 50 ms doubling to 2 s between tries: about 10 s in all.
-    if (attempt > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50 << (attempt - 1), 2000)));
-    }
-    auto res = LoopbackCall(env_.api, method, path, text, env_.token, transport_error);
-    if (!res) continue;
-    // 5xx is no answer yet: every call a step makes is safe to repeat.
-    if (res->status >= 500) {
-      if (transport_error) {
-        *transport_error = "HTTP " + std::to_string(res->status) + " " + res->body;
-      }
-      continue;
-    }
-    StepReply reply;
-    reply.status = res->status;
-    reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-    if (reply.body.is_discarded()) reply.body = nlohmann::json::object();
-    return reply;
-  }
-  return std::nullopt;
+  auto res = CallWithRetries(kTries, transport_error, [&](std::string* error) {
+    return LoopbackCall(env_.api, method, path, text, env_.token, error);
+  });
+  if (!res) return std::nullopt;
+  StepReply reply;
+  reply.status = res->status;
+  reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (reply.body.is_discarded()) reply.body = nlohmann::json::object();
+  return reply;
 }
 
 int StepExitFor(const StepReply& reply, const char* command, std::ostream& err) {

@@ -94,14 +94,13 @@ int Dispatcher::FreeSlotsLocked() const {
   return options_.max_workers + ClaimAheadLocked() - busy_;
 }
 
-int Dispatcher::FreeSlots() const {
-  std::lock_guard lock(mu_);
-  return FreeSlotsLocked();
-}
-
-int Dispatcher::WakeThresholdLocked() const {
+bool Dispatcher::WorthAClaimLocked() const {
+  // Free slots for a batch: each claim is a write transaction, and a claim
+  // for one or two runs at a time would cost one per run.
   const int ahead = ClaimAheadLocked();
-  return std::max(1, std::min(options_.claim_batch + ahead, options_.max_workers + ahead) / 2);
+  const int threshold =
+      std::max(1, std::min(options_.claim_batch + ahead, options_.max_workers + ahead) / 2);
+  return options_.max_workers + ahead - busy_ >= threshold;
 }
 
 int Dispatcher::Active() const {
@@ -236,7 +235,7 @@ void Dispatcher::Start() {
       // (runs released), or workers freed for a batch: each claim is a
       // write transaction, and a claim for one or two workers at a time
       // would cost one per run.
-      if (claimed.ok() && *claimed > 0 && FreeSlots() >= WakeThreshold()) continue;
+      if (claimed.ok() && *claimed > 0 && WorthAClaim()) continue;
       std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
       clock_.SleepFor(options_.poll, wake.get_token());
     }
@@ -244,9 +243,9 @@ void Dispatcher::Start() {
   });
 }
 
-int Dispatcher::WakeThreshold() const {
+bool Dispatcher::WorthAClaim() const {
   std::lock_guard lock(mu_);
-  return WakeThresholdLocked();
+  return WorthAClaimLocked();
 }
 
 void Dispatcher::SetClaimBurst(bool on) {
@@ -306,7 +305,7 @@ void Dispatcher::WorkerLoop(std::stop_token stop) {
       std::lock_guard lock(mu_);
       --busy_;
       run_micros_ = run_micros_ < 0 ? micros : 0.8 * run_micros_ + 0.2 * micros;
-      worth_a_claim = FreeSlotsLocked() >= WakeThresholdLocked();
+      worth_a_claim = WorthAClaimLocked();
     }
     if (last) {
       run->finishing = true;

@@ -237,12 +237,11 @@ class Dispatcher {
   bool claim_burst_ = false;
   void SetClaimBurst(bool on);
   // Claimable slots now: free workers plus what may be claimed ahead.
-  int FreeSlots() const;
   int FreeSlotsLocked() const;
   int ClaimAheadLocked() const;
-  // Free slots that make a claim worth a transaction.
-  int WakeThresholdLocked() const;
-  int WakeThreshold() const;
+  // Whether enough slots are free to make a claim worth a transaction.
+  bool WorthAClaimLocked() const;
+  bool WorthAClaim() const;
   // Recent time a run took here, from a worker taking it to its last write
   // (moving average, microseconds); negative until one run finished.
   double run_micros_ = -1;
