@@ -1,4 +1,6 @@
 // Store conformance: claims, leases and fencing, attempts, steps, retries.
+#include <fmt/format.h>
+
 #include "store/conformance.h"
 
 namespace cronledger::testing {
@@ -347,6 +349,24 @@ TEST_P(StoreExec, OverlapQueueWaitsForTheEarlierPeriod) {
   const auto second = Claim("2026-11-05T12:00:03Z", 10, {rule});
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].run.period, "T10:00");
+}
+
+// A claim looks a little past its batch first; when runs waiting behind an
+// earlier period fill that look, it looks further on, not back.
+TEST_P(StoreExec, AClaimLooksPastRunsWaitingBehindEarlierPeriods) {
+  std::vector<std::string> times;
+  for (int m = 0; m < 20; ++m) times.push_back(fmt::format("09:{:02}", m));
+  Setup({"a"}, times);
+  Setup({"b"}, {"10:00"}, "k");
+  auto queue = Rule();
+  queue.overlap = config::Overlap::kQueue;
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 2, {queue, Rule("k")});
+  ASSERT_EQ(claimed.size(), 2u);
+  EXPECT_EQ(claimed[0].run.job, "j");
+  EXPECT_EQ(claimed[0].run.period, "T09:00");
+  EXPECT_EQ(claimed[1].run.job, "k");
+  EXPECT_EQ(claimed[1].run.period, "T10:00");
+  EXPECT_EQ(Events("j", "skipped").size(), 0u) << "queued runs wait; they are not skipped";
 }
 
 TEST_P(StoreExec, OverlapSkipAndAllow) {

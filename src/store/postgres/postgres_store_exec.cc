@@ -341,8 +341,8 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   for (ClaimedRun& claimed : out) {
     if (claimed.attempt > 1) {
       // A retry resumes at the first step not succeeded: rare, per row.
-      ASSIGN_OR_RETURN(steps, StartStepsLocked(claimed.run.id, claimed.attempt,
-                                               rules.at(claimed.run.job)->steps, p.now));
+      ASSIGN_OR_RETURN(steps, ResumeStepsLocked(claimed.run.id, claimed.attempt,
+                                                rules.at(claimed.run.job)->steps, p.now));
       claimed.steps = std::move(steps);
     }
     for (EventRecord& e : ClaimEvents(claimed, p.node, p.now)) events.push_back(std::move(e));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -105,35 +106,90 @@ Result<SchemaInfo> SqlStore::GetSchemaInfo() {
   return SchemaInfo{static_cast<int>(s.Int(0)), static_cast<int>(s.Int(1))};
 }
 
+namespace {
+
+constexpr int kEventColumns = 8;
+
+void BindEvent(Stmt& s, int first, const EventRecord& e) {
+  const auto text_or_null = [&](int i, const std::string& v) {
+    if (v.empty()) {
+      s.Bind(i, std::nullopt);
+    } else {
+      s.Bind(i, v);
+    }
+  };
+  s.Bind(first, Ms(e.at)).Bind(first + 1, e.type);
+  text_or_null(first + 2, e.job);
+  s.BindOptional(first + 3, e.run_id);
+  text_or_null(first + 4, e.run_key);
+  s.Bind(first + 5, e.actor);
+  text_or_null(first + 6, e.reason);
+  s.Bind(first + 7, e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
+}
+
+constexpr std::string_view kEventInsert =
+    "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details) VALUES ";
+
+}  // namespace
+
+Status SqlStore::InsertEventLocked(const EventRecord& e) {
+  return InsertRowsLocked(kEventInsert, kEventColumns, 1,
+                          [&](Stmt& s, int first, std::size_t) { BindEvent(s, first, e); });
+}
+
 Status SqlStore::AppendEventLocked(const EventRecord& e) {
-  ASSIGN_OR_RETURN(s, db_->Prepare(
-      "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
-  s.Bind(1, Ms(e.at)).Bind(2, e.type);
-  if (e.job.empty()) {
-    s.Bind(3, std::nullopt);
-  } else {
-    s.Bind(3, e.job);
+  if (held_events_ == nullptr) return InsertEventLocked(e);
+  held_events_->push_back(e);
+  return Status::Ok();
+}
+
+Status SqlStore::AppendEventLocked(EventRecord&& e) {
+  if (held_events_ == nullptr) return InsertEventLocked(e);
+  held_events_->push_back(std::move(e));
+  return Status::Ok();
+}
+
+Status SqlStore::FlushHeldEventsLocked() {
+  if (held_events_ == nullptr || held_events_->empty()) return Status::Ok();
+  const std::vector<EventRecord> events = std::exchange(*held_events_, {});
+  return InsertRowsLocked(kEventInsert, kEventColumns, events.size(),
+                          [&](Stmt& s, int first, std::size_t i) {
+                            BindEvent(s, first, events[i]);
+                          });
+}
+
+Status SqlStore::InsertRowsLocked(std::string_view head, int columns, std::size_t rows,
+                                  const std::function<void(Stmt&, int, std::size_t)>& bind) {
+  // A few fixed statement sizes, so that each is prepared once and cached.
+  static constexpr std::size_t kChunks[] = {64, 16, 4, 1};
+  std::string row = "(";
+  for (int c = 0; c < columns; ++c) row += c == 0 ? "?" : ", ?";
+  row += ")";
+  std::size_t done = 0;
+  for (const std::size_t chunk : kChunks) {
+    if (rows - done < chunk) continue;
+    std::string sql(head);
+    for (std::size_t r = 0; r < chunk; ++r) {
+      if (r != 0) sql += ", ";
+      sql += row;
+    }
+    while (rows - done >= chunk) {
+      ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+      for (std::size_t r = 0; r < chunk; ++r) {
+        bind(s, static_cast<int>(r) * columns + 1, done + r);
+      }
+      RETURN_IF_ERROR(s.Run());
+      done += chunk;
+    }
   }
-  s.BindOptional(4, e.run_id);
-  if (e.run_key.empty()) {
-    s.Bind(5, std::nullopt);
-  } else {
-    s.Bind(5, e.run_key);
-  }
-  s.Bind(6, e.actor);
-  if (e.reason.empty()) {
-    s.Bind(7, std::nullopt);
-  } else {
-    s.Bind(7, e.reason);
-  }
-  s.Bind(8, e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
-  return s.Run();
+  return Status::Ok();
 }
 
 Result<int64_t> SqlStore::AppendActionLocked(const EventRecord& e,
                                                 std::span<const int64_t> run_ids) {
-  RETURN_IF_ERROR(AppendEventLocked(e));
+  // Its id is needed now: whatever is held goes first, in order.
+  RETURN_IF_ERROR(FlushHeldEventsLocked());
+  RETURN_IF_ERROR(InsertEventLocked(e));
   ASSIGN_OR_RETURN(event_id, db_->LastInsertRowId());
   for (const int64_t run_id : run_ids) {
     {

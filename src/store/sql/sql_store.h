@@ -135,6 +135,29 @@ class SqlStore : public Store {
   // held; PostgresStore's set-based claims and completions fall back to
   // them for the rare cases they do not batch.
   Status AppendEventLocked(const EventRecord& e);
+  Status AppendEventLocked(EventRecord&& e);
+  // While one is alive, AppendEventLocked holds the events it is given, and
+  // Flush() inserts them in order, several rows per statement: a claim or a
+  // group commit appends two events per run, and on SQLite a statement's
+  // own cost is close to a row's. Flush before COMMIT; the destructor drops
+  // what a failed transaction held.
+  class HeldEvents {
+   public:
+    explicit HeldEvents(SqlStore& store) : store_(store) { store_.held_events_ = &held_; }
+    HeldEvents(const HeldEvents&) = delete;
+    HeldEvents& operator=(const HeldEvents&) = delete;
+    ~HeldEvents() { store_.held_events_ = nullptr; }
+    Status Flush() { return store_.FlushHeldEventsLocked(); }
+
+   private:
+    SqlStore& store_;
+    std::vector<EventRecord> held_;
+  };
+  // Inserts `rows` rows of `columns` values each, several per statement.
+  // `head` is "INSERT INTO t (a, b) VALUES "; `bind(s, first, i)` binds row
+  // i's values from parameter `first` on.
+  Status InsertRowsLocked(std::string_view head, int columns, std::size_t rows,
+                          const std::function<void(sql::Stmt&, int, std::size_t)>& bind);
   // Marks the pending, unreleased runs among `ids` released; how many were.
   Result<int> ReleaseLocked(const std::vector<int64_t>& ids, Instant now);
   // Appends an action that puts `run_ids` back to work: each run's history
@@ -147,11 +170,11 @@ class SqlStore : public Store {
   Status RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
                            std::string_view node, Instant now);
   Result<std::vector<StepState>> StepsLocked(int64_t run_id);
-  // A claimed attempt's step rows, with the first step not yet succeeded
-  // marked running.
-  Result<std::vector<StepState>> StartStepsLocked(int64_t run_id, int attempt,
-                                                  const std::vector<std::string>& names,
-                                                  Instant now);
+  // A retried attempt's step rows (a first attempt's are written by the
+  // claim), with the first step not yet succeeded marked running.
+  Result<std::vector<StepState>> ResumeStepsLocked(int64_t run_id, int attempt,
+                                                   const std::vector<std::string>& names,
+                                                   Instant now);
   // One fenced write inside the caller's transaction. The outer Result is a
   // database failure (the transaction must roll back); the inner Status is
   // the write's own answer (ok, kStaleLease, ...), already written.
@@ -162,17 +185,37 @@ class SqlStore : public Store {
     std::string job;
     std::string run_key;
     int attempt = 0;
+    // Read for a write that ends the attempt: the keys of effects in doubt
+    // (DESIGN.md, uncertain ends; empty when none), and whether a step of
+    // the run is running after the writes so far.
+    struct Ending {
+      std::string doubted;  // found in doubt by this attempt, not settled
+      std::string own;      // begun by this attempt, never settled
+      bool step_running = false;
+    };
+    std::optional<Ending> ending;
   };
+  struct FenceRead {
+    bool ending = false;                 // also read Fence::Ending
+    bool only_if_lease_expired = false;  // and the lease expired before `now`
+    Instant now;
+    std::string step;  // the step being written: not counted as running
+  };
+  // The run's fence if `token` is its current one, in one statement.
+  Result<std::optional<Fence>> ReadFenceLocked(int64_t run_id, int64_t token,
+                                               const FenceRead& how);
   struct Answer {
     Answer(Status s, std::optional<Fence> f = std::nullopt)  // NOLINT: implicit on purpose
         : status(std::move(s)), fence(std::move(f)) {}
     Status status;
     std::optional<Fence> fence;  // set when the write passed its fence
   };
-  Result<Answer> StepUpdateLocked(const StepParams& p);
+  // `ending`: the attempt's end follows in this transaction (a worker's last
+  // step result with its finish); the fence then also reads what the
+  // finish needs, so that FinishLocked does not read it again.
+  Result<Answer> StepUpdateLocked(const StepParams& p, bool ending = false);
   // `fenced`: what a fence read of the same run and token found earlier in
-  // this transaction (a worker's step result written with its finish), so
-  // that it is not read again.
+  // this transaction, when it was read for an ending.
   Result<Answer> FinishLocked(const FinishParams& p, const Fence* fenced = nullptr);
   // One fenced write as its own transaction: commits when it applied, and
   // when it was refused as stale (its stale_write_rejected event stays).
@@ -211,6 +254,10 @@ class SqlStore : public Store {
 
   std::mutex mu_;
   std::unique_ptr<sql::Db> db_;
+  // One event, now, whatever is held.
+  Status InsertEventLocked(const EventRecord& e);
+  Status FlushHeldEventsLocked();
+  std::vector<EventRecord>* held_events_ = nullptr;  // see HeldEvents
 };
 
 }  // namespace cronledger::store

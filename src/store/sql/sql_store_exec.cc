@@ -7,7 +7,9 @@
 // write changes nothing, a stale_write_rejected event is appended in the
 // same transaction, and the caller gets kStaleLease.
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -89,143 +91,202 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   }
   std::map<std::string, const ClaimRule*> rules;
   // Numbered explicitly: a bare "?" would take the number after the
-  // largest seen so far in the text, colliding with ?2 below.
+  // largest seen so far in the text, colliding with ?2 to ?4 below.
   std::string placeholders;
-  int next_param = 3;
+  int next_param = 5;
   for (const auto& r : p.rules) {
     rules[r.job] = &r;
     if (!placeholders.empty()) placeholders += ", ";
     placeholders += fmt::format("?{}", next_param++);
   }
+  // `+job`: walk runs_due in order rather than every active run of each job
+  // (a job's planned-ahead runs) and sort them. ?3 and ?4 are a cursor:
+  // candidates after (scheduled_at, id), when a look did not fill the batch.
   const std::string sql = fmt::format(
-      "SELECT {}, budget_attempts, budget_started_at FROM runs WHERE state = 'pending' "
-      "AND released = 1 AND scheduled_at <= ?1 "
-      "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) AND +job IN ({}) "
+      "SELECT {}, budget_attempts, budget_started_at, action_event_id FROM runs "
+      "WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+      "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) "
+      "AND scheduled_at >= ?3 AND (scheduled_at > ?3 OR id > ?4) AND +job IN ({}) "
       "AND +job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
       "AND (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') = 0 "
       "ORDER BY scheduled_at, id LIMIT ?2",
       kRunColumns, placeholders);
-  // `+job`: walk runs_due in order rather than every active run of each job
-  // (a job's planned-ahead runs) and sort them.
   struct Candidate : RunRecord {
     int budget_attempts = 0;
     std::optional<int64_t> budget_started_at;
+    std::optional<int64_t> action_event_id;
   };
   std::vector<Candidate> candidates;
-  const auto find_candidates = [&](int64_t limit) -> Status {
+  std::pair<int64_t, int64_t> after{std::numeric_limits<int64_t>::min(), 0};
+  // Whether the look found `limit` candidates (there may be more).
+  const auto find_candidates = [&](int64_t limit) -> Result<bool> {
     candidates.clear();
     ASSIGN_OR_RETURN(s, db_->Prepare(sql));
-    s.Bind(1, Ms(p.now)).Bind(2, limit);
-    int i = 3;
+    s.Bind(1, Ms(p.now)).Bind(2, limit).Bind(3, after.first).Bind(4, after.second);
+    int i = 5;
     for (const auto& r : p.rules) s.Bind(i++, r.job);
-    return ForEachRow(s, [&] {
-      candidates.push_back({RunFromRow(s), static_cast<int>(s.Int(14)), s.OptInt(15)});
-    });
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      candidates.push_back({RunFromRow(s), static_cast<int>(s.Int(14)), s.OptInt(15),
+                            s.OptInt(16)});
+    }));
+    if (!candidates.empty()) after = {Ms(candidates.back().scheduled_at), candidates.back().id};
+    return static_cast<int64_t>(candidates.size()) == limit;
   };
   // Due runs of other jobs (external ones, say) cost a read, not a write
   // transaction.
-  RETURN_IF_ERROR(find_candidates(1));
+  RETURN_IF_ERROR(find_candidates(1).status());
   if (candidates.empty()) return out;
+  after = {std::numeric_limits<int64_t>::min(), 0};
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  RETURN_IF_ERROR(find_candidates(int64_t{p.limit} * 4 + 16));
+  // Rows of this claim's attempts and first steps, inserted several per
+  // statement once every run is decided; its events likewise.
+  struct NewAttempt {
+    int64_t run_id;
+    int attempt;
+    int64_t token;
+    std::optional<int64_t> action_event_id;
+  };
+  std::vector<NewAttempt> attempts;
+  struct NewStep {
+    int64_t run_id;
+    const std::string* name;
+    int64_t position;
+    bool first;
+  };
+  std::vector<NewStep> first_steps;
+  HeldEvents events(*this);
   std::map<std::string, int> running;  // per job, counted once then tracked
   std::optional<int64_t> last_token;
-  for (const Candidate& c : candidates) {
-    if (static_cast<int>(out.size()) >= p.limit) break;
-    const ClaimRule& rule = *rules.at(c.job);
-    if (rule.max_concurrency > 0) {
-      auto it = running.find(c.job);
-      if (it == running.end()) {
+  // Few runs are passed over (overlap, concurrency): look a little past the
+  // batch first, and further only when that was not enough; at most 4 x
+  // limit + 16 candidates in all, so that a long queue behind one partition
+  // does not make every claim read all of it.
+  const int64_t looks[] = {int64_t{p.limit} + 16, int64_t{p.limit} * 3};
+  bool more = true;
+  for (const int64_t look : looks) {
+    if (!more || static_cast<int>(out.size()) >= p.limit) break;
+    ASSIGN_OR_RETURN(full, find_candidates(look));
+    more = full;
+    for (const Candidate& c : candidates) {
+      if (static_cast<int>(out.size()) >= p.limit) break;
+      const ClaimRule& rule = *rules.at(c.job);
+      if (rule.max_concurrency > 0) {
+        auto it = running.find(c.job);
+        if (it == running.end()) {
+          ASSIGN_OR_RETURN(s, db_->Prepare(
+              "SELECT count(*) FROM runs WHERE job = ? AND state = 'running'"));
+          s.Bind(1, c.job);
+          ASSIGN_OR_RETURN(row, s.Step());
+          it = running.emplace(c.job, row ? static_cast<int>(s.Int(0)) : 0).first;
+        }
+        if (it->second >= rule.max_concurrency) continue;
+      }
+      if (rule.overlap != config::Overlap::kAllow) {
+        const bool queue = rule.overlap == config::Overlap::kQueue;
         ASSIGN_OR_RETURN(s, db_->Prepare(
-            "SELECT count(*) FROM runs WHERE job = ? AND state = 'running'"));
-        s.Bind(1, c.job);
+            queue ? "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
+                    "AND (state = 'pending' OR state = 'running') LIMIT 1"
+                  : "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
+                    "AND state = 'running' LIMIT 1"));
+        s.Bind(1, c.job).Bind(2, c.partition).Bind(3, Ms(c.scheduled_at));
+        ASSIGN_OR_RETURN(blocked, s.Step());
+        if (blocked && queue) continue;  // waits behind the earlier period
+        if (blocked) {
+          ASSIGN_OR_RETURN(u, db_->Prepare(
+              "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?, "
+              "finished_at = ? WHERE id = ? AND state = 'pending'"));
+          u.Bind(1, Ms(p.now)).Bind(2, Ms(p.now)).Bind(3, c.id);
+          RETURN_IF_ERROR(u.Run());
+          EventRecord e;
+          e.at = p.now;
+          e.type = ledger::event::kSkipped;
+          e.job = c.job;
+          e.run_id = c.id;
+          e.run_key = c.RunKey();
+          e.actor = p.node;
+          e.reason = "overlap";
+          e.details = nlohmann::json{{"reason", "overlap"},
+                                     {"waived", true},
+                                     {"scheduled_at", FormatUtc(c.scheduled_at)}}
+                          .dump();
+          RETURN_IF_ERROR(AppendEventLocked(std::move(e)));
+          continue;
+        }
+      }
+      // Take the next fencing token. The sequence is read once and written
+      // back once per transaction (below): the write lock is held throughout.
+      if (!last_token) {
+        ASSIGN_OR_RETURN(s, db_->Prepare("SELECT last_token FROM fencing WHERE id = 1"));
         ASSIGN_OR_RETURN(row, s.Step());
-        it = running.emplace(c.job, row ? static_cast<int>(s.Int(0)) : 0).first;
+        if (!row) return Internal("the fencing sequence is missing");
+        last_token = s.Int(0);
       }
-      if (it->second >= rule.max_concurrency) continue;
-    }
-    if (rule.overlap != config::Overlap::kAllow) {
-      const bool queue = rule.overlap == config::Overlap::kQueue;
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          queue ? "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
-                  "AND (state = 'pending' OR state = 'running') LIMIT 1"
-                : "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
-                  "AND state = 'running' LIMIT 1"));
-      s.Bind(1, c.job).Bind(2, c.partition).Bind(3, Ms(c.scheduled_at));
-      ASSIGN_OR_RETURN(blocked, s.Step());
-      if (blocked && queue) continue;  // waits behind the earlier period
-      if (blocked) {
-        ASSIGN_OR_RETURN(u, db_->Prepare(
-            "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?, "
-            "finished_at = ? WHERE id = ? AND state = 'pending'"));
-        u.Bind(1, Ms(p.now)).Bind(2, Ms(p.now)).Bind(3, c.id);
-        RETURN_IF_ERROR(u.Run());
-        EventRecord e;
-        e.at = p.now;
-        e.type = ledger::event::kSkipped;
-        e.job = c.job;
-        e.run_id = c.id;
-        e.run_key = c.RunKey();
-        e.actor = p.node;
-        e.reason = "overlap";
-        e.details = nlohmann::json{{"reason", "overlap"},
-                                   {"waived", true},
-                                   {"scheduled_at", FormatUtc(c.scheduled_at)}}
-                        .dump();
-        RETURN_IF_ERROR(AppendEventLocked(e));
-        continue;
+      const int64_t token = *last_token + 1;
+      const Instant expires = p.now + rule.lease_ttl;
+      ClaimedRun claimed;
+      {
+        // No RETURNING: the candidate row has the counters (SQLite builds an
+        // ephemeral table for RETURNING, a fifth of a claim's cost).
+        ASSIGN_OR_RETURN(s, db_->Prepare(
+            "UPDATE runs SET state = 'running', lease_token = ?1, lease_expires_at = ?2, "
+            "lease_node = ?3, attempts = attempts + 1, budget_attempts = budget_attempts + 1, "
+            "budget_started_at = coalesce(budget_started_at, ?4), next_attempt_at = NULL, "
+            "updated_at = ?4 WHERE id = ?5 AND state = 'pending'"));
+        s.Bind(1, token).Bind(2, Ms(expires)).Bind(3, p.node).Bind(4, Ms(p.now)).Bind(5, c.id);
+        RETURN_IF_ERROR(s.Run());
+        if (db_->Changes() != 1) continue;
+        last_token = token;
+        claimed.attempt = c.attempts + 1;
+        claimed.budget_attempts = c.budget_attempts + 1;
+        claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(p.now)));
       }
+      attempts.push_back({c.id, claimed.attempt, token, c.action_event_id});
+      if (claimed.attempt == 1) {
+        // A first attempt: no step rows yet; the first one starts running.
+        for (std::size_t i = 0; i < rule.steps.size(); ++i) {
+          first_steps.push_back({c.id, &rule.steps[i], static_cast<int64_t>(i), i == 0});
+          claimed.steps.push_back({rule.steps[i], i == 0 ? "running" : "pending"});
+        }
+      } else {
+        ASSIGN_OR_RETURN(steps, ResumeStepsLocked(c.id, claimed.attempt, rule.steps, p.now));
+        claimed.steps = std::move(steps);
+      }
+      claimed.run = c;
+      claimed.run.state = ledger::RunState::kRunning;
+      claimed.run.attempts = claimed.attempt;
+      claimed.token = token;
+      claimed.lease_expires_at = expires;
+      for (EventRecord& e : ClaimEvents(claimed, p.node, p.now)) {
+        RETURN_IF_ERROR(AppendEventLocked(std::move(e)));
+      }
+      if (rule.max_concurrency > 0) ++running[c.job];
+      out.push_back(std::move(claimed));
     }
-    // Take the next fencing token. The sequence is read once and written
-    // back once per transaction (below): the write lock is held throughout.
-    if (!last_token) {
-      ASSIGN_OR_RETURN(s, db_->Prepare("SELECT last_token FROM fencing WHERE id = 1"));
-      ASSIGN_OR_RETURN(row, s.Step());
-      if (!row) return Internal("the fencing sequence is missing");
-      last_token = s.Int(0);
-    }
-    const int64_t token = *last_token + 1;
-    const Instant expires = p.now + rule.lease_ttl;
-    ClaimedRun claimed;
-    {
-      // No RETURNING: the candidate row has the counters (SQLite builds an
-      // ephemeral table for RETURNING, a fifth of a claim's cost).
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "UPDATE runs SET state = 'running', lease_token = ?1, lease_expires_at = ?2, "
-          "lease_node = ?3, attempts = attempts + 1, budget_attempts = budget_attempts + 1, "
-          "budget_started_at = coalesce(budget_started_at, ?4), next_attempt_at = NULL, "
-          "updated_at = ?4 WHERE id = ?5 AND state = 'pending'"));
-      s.Bind(1, token).Bind(2, Ms(expires)).Bind(3, p.node).Bind(4, Ms(p.now)).Bind(5, c.id);
-      RETURN_IF_ERROR(s.Run());
-      if (db_->Changes() != 1) continue;
-      last_token = token;
-      claimed.attempt = c.attempts + 1;
-      claimed.budget_attempts = c.budget_attempts + 1;
-      claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(p.now)));
-    }
-    {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
-          "action_event_id) VALUES (?1, ?2, ?3, ?4, ?5, "
-          "(SELECT action_event_id FROM runs WHERE id = ?1))"));
-      s.Bind(1, c.id).Bind(2, int64_t{claimed.attempt}).Bind(3, token).Bind(4, p.node)
-          .Bind(5, Ms(p.now));
-      RETURN_IF_ERROR(s.Run());
-    }
-    ASSIGN_OR_RETURN(steps, StartStepsLocked(c.id, claimed.attempt, rule.steps, p.now));
-    claimed.run = c;
-    claimed.run.state = ledger::RunState::kRunning;
-    claimed.run.attempts = claimed.attempt;
-    claimed.token = token;
-    claimed.lease_expires_at = expires;
-    claimed.steps = std::move(steps);
-    for (const EventRecord& e : ClaimEvents(claimed, p.node, p.now)) {
-      RETURN_IF_ERROR(AppendEventLocked(e));
-    }
-    if (rule.max_concurrency > 0) ++running[c.job];
-    out.push_back(std::move(claimed));
   }
+  RETURN_IF_ERROR(InsertRowsLocked(
+      "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
+      "action_event_id) VALUES ",
+      6, attempts.size(), [&](sql::Stmt& s, int first, std::size_t i) {
+        const NewAttempt& a = attempts[i];
+        s.Bind(first, a.run_id).Bind(first + 1, int64_t{a.attempt}).Bind(first + 2, a.token)
+            .Bind(first + 3, p.node).Bind(first + 4, Ms(p.now))
+            .BindOptional(first + 5, a.action_event_id);
+      }));
+  RETURN_IF_ERROR(InsertRowsLocked(
+      "INSERT INTO run_steps (run_id, step, position, state, attempt, updated_at) VALUES ", 6,
+      first_steps.size(), [&](sql::Stmt& s, int first, std::size_t i) {
+        const NewStep& st = first_steps[i];
+        s.Bind(first, st.run_id).Bind(first + 1, *st.name).Bind(first + 2, st.position)
+            .Bind(first + 3, st.first ? "running" : "pending");
+        if (st.first) {
+          s.Bind(first + 4, int64_t{1});
+        } else {
+          s.Bind(first + 4, std::nullopt);
+        }
+        s.Bind(first + 5, Ms(p.now));
+      }));
+  RETURN_IF_ERROR(events.Flush());
   if (last_token && !out.empty()) {
     ASSIGN_OR_RETURN(s, db_->Prepare("UPDATE fencing SET last_token = ? WHERE id = 1"));
     s.Bind(1, *last_token);
@@ -235,31 +296,11 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   return out;
 }
 
-Result<std::vector<StepState>> SqlStore::StartStepsLocked(int64_t run_id, int attempt,
-                                                             const std::vector<std::string>& names,
-                                                             Instant now) {
-  std::vector<StepState> steps;
-  if (attempt == 1) {
-    // A first attempt: no step rows yet. Write them with the first running.
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      ASSIGN_OR_RETURN(s, db_->Prepare(
-          "INSERT INTO run_steps (run_id, step, position, state, attempt, updated_at) "
-          "VALUES (?, ?, ?, ?, ?, ?)"));
-      const bool first = i == 0;
-      s.Bind(1, run_id).Bind(2, names[i]).Bind(3, static_cast<int64_t>(i))
-          .Bind(4, first ? "running" : "pending");
-      if (first) {
-        s.Bind(5, int64_t{attempt});
-      } else {
-        s.Bind(5, std::nullopt);
-      }
-      s.Bind(6, Ms(now));
-      RETURN_IF_ERROR(s.Run());
-      steps.push_back({names[i], first ? "running" : "pending"});
-    }
-    return steps;
-  }
-  // A later attempt resumes at the first step not succeeded.
+Result<std::vector<StepState>> SqlStore::ResumeStepsLocked(int64_t run_id, int attempt,
+                                                              const std::vector<std::string>& names,
+                                                              Instant now) {
+  // A later attempt resumes at the first step not succeeded. (Steps added
+  // to the job since get their rows.)
   for (std::size_t i = 0; i < names.size(); ++i) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "INSERT INTO run_steps (run_id, step, position, state, updated_at) "
@@ -267,8 +308,7 @@ Result<std::vector<StepState>> SqlStore::StartStepsLocked(int64_t run_id, int at
     s.Bind(1, run_id).Bind(2, names[i]).Bind(3, static_cast<int64_t>(i)).Bind(4, Ms(now));
     RETURN_IF_ERROR(s.Run());
   }
-  ASSIGN_OR_RETURN(current, StepsLocked(run_id));
-  steps = std::move(current);
+  ASSIGN_OR_RETURN(steps, StepsLocked(run_id));
   const auto first = std::find_if(steps.begin(), steps.end(),
                                   [](const StepState& st) { return st.state != "succeeded"; });
   if (first != steps.end()) {
@@ -298,36 +338,75 @@ Status SqlStore::RunHeartbeat(const HeartbeatParams& p) {
   return result;
 }
 
-Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p) {
-  int attempt = 0;
-  std::string job;
-  std::string run_key;
-  {
+namespace {
+
+// A fence read for a write that ends the attempt: the run's attempt and run
+// key if `?2` is its current token (and, with ?3 = 1, its lease expired
+// before ?4); then, for DESIGN.md's uncertain ends, the key of an effect in
+// doubt this attempt found and did not settle, and of one it began and never
+// settled (almost always both NULL); then whether a step other than ?5 is
+// running. One statement: on SQLite a statement's own cost is close to a
+// lookup's.
+constexpr const char* kEndingFenceSql =
+    "SELECT attempts, job, job || '/' || partition || '/' || period, "
+    "(SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
+    "WHERE d.run_id = ?1 AND d.token = ?2 AND e.state = 'started' "
+    "AND e.started_token = d.started_token AND e.started_token <> ?2 "
+    "ORDER BY e.key LIMIT 1), "
+    "(SELECT key FROM effects WHERE run_id = ?1 AND started_token = ?2 "
+    "AND state = 'started' ORDER BY key LIMIT 1), "
+    "EXISTS (SELECT 1 FROM run_steps WHERE run_id = ?1 AND state = 'running' AND step <> ?5) "
+    "FROM runs WHERE id = ?1 AND lease_token = ?2 AND state = 'running' "
+    "AND (?3 = 0 OR lease_expires_at < ?4)";
+
+}  // namespace
+
+Result<std::optional<SqlStore::Fence>> SqlStore::ReadFenceLocked(int64_t run_id, int64_t token,
+                                                                 const FenceRead& how) {
+  std::optional<Fence> out;
+  if (!how.ending) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT attempts, job, job || '/' || partition || '/' || period FROM runs "
         "WHERE id = ? AND lease_token = ? AND state = 'running'"));
-    s.Bind(1, p.run_id).Bind(2, p.token);
+    s.Bind(1, run_id).Bind(2, token);
     ASSIGN_OR_RETURN(row, s.Step());
-    if (row) {
-      attempt = static_cast<int>(s.Int(0));
-      job = s.Text(1);
-      run_key = s.Text(2);
-    }
+    if (row) out = Fence{run_id, token, s.Text(1), s.Text(2), static_cast<int>(s.Int(0)), std::nullopt};
+    return out;
   }
-  if (attempt == 0) return Answer{RejectStaleLocked(p.run_id, p.token, "step " + p.step, p.node, p.now)};
+  ASSIGN_OR_RETURN(s, db_->Prepare(kEndingFenceSql));
+  s.Bind(1, run_id).Bind(2, token).Bind(3, int64_t{how.only_if_lease_expired ? 1 : 0})
+      .Bind(4, Ms(how.now)).Bind(5, how.step);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return out;
+  out = Fence{run_id, token, s.Text(1), s.Text(2), static_cast<int>(s.Int(0)), std::nullopt};
+  Fence::Ending ending;
+  if (!s.IsNull(3)) ending.doubted = s.Text(3);
+  if (!s.IsNull(4)) ending.own = s.Text(4);
+  ending.step_running = s.Int(5) != 0;
+  out->ending = std::move(ending);
+  return out;
+}
+
+Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p, bool ending) {
+  FenceRead how;
+  how.ending = ending;
+  how.step = p.step;
+  ASSIGN_OR_RETURN(fence, ReadFenceLocked(p.run_id, p.token, how));
+  if (!fence) return Answer{RejectStaleLocked(p.run_id, p.token, "step " + p.step, p.node, p.now)};
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = ?, attempt = ?, updated_at = ? WHERE run_id = ? AND "
         "step = ?"));
-    s.Bind(1, p.state).Bind(2, int64_t{attempt}).Bind(3, Ms(p.now)).Bind(4, p.run_id)
+    s.Bind(1, p.state).Bind(2, int64_t{fence->attempt}).Bind(3, Ms(p.now)).Bind(4, p.run_id)
         .Bind(5, p.step);
     RETURN_IF_ERROR(s.Run());
     if (db_->Changes() == 0) {
       return Answer{InvalidArgument(fmt::format("run {} has no step \"{}\"", p.run_id, p.step))};
     }
   }
-  RETURN_IF_ERROR(AppendEventLocked(StepEvent(p, job, run_key, attempt)));
-  return Answer{Status::Ok(), Fence{p.run_id, p.token, std::move(job), std::move(run_key), attempt}};
+  if (fence->ending && p.state == "running") fence->ending->step_running = true;
+  RETURN_IF_ERROR(AppendEventLocked(StepEvent(p, fence->job, fence->run_key, fence->attempt)));
+  return Answer{Status::Ok(), std::move(fence)};
 }
 
 Status SqlStore::FencedWrite(const std::function<Result<Answer>()>& write) {
@@ -360,52 +439,33 @@ void SqlStore::ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::st
 
 Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const Fence* fenced) {
   FinishParams p = given;
-  {
-    // DESIGN.md, uncertain ends: an effect this attempt found in doubt and
-    // did not settle makes the run `unknown`, whatever the step's exit
-    // status said. The server records it, not the step. Both looks in one
-    // statement: almost always both find nothing.
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT (SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
-        "WHERE d.run_id = ?1 AND d.token = ?2 AND e.state = 'started' "
-        "AND e.started_token = d.started_token AND e.started_token <> ?2 "
-        "ORDER BY e.key LIMIT 1), "
-        "(SELECT key FROM effects WHERE run_id = ?1 AND started_token = ?2 "
-        "AND state = 'started' ORDER BY key LIMIT 1)"));
-    s.Bind(1, p.run_id).Bind(2, p.token);
-    ASSIGN_OR_RETURN(row, s.Step());
-    std::string doubted = row && !s.IsNull(0) ? s.Text(0) : "";
-    std::string own_key;
-    if (doubted.empty() && Ends(p) && row && !s.IsNull(1)) own_key = s.Text(1);
-    ApplyEffectsInDoubt(p, std::move(doubted), own_key);
+  std::optional<Fence> fence;
+  if (fenced != nullptr && fenced->ending && fenced->run_id == p.run_id &&
+      fenced->token == p.token && !p.only_if_lease_expired) {
+    fence = *fenced;
+  } else {
+    FenceRead how;
+    how.ending = true;
+    how.only_if_lease_expired = p.only_if_lease_expired;
+    how.now = p.now;
+    ASSIGN_OR_RETURN(read, ReadFenceLocked(p.run_id, p.token, how));
+    fence = std::move(read);
   }
+  if (!fence) {
+    if (p.only_if_lease_expired) {
+      // The lease was renewed or the run finished meanwhile: nothing to reap.
+      return Answer{Status(StatusCode::kConflict, "lease no longer expired")};
+    }
+    return Answer{RejectStaleLocked(p.run_id, p.token, "finish", p.node, p.now)};
+  }
+  // DESIGN.md, uncertain ends: an effect this attempt found in doubt and did
+  // not settle makes the run `unknown`, whatever the step's exit status
+  // said. The server records it, not the step.
+  const Fence::Ending& ending = *fence->ending;
+  ApplyEffectsInDoubt(p, ending.doubted, ending.own);
   const auto& d = p.decision;
   const bool ended = d.state != ledger::RunState::kPending;
-  std::string job;
-  std::string run_key;
-  int attempt = 0;
-  if (fenced != nullptr && fenced->run_id == p.run_id && fenced->token == p.token &&
-      !p.only_if_lease_expired) {
-    job = fenced->job;
-    run_key = fenced->run_key;
-    attempt = fenced->attempt;
-  } else {
-    // The fence, read first: an UPDATE ... RETURNING costs SQLite an
-    // ephemeral table.
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT job, job || '/' || partition || '/' || period, attempts FROM runs "
-        "WHERE id = ?1 AND lease_token = ?2 AND state = 'running' "
-        "AND (?3 = 0 OR lease_expires_at < ?4)"));
-    s.Bind(1, p.run_id).Bind(2, p.token).Bind(3, int64_t{p.only_if_lease_expired ? 1 : 0})
-        .Bind(4, Ms(p.now));
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (row) {
-      job = s.Text(0);
-      run_key = s.Text(1);
-      attempt = static_cast<int>(s.Int(2));
-    }
-  }
-  if (attempt != 0) {
+  {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE runs SET state = ?1, reason = NULL, lease_token = NULL, "
         "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = ?2, "
@@ -426,13 +486,6 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     s.Bind(6, p.run_id);
     RETURN_IF_ERROR(s.Run());
   }
-  if (attempt == 0) {
-    if (p.only_if_lease_expired) {
-      // The lease was renewed or the run finished meanwhile: nothing to reap.
-      return Answer{Status(StatusCode::kConflict, "lease no longer expired")};
-    }
-    return Answer{RejectStaleLocked(p.run_id, p.token, "finish", p.node, p.now)};
-  }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE attempts SET ended_at = ?, end_class = ?, exit_status = ?, step = ?, "
@@ -448,15 +501,15 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     RETURN_IF_ERROR(s.Run());
   }
   // A step left running by an attempt that ended is not running any more.
-  {
+  if (ending.step_running) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = 'pending', updated_at = ? WHERE run_id = ? AND "
         "state = 'running'"));
     s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
     RETURN_IF_ERROR(s.Run());
   }
-  for (const EventRecord& e : FinishEvents(p, job, run_key, attempt)) {
-    RETURN_IF_ERROR(AppendEventLocked(e));
+  for (EventRecord& e : FinishEvents(p, fence->job, fence->run_key, fence->attempt)) {
+    RETURN_IF_ERROR(AppendEventLocked(std::move(e)));
   }
   return Answer{Status::Ok()};
 }
@@ -558,13 +611,14 @@ Result<std::vector<Status>> SqlStore::RunApplyWrites(const std::vector<WorkerWri
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  HeldEvents events(*this);
   std::vector<Status> results;
   results.reserve(batch.size());
   for (const WorkerWrite& w : batch) {
     Status r;
     std::optional<Fence> fence;
     if (w.step) {
-      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step));
+      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step, w.finish.has_value()));
       r = std::move(stepped.status);
       fence = std::move(stepped.fence);
     }
@@ -574,6 +628,7 @@ Result<std::vector<Status>> SqlStore::RunApplyWrites(const std::vector<WorkerWri
     }
     results.push_back(std::move(r));
   }
+  RETURN_IF_ERROR(events.Flush());
   RETURN_IF_ERROR(tx.Commit());
   return results;
 }
