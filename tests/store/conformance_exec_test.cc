@@ -351,11 +351,11 @@ TEST_P(StoreExec, OverlapQueueWaitsForTheEarlierPeriod) {
   EXPECT_EQ(second[0].run.period, "T10:00");
 }
 
-// A claim looks a little past its batch first; when runs waiting behind an
-// earlier period fill that look, it looks further on, not back.
-TEST_P(StoreExec, AClaimLooksPastRunsWaitingBehindEarlierPeriods) {
+// However many periods of a partition wait behind its earliest (overlap =
+// queue), they do not hold back other due runs.
+TEST_P(StoreExec, RunsWaitingBehindAnEarlierPeriodDoNotHoldBackOthers) {
   std::vector<std::string> times;
-  for (int m = 0; m < 20; ++m) times.push_back(fmt::format("09:{:02}", m));
+  for (int m = 0; m < 40; ++m) times.push_back(fmt::format("09:{:02}", m));
   Setup({"a"}, times);
   Setup({"b"}, {"10:00"}, "k");
   auto queue = Rule();
@@ -367,6 +367,21 @@ TEST_P(StoreExec, AClaimLooksPastRunsWaitingBehindEarlierPeriods) {
   EXPECT_EQ(claimed[1].run.job, "k");
   EXPECT_EQ(claimed[1].run.period, "T10:00");
   EXPECT_EQ(Events("j", "skipped").size(), 0u) << "queued runs wait; they are not skipped";
+}
+
+// A claim looks a little past its batch first; when runs it passes over
+// (a job at its max_concurrency) fill that look, it looks further on.
+TEST_P(StoreExec, AClaimLooksFurtherWhenTheRunsItReadArePassedOver) {
+  std::vector<std::string> partitions;
+  for (int i = 0; i < 20; ++i) partitions.push_back(fmt::format("p{:02}", i));
+  Setup(partitions, {"09:00"});
+  Setup({"b"}, {"10:00"}, "k");
+  auto one_at_a_time = Rule();
+  one_at_a_time.max_concurrency = 1;
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 2, {one_at_a_time, Rule("k")});
+  ASSERT_EQ(claimed.size(), 2u);
+  EXPECT_EQ(claimed[0].run.job, "j");
+  EXPECT_EQ(claimed[1].run.job, "k");
 }
 
 TEST_P(StoreExec, OverlapSkipAndAllow) {

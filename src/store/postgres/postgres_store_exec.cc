@@ -12,6 +12,8 @@
 // batched here (a retried attempt's steps, a stale or refused write) go
 // through SqlStore's per-row code in the same transaction.
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -147,43 +149,6 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     std::optional<int64_t> action_event_id;
     bool earlier_running = false;  // an earlier run of its partition is running
   };
-  std::vector<Candidate> candidates;
-  {
-    // SKIP LOCKED: a run another transaction is claiming is not waited for.
-    ASSIGN_OR_RETURN(s, db().Prepare(fmt::format(
-        "SELECT {}, r.budget_attempts, r.budget_started_at, r.action_event_id, "
-        "CASE WHEN r.job IN (SELECT jsonb_array_elements_text(?5::jsonb)) THEN EXISTS ("
-        "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
-        "AND e.scheduled_at < r.scheduled_at AND e.state = 'running') ELSE false END "
-        "FROM runs r WHERE {} "
-        "AND NOT (r.job IN (SELECT jsonb_array_elements_text(?4::jsonb)) AND EXISTS ("
-        "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
-        "AND e.scheduled_at < r.scheduled_at AND e.state IN ('pending', 'running'))) "
-        "ORDER BY r.scheduled_at, r.id LIMIT ?3 FOR UPDATE OF r SKIP LOCKED",
-        "r.id, r.job, r.partition, r.period, r.business_date, r.scheduled_at, r.state, r.reason, "
-        "r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, r.updated_at",
-        kClaimable)));
-    // Runs waiting behind an earlier period (overlap = queue) are left out
-    // here, where the index walk meets them, so a batch's spare rows are
-    // for what only the decisions below can rule out (a job at its
-    // max_concurrency, overlap = skip).
-    // Spare rows only when a decision below may pass a candidate over:
-    // each row read is locked, and locking one writes it.
-    const bool may_pass_over = counted || !skipped.empty();
-    s.Bind(1, Ms(p.now)).Bind(2, jobs_param)
-        .Bind(3, may_pass_over ? int64_t{p.limit} * 2 + 8 : int64_t{p.limit})
-        .Bind(4, Param(queued)).Bind(5, Param(skipped));
-    RETURN_IF_ERROR(ForEachRow(s, [&] {
-      Candidate c;
-      c.run = RunFromRow(s);
-      c.budget_attempts = static_cast<int>(s.Int(14));
-      c.budget_started_at = s.OptInt(15);
-      c.action_event_id = s.OptInt(16);
-      c.earlier_running = s.Int(17) != 0;
-      candidates.push_back(std::move(c));
-    }));
-  }
-  if (candidates.empty()) return out;  // rolled back: nothing written
   std::map<std::string, int> running;  // per job with a max_concurrency
   if (counted) {
     ASSIGN_OR_RETURN(s, db().Prepare(
@@ -192,32 +157,90 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     s.Bind(1, jobs_param);
     RETURN_IF_ERROR(ForEachRow(s, [&] { running[s.Text(0)] = static_cast<int>(s.Int(1)); }));
   }
+  const auto full = [&](const ClaimRule& r) {
+    return r.max_concurrency > 0 && running[r.job] >= r.max_concurrency;
+  };
 
   // The decisions, in the candidates' order, as SqlStore::RunClaim takes
-  // them one by one: the checks above saw the ledger before this batch, so
-  // a run claimed here counts as running for the later ones.
+  // them one by one: the checks of the read saw the ledger before this
+  // batch, so a run claimed here counts as running for the later ones.
+  std::deque<Candidate> candidates;  // stable: the decisions point into it
   std::vector<const Candidate*> claims;
   std::vector<const Candidate*> skips;
   std::set<std::pair<std::string, std::string>> claimed_partitions;
-  for (const Candidate& c : candidates) {
-    if (static_cast<int>(claims.size()) >= p.limit) break;
-    const ClaimRule& rule = *rules.at(c.run.job);
-    if (rule.max_concurrency > 0 && running[c.run.job] >= rule.max_concurrency) continue;
-    if (rule.overlap != config::Overlap::kAllow) {
-      // Candidates come in scheduled order: one claimed earlier in this
-      // batch is an earlier run of the partition, now running.
-      const bool earlier_claimed = claimed_partitions.contains({c.run.job, c.run.partition});
-      if (rule.overlap == config::Overlap::kQueue) {
-        if (earlier_claimed) continue;  // waits behind the earlier period
-      } else if (c.earlier_running || earlier_claimed) {
-        skips.push_back(&c);
-        continue;
-      }
+  std::pair<int64_t, int64_t> after{std::numeric_limits<int64_t>::min(), 0};
+  // Spare rows only when a decision below may pass a candidate over: each
+  // row read is locked, and locking one writes it. When the ones passed over
+  // leave the batch short, the next look goes on from where this one
+  // stopped, without the jobs now at their max_concurrency.
+  const bool may_pass_over = counted || !skipped.empty();
+  bool more = true;
+  while (more && static_cast<int>(claims.size()) < p.limit) {
+    json open_jobs = json::array();
+    for (const auto& r : p.rules) {
+      if (!full(r)) open_jobs.push_back(Str(r.job));
     }
-    claims.push_back(&c);
-    claimed_partitions.insert({c.run.job, c.run.partition});
-    if (rule.max_concurrency > 0) ++running[c.run.job];
+    if (open_jobs.empty()) break;
+    const int64_t wanted = p.limit - static_cast<int64_t>(claims.size());
+    const int64_t look = may_pass_over ? wanted * 2 + 8 : wanted;
+    const std::size_t first = candidates.size();
+    {
+      // SKIP LOCKED: a run another transaction is claiming is not waited
+      // for. Runs waiting behind an earlier period (overlap = queue) are
+      // left out here, where the index walk meets them.
+      ASSIGN_OR_RETURN(s, db().Prepare(fmt::format(
+          "SELECT {}, r.budget_attempts, r.budget_started_at, r.action_event_id, "
+          "CASE WHEN r.job IN (SELECT jsonb_array_elements_text(?5::jsonb)) THEN EXISTS ("
+          "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
+          "AND e.scheduled_at < r.scheduled_at AND e.state = 'running') ELSE false END "
+          "FROM runs r WHERE {} AND (r.scheduled_at, r.id) > (?6, ?7) "
+          "AND NOT (r.job IN (SELECT jsonb_array_elements_text(?4::jsonb)) AND EXISTS ("
+          "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
+          "AND e.scheduled_at < r.scheduled_at AND e.state IN ('pending', 'running'))) "
+          "ORDER BY r.scheduled_at, r.id LIMIT ?3 FOR UPDATE OF r SKIP LOCKED",
+          "r.id, r.job, r.partition, r.period, r.business_date, r.scheduled_at, r.state, "
+          "r.reason, r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, "
+          "r.updated_at",
+          kClaimable)));
+      s.Bind(1, Ms(p.now)).Bind(2, Param(open_jobs)).Bind(3, look)
+          .Bind(4, Param(queued)).Bind(5, Param(skipped)).Bind(6, after.first)
+          .Bind(7, after.second);
+      RETURN_IF_ERROR(ForEachRow(s, [&] {
+        Candidate c;
+        c.run = RunFromRow(s);
+        c.budget_attempts = static_cast<int>(s.Int(14));
+        c.budget_started_at = s.OptInt(15);
+        c.action_event_id = s.OptInt(16);
+        c.earlier_running = s.Int(17) != 0;
+        candidates.push_back(std::move(c));
+      }));
+    }
+    more = static_cast<int64_t>(candidates.size() - first) == look;
+    if (candidates.size() > first) {
+      after = {Ms(candidates.back().run.scheduled_at), candidates.back().run.id};
+    }
+    for (std::size_t i = first; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      if (static_cast<int>(claims.size()) >= p.limit) break;
+      const ClaimRule& rule = *rules.at(c.run.job);
+      if (full(rule)) continue;
+      if (rule.overlap != config::Overlap::kAllow) {
+        // Candidates come in scheduled order: one claimed earlier in this
+        // batch is an earlier run of the partition, now running.
+        const bool earlier_claimed = claimed_partitions.contains({c.run.job, c.run.partition});
+        if (rule.overlap == config::Overlap::kQueue) {
+          if (earlier_claimed) continue;  // waits behind the earlier period
+        } else if (c.earlier_running || earlier_claimed) {
+          skips.push_back(&c);
+          continue;
+        }
+      }
+      claims.push_back(&c);
+      claimed_partitions.insert({c.run.job, c.run.partition});
+      if (rule.max_concurrency > 0) ++running[c.run.job];
+    }
   }
+  if (candidates.empty()) return out;  // rolled back: nothing written
 
   std::vector<EventRecord> events;
   if (!skips.empty()) {

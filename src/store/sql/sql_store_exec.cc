@@ -90,27 +90,44 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
     if (!row) return out;
   }
   std::map<std::string, const ClaimRule*> rules;
-  // Numbered explicitly: a bare "?" would take the number after the
-  // largest seen so far in the text, colliding with ?2 to ?4 below.
-  std::string placeholders;
-  int next_param = 5;
-  for (const auto& r : p.rules) {
-    rules[r.job] = &r;
-    if (!placeholders.empty()) placeholders += ", ";
-    placeholders += fmt::format("?{}", next_param++);
-  }
-  // `+job`: walk runs_due in order rather than every active run of each job
-  // (a job's planned-ahead runs) and sort them. ?3 and ?4 are a cursor:
-  // candidates after (scheduled_at, id), when a look did not fill the batch.
-  const std::string sql = fmt::format(
-      "SELECT {}, budget_attempts, budget_started_at, action_event_id FROM runs "
-      "WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
-      "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) "
-      "AND scheduled_at >= ?3 AND (scheduled_at > ?3 OR id > ?4) AND +job IN ({}) "
-      "AND +job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
-      "AND (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') = 0 "
-      "ORDER BY scheduled_at, id LIMIT ?2",
-      kRunColumns, placeholders);
+  for (const auto& r : p.rules) rules[r.job] = &r;
+  // The candidates of `jobs`, after the cursor (?3, ?4), `limit` (?2) at
+  // most. `+job`: walk runs_due in order rather than every active run of
+  // each job (a job's planned-ahead runs) and sort them. Runs waiting behind
+  // an earlier period (overlap = queue) are left out where the walk meets
+  // them (runs_active): they would only be passed over. A run claimed in
+  // this transaction was pending when this read it, so it holds its later
+  // periods back here too.
+  const auto candidates_sql = [](const std::vector<const ClaimRule*>& jobs) {
+    // Numbered explicitly: a bare "?" would take the number after the
+    // largest seen so far in the text, colliding with ?2 to ?4.
+    std::string listed;
+    std::string queued;
+    int param = 5;
+    for (const ClaimRule* r : jobs) {
+      const std::string at = fmt::format("?{}", param++);
+      listed += (listed.empty() ? "" : ", ") + at;
+      if (r->overlap == config::Overlap::kQueue) queued += (queued.empty() ? "" : ", ") + at;
+    }
+    const std::string waiting =
+        queued.empty()
+            ? ""
+            : fmt::format(
+                  "AND NOT (+job IN ({}) AND EXISTS (SELECT 1 FROM runs e "
+                  "WHERE e.job = runs.job AND e.partition = runs.partition "
+                  "AND e.scheduled_at < runs.scheduled_at "
+                  "AND (e.state = 'pending' OR e.state = 'running'))) ",
+                  queued);
+    return fmt::format(
+        "SELECT {}, budget_attempts, budget_started_at, action_event_id FROM runs "
+        "WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+        "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) "
+        "AND scheduled_at >= ?3 AND (scheduled_at > ?3 OR id > ?4) AND +job IN ({}) "
+        "AND +job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
+        "AND (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') = 0 "
+        "{}ORDER BY scheduled_at, id LIMIT ?2",
+        kRunColumns, listed, waiting);
+  };
   struct Candidate : RunRecord {
     int budget_attempts = 0;
     std::optional<int64_t> budget_started_at;
@@ -118,13 +135,15 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   };
   std::vector<Candidate> candidates;
   std::pair<int64_t, int64_t> after{std::numeric_limits<int64_t>::min(), 0};
-  // Whether the look found `limit` candidates (there may be more).
-  const auto find_candidates = [&](int64_t limit) -> Result<bool> {
+  // Reads the next candidates of `jobs`; whether it found `limit` (there
+  // may be more).
+  const auto find_candidates = [&](const std::vector<const ClaimRule*>& jobs,
+                                   int64_t limit) -> Result<bool> {
     candidates.clear();
-    ASSIGN_OR_RETURN(s, db_->Prepare(sql));
+    ASSIGN_OR_RETURN(s, db_->Prepare(candidates_sql(jobs)));
     s.Bind(1, Ms(p.now)).Bind(2, limit).Bind(3, after.first).Bind(4, after.second);
     int i = 5;
-    for (const auto& r : p.rules) s.Bind(i++, r.job);
+    for (const ClaimRule* r : jobs) s.Bind(i++, r->job);
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       candidates.push_back({RunFromRow(s), static_cast<int>(s.Int(14)), s.OptInt(15),
                             s.OptInt(16)});
@@ -132,13 +151,29 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
     if (!candidates.empty()) after = {Ms(candidates.back().scheduled_at), candidates.back().id};
     return static_cast<int64_t>(candidates.size()) == limit;
   };
+  std::vector<const ClaimRule*> all_jobs;
+  for (const auto& r : p.rules) all_jobs.push_back(&r);
   // Due runs of other jobs (external ones, say) cost a read, not a write
   // transaction.
-  RETURN_IF_ERROR(find_candidates(1).status());
+  RETURN_IF_ERROR(find_candidates(all_jobs, 1).status());
   if (candidates.empty()) return out;
   after = {std::numeric_limits<int64_t>::min(), 0};
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  // Running runs per job with a max_concurrency, then tracked as this claim
+  // takes more.
+  std::map<std::string, int> running;
+  for (const auto& r : p.rules) {
+    if (r.max_concurrency <= 0) continue;
+    ASSIGN_OR_RETURN(s, db_->Prepare(
+        "SELECT count(*) FROM runs WHERE job = ? AND state = 'running'"));
+    s.Bind(1, r.job);
+    ASSIGN_OR_RETURN(row, s.Step());
+    running[r.job] = row ? static_cast<int>(s.Int(0)) : 0;
+  }
+  const auto full = [&](const ClaimRule& r) {
+    return r.max_concurrency > 0 && running[r.job] >= r.max_concurrency;
+  };
   // Rows of this claim's attempts and first steps, inserted several per
   // statement once every run is decided; its events likewise.
   struct NewAttempt {
@@ -156,42 +191,35 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   };
   std::vector<NewStep> first_steps;
   HeldEvents events(*this);
-  std::map<std::string, int> running;  // per job, counted once then tracked
   std::optional<int64_t> last_token;
-  // Few runs are passed over (overlap, concurrency): look a little past the
-  // batch first, and further only when that was not enough; at most 4 x
-  // limit + 16 candidates in all, so that a long queue behind one partition
-  // does not make every claim read all of it.
-  const int64_t looks[] = {int64_t{p.limit} + 16, int64_t{p.limit} * 3};
+  // A look reads a little past the batch, for runs passed over (a job
+  // reaching its max_concurrency, overlap = skip). When those leave the
+  // batch short, the next look goes on from where it stopped, without the
+  // jobs that are now full: however many of their runs are due, they do not
+  // hold back the others'.
+  int64_t look = int64_t{p.limit} + 16;
   bool more = true;
-  for (const int64_t look : looks) {
-    if (!more || static_cast<int>(out.size()) >= p.limit) break;
-    ASSIGN_OR_RETURN(full, find_candidates(look));
-    more = full;
+  while (more && static_cast<int>(out.size()) < p.limit) {
+    std::vector<const ClaimRule*> open_jobs;
+    for (const ClaimRule* r : all_jobs) {
+      if (!full(*r)) open_jobs.push_back(r);
+    }
+    if (open_jobs.empty()) break;
+    ASSIGN_OR_RETURN(found_all, find_candidates(open_jobs, look));
+    more = found_all;
+    look = int64_t{p.limit} * 4 + 16;
     for (const Candidate& c : candidates) {
       if (static_cast<int>(out.size()) >= p.limit) break;
       const ClaimRule& rule = *rules.at(c.job);
-      if (rule.max_concurrency > 0) {
-        auto it = running.find(c.job);
-        if (it == running.end()) {
-          ASSIGN_OR_RETURN(s, db_->Prepare(
-              "SELECT count(*) FROM runs WHERE job = ? AND state = 'running'"));
-          s.Bind(1, c.job);
-          ASSIGN_OR_RETURN(row, s.Step());
-          it = running.emplace(c.job, row ? static_cast<int>(s.Int(0)) : 0).first;
-        }
-        if (it->second >= rule.max_concurrency) continue;
-      }
-      if (rule.overlap != config::Overlap::kAllow) {
-        const bool queue = rule.overlap == config::Overlap::kQueue;
+      if (full(rule)) continue;
+      if (rule.overlap == config::Overlap::kSkip) {
+        // Read now, in this transaction: an earlier period claimed by this
+        // very claim is running.
         ASSIGN_OR_RETURN(s, db_->Prepare(
-            queue ? "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
-                    "AND (state = 'pending' OR state = 'running') LIMIT 1"
-                  : "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
-                    "AND state = 'running' LIMIT 1"));
+            "SELECT 1 FROM runs WHERE job = ? AND partition = ? AND scheduled_at < ? "
+            "AND state = 'running' LIMIT 1"));
         s.Bind(1, c.job).Bind(2, c.partition).Bind(3, Ms(c.scheduled_at));
         ASSIGN_OR_RETURN(blocked, s.Step());
-        if (blocked && queue) continue;  // waits behind the earlier period
         if (blocked) {
           ASSIGN_OR_RETURN(u, db_->Prepare(
               "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?, "
