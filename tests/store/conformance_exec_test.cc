@@ -1,5 +1,6 @@
 // Store conformance: claims, leases and fencing, attempts, steps, retries.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "store/conformance.h"
 
@@ -85,6 +86,46 @@ TEST_P(StoreExec, ClaimsDueRunsWithIncreasingTokensAndOneLeaseEach) {
   EXPECT_EQ((*attempts)[0].token, first[0].token);
   EXPECT_EQ((*attempts)[0].node, "n1");
   EXPECT_FALSE((*attempts)[0].ended_at.has_value());
+}
+
+// The details of an attempt's events are JSON objects whatever the names
+// in them hold (a node id and step names are the operator's text).
+TEST_P(StoreExec, AnAttemptsEventDetailsAreJsonWhateverTheNames) {
+  Setup({"a"});
+  auto rule = Rule();
+  rule.steps = {"gen \"a\"", "de\\liver"};
+  const std::string node = "node \"7\" \\ x\ty";
+  const auto c = Claim("2026-11-05T12:00:00Z", 1, {rule}, node).at(0);
+  const auto at = InstantAt("2026-11-05T12:00:05Z");
+  std::vector<store::WorkerWrite> batch(2);
+  batch[0].step = store::StepParams{c.run.id, c.token, rule.steps[0], "succeeded", at, node};
+  batch[1].step = store::StepParams{c.run.id, c.token, rule.steps[1], "failed", at, node};
+  batch[1].finish = Finish(c, "2026-11-05T12:00:05Z", RunState::kPending, EndClass::kRetryable);
+  batch[1].finish->node = node;
+  batch[1].finish->step = rule.steps[1];
+  batch[1].finish->exit_status = 75;
+  batch[1].finish->decision.next_attempt_at = InstantAt("2026-11-05T12:01:00Z") + milliseconds{500};
+  auto r = S().RunApplyWrites(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->at(0).ok() && r->at(1).ok());
+  std::vector<nlohmann::json> details;
+  bool claimed = false;  // the attempt's events, from its claim on
+  for (const auto& e : Events("j")) {
+    claimed = claimed || e.type == "claimed";
+    if (e.run_id != c.run.id || !claimed) continue;
+    details.push_back(nlohmann::json::parse(e.details, nullptr, false));
+    EXPECT_FALSE(details.back().is_discarded()) << e.type << ": " << e.details;
+  }
+  const std::vector<nlohmann::json> expected = {
+      {{"attempt", 1}, {"fencing_token", c.token}, {"lease_expires_at", "2026-11-05T12:05:00Z"},
+       {"node", node}},
+      {{"attempt", 1}, {"step", rule.steps[0]}},
+      {{"attempt", 1}, {"step", rule.steps[0]}},
+      {{"attempt", 1}, {"step", rule.steps[1]}},
+      {{"attempt", 1}, {"end_class", "retryable"}, {"exit_status", 75},
+       {"fencing_token", c.token}, {"next_attempt_at", "2026-11-05T12:01:00Z"},
+       {"step", rule.steps[1]}}};
+  EXPECT_EQ(details, expected);
 }
 
 TEST_P(StoreExec, OnlyReleasedDueRunsOfListedJobsAreClaimed) {

@@ -7,6 +7,7 @@
 // write changes nothing, a stale_write_rejected event is appended in the
 // same transaction, and the caller gets kStaleLease.
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <utility>
@@ -23,6 +24,23 @@ namespace {
 
 using namespace sql_util;  // NOLINT: the store's own helpers
 using sql::Transaction;
+
+// `s` as a JSON string, quoted and escaped as nlohmann writes it. The hot
+// events' details are formatted directly (a claim and a finish write four
+// per run, and building a json object for each cost more than the rest of
+// the event); their keys stay in nlohmann's sorted order.
+std::string JsonQuoted(std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
+    return ch != '"' && ch != '\\' && static_cast<unsigned char>(ch) >= 0x20;
+  });
+  if (!plain) return nlohmann::json(s).dump();
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
 
 // Whether the finish ends the run (as opposed to a retry or `unknown`).
 bool Ends(const FinishParams& p) {
@@ -552,18 +570,17 @@ std::vector<EventRecord> SqlStore::ClaimEvents(const ClaimedRun& c, std::string_
   e.actor = std::string(node);
   EventRecord started = e;
   e.type = ledger::event::kClaimed;
-  e.details = nlohmann::json{{"attempt", c.attempt},
-                             {"fencing_token", c.token},
-                             {"node", node},
-                             {"lease_expires_at",
-                              FormatUtc(std::chrono::floor<seconds>(c.lease_expires_at))}}
-                  .dump();
+  e.details = fmt::format(R"({{"attempt":{},"fencing_token":{},"lease_expires_at":"{}","node":{}}})",
+                          c.attempt, c.token,
+                          FormatUtc(std::chrono::floor<seconds>(c.lease_expires_at)),
+                          JsonQuoted(node));
   std::vector<EventRecord> out{std::move(e)};
   const auto first = std::find_if(c.steps.begin(), c.steps.end(),
                                   [](const StepState& st) { return st.state == "running"; });
   if (first != c.steps.end()) {
     started.type = ledger::event::kStepStarted;
-    started.details = nlohmann::json{{"step", first->name}, {"attempt", c.attempt}}.dump();
+    started.details =
+        fmt::format(R"({{"attempt":{},"step":{}}})", c.attempt, JsonQuoted(first->name));
     out.push_back(std::move(started));
   }
   return out;
@@ -580,22 +597,23 @@ EventRecord SqlStore::StepEvent(const StepParams& p, std::string_view job,
   e.run_id = p.run_id;
   e.run_key = std::string(run_key);
   e.actor = p.node;
-  e.details = nlohmann::json{{"step", p.step}, {"attempt", attempt}}.dump();
+  e.details = fmt::format(R"({{"attempt":{},"step":{}}})", attempt, JsonQuoted(p.step));
   return e;
 }
 
 std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, std::string_view job,
                                                 std::string_view run_key, int attempt) {
   const auto& d = p.decision;
-  nlohmann::json details = {{"attempt", attempt},
-                            {"end_class", ledger::Name(p.end_class)},
-                            {"fencing_token", p.token}};
-  if (p.exit_status) details["exit_status"] = *p.exit_status;
-  if (!p.step.empty()) details["step"] = p.step;
+  std::string details = fmt::format(R"({{"attempt":{},"end_class":"{}")", attempt,
+                                    ledger::Name(p.end_class));
+  if (p.exit_status) fmt::format_to(std::back_inserter(details), R"(,"exit_status":{})", *p.exit_status);
+  fmt::format_to(std::back_inserter(details), R"(,"fencing_token":{})", p.token);
   if (d.next_attempt_at) {
-    details["next_attempt_at"] =
-        FormatUtc(std::chrono::floor<seconds>(*d.next_attempt_at));
+    fmt::format_to(std::back_inserter(details), R"(,"next_attempt_at":"{}")",
+                   FormatUtc(std::chrono::floor<seconds>(*d.next_attempt_at)));
   }
+  if (!p.step.empty()) fmt::format_to(std::back_inserter(details), R"(,"step":{})", JsonQuoted(p.step));
+  details += '}';
   EventRecord e;
   e.at = p.now;
   e.job = std::string(job);
@@ -603,7 +621,7 @@ std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, std::stri
   e.run_key = std::string(run_key);
   e.actor = p.actor == "reaper" ? "reaper" : p.node;
   e.reason = d.reason;
-  e.details = details.dump();
+  e.details = std::move(details);
   std::vector<EventRecord> out;
   if (p.end_class == ledger::EndClass::kLeaseExpired) {
     EventRecord expired = e;
