@@ -252,21 +252,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "AND state = 'pending'"));
     s.Bind(1, Ms(p.now)).Bind(2, IdArray(ids));
     RETURN_IF_ERROR(s.Run());
-    for (const Candidate* c : skips) {
-      EventRecord e;
-      e.at = p.now;
-      e.type = ledger::event::kSkipped;
-      e.job = c->run.job;
-      e.run_id = c->run.id;
-      e.run_key = c->run.RunKey();
-      e.actor = p.node;
-      e.reason = "overlap";
-      e.details = json{{"reason", "overlap"},
-                       {"waived", true},
-                       {"scheduled_at", FormatUtc(c->run.scheduled_at)}}
-                      .dump();
-      events.push_back(std::move(e));
-    }
+    for (const Candidate* c : skips) events.push_back(OverlapSkipEvent(c->run, p.node, p.now));
   }
   if (claims.empty()) {
     RETURN_IF_ERROR(AppendEventsLocked(events));

@@ -170,6 +170,8 @@ class SqlStore : public Store {
   Status RejectStaleLocked(int64_t run_id, int64_t token, std::string_view write,
                            std::string_view node, Instant now);
   Result<std::vector<StepState>> StepsLocked(int64_t run_id);
+  // Marks a pending run `skipped (overlap)`, waived, with its event.
+  Status SkipForOverlapLocked(const RunRecord& run, std::string_view node, Instant now);
   // A retried attempt's step rows (a first attempt's are written by the
   // claim), with the first step not yet succeeded marked running.
   Result<std::vector<StepState>> ResumeStepsLocked(int64_t run_id, int attempt,
@@ -227,6 +229,7 @@ class SqlStore : public Store {
   static void ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::string_view own);
   // The events a claim, a step's new state and an attempt's end append, in
   // order: the same whether written row by row or set-based.
+  static EventRecord OverlapSkipEvent(const RunRecord& run, std::string_view node, Instant now);
   static std::vector<EventRecord> ClaimEvents(const ClaimedRun& c, std::string_view node,
                                               Instant now);
   static EventRecord StepEvent(const StepParams& p, std::string_view job,

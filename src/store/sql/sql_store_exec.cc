@@ -42,6 +42,44 @@ std::string JsonQuoted(std::string_view s) {
   return out;
 }
 
+// The claim's read of candidates of `jobs`: due runs after the cursor
+// (?3, ?4), `limit` (?2) at most, then ?5... the jobs' names. `+job`: walk
+// runs_due in order rather than every active run of each job (a job's
+// planned-ahead runs) and sort them. Runs waiting behind an earlier period
+// (overlap = queue) are left out where the walk meets them (runs_active):
+// they would only be passed over. A run claimed in this transaction was
+// pending when this read it, so it holds its later periods back here too.
+std::string CandidatesSql(const std::vector<const ClaimRule*>& jobs) {
+  // Numbered explicitly: a bare "?" would take the number after the largest
+  // seen so far in the text, colliding with ?2 to ?4.
+  std::string listed;
+  std::string queued;
+  int param = 5;
+  for (const ClaimRule* r : jobs) {
+    const std::string at = fmt::format("?{}", param++);
+    listed += (listed.empty() ? "" : ", ") + at;
+    if (r->overlap == config::Overlap::kQueue) queued += (queued.empty() ? "" : ", ") + at;
+  }
+  const std::string waiting =
+      queued.empty()
+          ? ""
+          : fmt::format(
+                "AND NOT (+job IN ({}) AND EXISTS (SELECT 1 FROM runs e "
+                "WHERE e.job = runs.job AND e.partition = runs.partition "
+                "AND e.scheduled_at < runs.scheduled_at "
+                "AND (e.state = 'pending' OR e.state = 'running'))) ",
+                queued);
+  return fmt::format(
+      "SELECT {}, budget_attempts, budget_started_at, action_event_id FROM runs "
+      "WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+      "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) "
+      "AND scheduled_at >= ?3 AND (scheduled_at > ?3 OR id > ?4) AND +job IN ({}) "
+      "AND +job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
+      "AND (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') = 0 "
+      "{}ORDER BY scheduled_at, id LIMIT ?2",
+      kRunColumns, listed, waiting);
+}
+
 // Whether the finish ends the run (as opposed to a retry or `unknown`).
 bool Ends(const FinishParams& p) {
   return p.decision.state == ledger::RunState::kSucceeded ||
@@ -93,6 +131,31 @@ Status SqlStore::RejectStaleLocked(int64_t run_id, int64_t token, std::string_vi
                 fmt::format("run {}: {} rejected: fencing token {} is stale", run_id, write, token));
 }
 
+Status SqlStore::SkipForOverlapLocked(const RunRecord& run, std::string_view node, Instant now) {
+  ASSIGN_OR_RETURN(u, db_->Prepare(
+      "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?, "
+      "finished_at = ? WHERE id = ? AND state = 'pending'"));
+  u.Bind(1, Ms(now)).Bind(2, Ms(now)).Bind(3, run.id);
+  RETURN_IF_ERROR(u.Run());
+  return AppendEventLocked(OverlapSkipEvent(run, node, now));
+}
+
+EventRecord SqlStore::OverlapSkipEvent(const RunRecord& run, std::string_view node, Instant now) {
+  EventRecord e;
+  e.at = now;
+  e.type = ledger::event::kSkipped;
+  e.job = run.job;
+  e.run_id = run.id;
+  e.run_key = run.RunKey();
+  e.actor = std::string(node);
+  e.reason = "overlap";
+  e.details = nlohmann::json{{"reason", "overlap"},
+                             {"waived", true},
+                             {"scheduled_at", FormatUtc(run.scheduled_at)}}
+                  .dump();
+  return e;
+}
+
 Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   std::vector<ClaimedRun> out;
   if (p.rules.empty() || p.limit <= 0) return out;
@@ -109,43 +172,6 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   }
   std::map<std::string, const ClaimRule*> rules;
   for (const auto& r : p.rules) rules[r.job] = &r;
-  // The candidates of `jobs`, after the cursor (?3, ?4), `limit` (?2) at
-  // most. `+job`: walk runs_due in order rather than every active run of
-  // each job (a job's planned-ahead runs) and sort them. Runs waiting behind
-  // an earlier period (overlap = queue) are left out where the walk meets
-  // them (runs_active): they would only be passed over. A run claimed in
-  // this transaction was pending when this read it, so it holds its later
-  // periods back here too.
-  const auto candidates_sql = [](const std::vector<const ClaimRule*>& jobs) {
-    // Numbered explicitly: a bare "?" would take the number after the
-    // largest seen so far in the text, colliding with ?2 to ?4.
-    std::string listed;
-    std::string queued;
-    int param = 5;
-    for (const ClaimRule* r : jobs) {
-      const std::string at = fmt::format("?{}", param++);
-      listed += (listed.empty() ? "" : ", ") + at;
-      if (r->overlap == config::Overlap::kQueue) queued += (queued.empty() ? "" : ", ") + at;
-    }
-    const std::string waiting =
-        queued.empty()
-            ? ""
-            : fmt::format(
-                  "AND NOT (+job IN ({}) AND EXISTS (SELECT 1 FROM runs e "
-                  "WHERE e.job = runs.job AND e.partition = runs.partition "
-                  "AND e.scheduled_at < runs.scheduled_at "
-                  "AND (e.state = 'pending' OR e.state = 'running'))) ",
-                  queued);
-    return fmt::format(
-        "SELECT {}, budget_attempts, budget_started_at, action_event_id FROM runs "
-        "WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
-        "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) "
-        "AND scheduled_at >= ?3 AND (scheduled_at > ?3 OR id > ?4) AND +job IN ({}) "
-        "AND +job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
-        "AND (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') = 0 "
-        "{}ORDER BY scheduled_at, id LIMIT ?2",
-        kRunColumns, listed, waiting);
-  };
   struct Candidate : RunRecord {
     int budget_attempts = 0;
     std::optional<int64_t> budget_started_at;
@@ -158,7 +184,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   const auto find_candidates = [&](const std::vector<const ClaimRule*>& jobs,
                                    int64_t limit) -> Result<bool> {
     candidates.clear();
-    ASSIGN_OR_RETURN(s, db_->Prepare(candidates_sql(jobs)));
+    ASSIGN_OR_RETURN(s, db_->Prepare(CandidatesSql(jobs)));
     s.Bind(1, Ms(p.now)).Bind(2, limit).Bind(3, after.first).Bind(4, after.second);
     int i = 5;
     for (const ClaimRule* r : jobs) s.Bind(i++, r->job);
@@ -239,24 +265,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
         s.Bind(1, c.job).Bind(2, c.partition).Bind(3, Ms(c.scheduled_at));
         ASSIGN_OR_RETURN(blocked, s.Step());
         if (blocked) {
-          ASSIGN_OR_RETURN(u, db_->Prepare(
-              "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?, "
-              "finished_at = ? WHERE id = ? AND state = 'pending'"));
-          u.Bind(1, Ms(p.now)).Bind(2, Ms(p.now)).Bind(3, c.id);
-          RETURN_IF_ERROR(u.Run());
-          EventRecord e;
-          e.at = p.now;
-          e.type = ledger::event::kSkipped;
-          e.job = c.job;
-          e.run_id = c.id;
-          e.run_key = c.RunKey();
-          e.actor = p.node;
-          e.reason = "overlap";
-          e.details = nlohmann::json{{"reason", "overlap"},
-                                     {"waived", true},
-                                     {"scheduled_at", FormatUtc(c.scheduled_at)}}
-                          .dump();
-          RETURN_IF_ERROR(AppendEventLocked(std::move(e)));
+          RETURN_IF_ERROR(SkipForOverlapLocked(c, p.node, p.now));
           continue;
         }
       }
