@@ -116,6 +116,12 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     }
     config.server.listen = *args.listen;
   }
+  if (args.node_id) {
+    if (std::string problem = config::NodeIdProblem(*args.node_id); !problem.empty()) {
+      err << "cronledger serve: --node-id: " << problem << "\n";
+      return kExitUsage;
+    }
+  }
   std::vector<api::ApiToken> tokens;
   std::optional<api::LocalToken> local_token;
   if (int rc = LoadApiTokens(config, &tokens, &local_token, err); rc != kExitOk) return rc;

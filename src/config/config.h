@@ -212,6 +212,10 @@ struct TokenSecret {
 std::variant<std::vector<TokenSecret>, ConfigErrors> ResolveTokenSecrets(
     const Config& config, const std::function<const char*(const char*)>& getenv);
 
+// Why `id` cannot name a node (server.node_id, serve --node-id), "" when it
+// can: 1-128 bytes of UTF-8 without spaces or control characters.
+std::string NodeIdProblem(std::string_view id);
+
 // Why `listen` (host:port) cannot be listened on, "" when it can: a
 // malformed address, or a host that is not loopback while no tokens are
 // configured (`tokens_configured`).

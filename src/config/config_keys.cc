@@ -4,6 +4,7 @@
 // compares them with docs/config.md.
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <netinet/in.h>
 #include <toml++/toml.h>
 
@@ -314,14 +315,7 @@ constexpr std::string_view kOverlapChoices[] = {"queue", "skip", "allow"};
 constexpr Overlap kOverlaps[] = {Overlap::kQueue, Overlap::kSkip, Overlap::kAllow};
 
 void ApplyNodeId(const Value& v, const Site& site, ServerConfig& s) {
-  const bool ok = !v.text.empty() && v.text.size() <= 128 &&
-                  std::none_of(v.text.begin(), v.text.end(), [](char c) {
-                    return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
-                  });
-  if (!ok) {
-    return site.Error(
-        fmt::format("{} is not a node id: use 1-128 characters without spaces", Quote(v.text)));
-  }
+  if (std::string problem = NodeIdProblem(v.text); !problem.empty()) return site.Error(problem);
   s.node_id = v.text;
 }
 
@@ -923,6 +917,21 @@ void CheckAcrossSections(const toml::table& root, Reporter& reporter, const Conf
 }
 
 }  // namespace internal
+
+std::string NodeIdProblem(std::string_view id) {
+  // nlohmann's strict dump is the UTF-8 check: the id goes into the
+  // ledger's JSON and text columns, which take nothing else.
+  try {
+    (void)nlohmann::json(id).dump();
+  } catch (const nlohmann::json::type_error&) {
+    return "the value is not a node id: it is not UTF-8";
+  }
+  const bool ok = !id.empty() && id.size() <= 128 && std::none_of(id.begin(), id.end(), [](char c) {
+    return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
+  });
+  if (ok) return "";
+  return fmt::format("{} is not a node id: use 1-128 characters without spaces", internal::Quote(id));
+}
 
 std::string ListenProblem(std::string_view listen, bool tokens_configured) {
   std::string host;

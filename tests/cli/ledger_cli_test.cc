@@ -669,6 +669,28 @@ TEST(ServeCli, InvalidConfigExitsTwoAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
 }
 
+// --node-id follows server.node_id's rule: the name goes into every lease,
+// attempt and event (and on PostgreSQL into text columns that take only
+// UTF-8), so a name the file would refuse is refused here too.
+TEST(ServeCli, ANodeIdTheConfigWouldRefuseIsExit2AndWritesNothing) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "\"\" is not a node id: use 1-128 characters without spaces"},
+      {"web 1", "\"web 1\" is not a node id: use 1-128 characters without spaces"},
+      {std::string(129, 'n'), "is not a node id: use 1-128 characters without spaces"},
+      {"web\xff" "1", "is not a node id: it is not UTF-8"},
+      {"caf\xc3", "is not a node id: it is not UTF-8"},
+  };
+  for (const auto& [id, message] : bad) {
+    const auto r = Cronledger({"serve", "--config", config, "--node-id", id});
+    EXPECT_EQ(r.exit_code, 2) << id << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("cronledger serve: --node-id: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db"))) << id;
+  }
+}
+
 TEST(ServeCli, UnavailableStoreExitsThree) {
   TempDir dir;
   const std::string config =

@@ -28,12 +28,17 @@ using sql::Transaction;
 // `s` as a JSON string, quoted and escaped as nlohmann writes it. The hot
 // events' details are formatted directly (a claim and a finish write four
 // per run, and building a json object for each cost more than the rest of
-// the event); their keys stay in nlohmann's sorted order.
+// the event); their keys stay in nlohmann's sorted order. Bytes that are
+// not UTF-8 become U+FFFD: PostgreSQL's jsonb would refuse the event, and
+// with it the claim or the finish.
 std::string JsonQuoted(std::string_view s) {
   const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
-    return ch != '"' && ch != '\\' && static_cast<unsigned char>(ch) >= 0x20;
+    const auto byte = static_cast<unsigned char>(ch);
+    return ch != '"' && ch != '\\' && byte >= 0x20 && byte < 0x80;
   });
-  if (!plain) return nlohmann::json(s).dump();
+  if (!plain) {
+    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   std::string out;
   out.reserve(s.size() + 2);
   out += '"';
