@@ -18,11 +18,18 @@ class Clock {
  public:
   using TimePoint = std::chrono::system_clock::time_point;
   using Duration = std::chrono::system_clock::duration;
+  using SteadyPoint = std::chrono::steady_clock::time_point;
 
   virtual ~Clock() = default;
 
   // The current instant (UTC). Thread-safe.
   virtual TimePoint Now() const = 0;
+
+  // For how long something has taken (a step's timeout and kill grace, the
+  // interval between heartbeats): a reading that only moves forward, which
+  // a wall-clock step (NTP, a resumed VM, an operator) does not move. Its
+  // epoch means nothing; only differences do. Thread-safe.
+  virtual SteadyPoint SteadyNow() const = 0;
 
   // Blocks until Now() >= deadline or `stop` is requested, whichever is
   // first. Returns true when the deadline was reached, false when stopped.
@@ -45,13 +52,18 @@ class FakeClock final : public Clock {
   explicit FakeClock(TimePoint start);
 
   TimePoint Now() const override;
+  SteadyPoint SteadyNow() const override;
   bool SleepUntil(TimePoint deadline, std::stop_token stop) override;
 
-  // Moves time to `t` (forward or backward) and wakes every sleeper whose
-  // deadline has been reached.
+  // Moves time to `t` and wakes every sleeper whose deadline has been
+  // reached. Forward, that much time passes (SteadyNow moves with it);
+  // backward, the wall clock is stepped back and SteadyNow stays.
   void Set(TimePoint t);
   // Set(Now() + d).
   void Advance(Duration d);
+  // Steps the wall clock by `d` (either way) while no time passes:
+  // SteadyNow stays, as after an NTP step.
+  void StepWallClock(Duration d);
 
   // Number of threads currently blocked in SleepUntil. Lets a test wait
   // until a background loop has gone to sleep before advancing time.
@@ -61,6 +73,7 @@ class FakeClock final : public Clock {
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   TimePoint now_;
+  SteadyPoint steady_{};
   std::size_t sleepers_ = 0;
 };
 

@@ -11,6 +11,11 @@ Clock::TimePoint FakeClock::Now() const {
   return now_;
 }
 
+Clock::SteadyPoint FakeClock::SteadyNow() const {
+  std::lock_guard lock(mu_);
+  return steady_;
+}
+
 bool FakeClock::SleepUntil(TimePoint deadline, std::stop_token stop) {
   std::unique_lock lock(mu_);
   ++sleepers_;
@@ -22,12 +27,22 @@ bool FakeClock::SleepUntil(TimePoint deadline, std::stop_token stop) {
 void FakeClock::Set(TimePoint t) {
   {
     std::lock_guard lock(mu_);
+    if (t > now_) steady_ += t - now_;
     now_ = t;
   }
   cv_.notify_all();
 }
 
 void FakeClock::Advance(Duration d) {
+  {
+    std::lock_guard lock(mu_);
+    if (d > Duration::zero()) steady_ += d;
+    now_ += d;
+  }
+  cv_.notify_all();
+}
+
+void FakeClock::StepWallClock(Duration d) {
   {
     std::lock_guard lock(mu_);
     now_ += d;

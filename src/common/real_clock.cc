@@ -12,6 +12,7 @@ namespace {
 class SystemClock final : public Clock {
  public:
   TimePoint Now() const override { return std::chrono::system_clock::now(); }
+  SteadyPoint SteadyNow() const override { return std::chrono::steady_clock::now(); }
 
   // Waits in steady-clock slices of at most one second and re-reads the wall
   // clock after each, so a wall-clock jump (NTP step, operator) moves the

@@ -134,6 +134,8 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
     ahead = ClaimAheadLocked();
   }
   if (free_slots <= 0) return 0;
+  // The lease runs from `now`: heartbeats are due a third of it later.
+  const Clock::SteadyPoint claimed_at = clock_.SteadyNow();
   store::ClaimParams p;
   p.now = store::ToInstant(now);
   p.node = options_.node;
@@ -161,7 +163,7 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
       auto run = std::make_shared<ActiveRun>();
       const config::JobConfig* job = config_.FindJob(c.run.job);
       run->lease_ttl = job ? milliseconds(job->EffectiveLeaseTtl()) : milliseconds{60000};
-      run->last_heartbeat = now;
+      run->last_heartbeat = claimed_at;
       // The lease runs from the claim's now, on the ledger's clock.
       run->ledger_offset = std::chrono::duration_cast<milliseconds>(
           (c.lease_expires_at - run->lease_ttl) - store::ToInstant(now));
@@ -180,11 +182,15 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
 }
 
 void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
+  // When the last heartbeat was sent is measured on the steady clock: a
+  // wall clock stepped back would otherwise hold heartbeats back for as
+  // long, and the leases would expire on the ledger's clock meanwhile.
+  const Clock::SteadyPoint steady = clock_.SteadyNow();
   std::vector<std::shared_ptr<ActiveRun>> due;
   {
     std::lock_guard lock(mu_);
     for (auto& [id, run] : active_) {
-      if (!run->stale && !run->finishing && now - run->last_heartbeat >= run->lease_ttl / 3) {
+      if (!run->stale && !run->finishing && steady - run->last_heartbeat >= run->lease_ttl / 3) {
         due.push_back(run);
       }
     }
@@ -194,7 +200,7 @@ void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
                                           store::ToInstant(now), run->lease_ttl, options_.node});
     Observe(s, "heartbeat");
     if (s.ok()) {
-      run->last_heartbeat = now;
+      run->last_heartbeat = steady;
     } else if (s.code() == StatusCode::kStaleLease) {
       spdlog::warn("dispatcher: run {} ({}): lease lost, stopping its step: {}",
                    run->claim.run.id, run->claim.run.RunKey(), s.message());
@@ -296,10 +302,10 @@ void Dispatcher::WorkerLoop(std::stop_token stop) {
       run = queue_.front();
       queue_.pop_front();
     }
-    const auto started = clock_.Now();
+    const auto started = clock_.SteadyNow();
     std::optional<store::WorkerWrite> last = Execute(*run);
     const double micros =
-        std::chrono::duration<double, std::micro>(clock_.Now() - started).count();
+        std::chrono::duration<double, std::micro>(clock_.SteadyNow() - started).count();
     bool worth_a_claim = false;
     {
       std::lock_guard lock(mu_);

@@ -116,7 +116,8 @@ class Dispatcher {
   Result<int> ClaimOnce(Clock::TimePoint now, int* limit = nullptr);
 
   // Extends the lease of every active run whose last heartbeat is older than
-  // a third of its TTL. A rejected heartbeat cancels that run.
+  // a third of its TTL (on the steady clock: a wall-clock step moves no
+  // heartbeat). A rejected heartbeat cancels that run.
   void HeartbeatOnce(Clock::TimePoint now);
 
   // Starts a background loop: claim when workers are free, heartbeat, sleep
@@ -154,7 +155,7 @@ class Dispatcher {
     // database's; the claim's lease ran from its now): decisions about the
     // run (a retry's backoff) are taken on the ledger's clock.
     std::chrono::milliseconds ledger_offset{0};
-    Clock::TimePoint last_heartbeat;
+    Clock::SteadyPoint last_heartbeat;  // or the claim
     std::stop_source cancel;
     std::atomic<bool> stale{false};
     std::atomic<bool> shutdown{false};

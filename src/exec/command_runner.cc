@@ -123,7 +123,7 @@ CommandResult RunCommand(const CommandSpec& spec, Clock& clock) {
   }
   close(exec_pipe[0]);
 
-  const auto deadline = clock.Now() + spec.timeout;
+  const auto deadline = clock.SteadyNow() + spec.timeout;
   // [2] is stdin while input remains to be written.
   std::array<pollfd, 3> fds{{{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {-1, POLLOUT, 0}}};
   std::size_t input_sent = 0;
@@ -138,7 +138,7 @@ CommandResult RunCommand(const CommandSpec& spec, Clock& clock) {
   int open_fds = 2;
   char buf[8192];
   while (open_fds > 0) {
-    if (clock.Now() >= deadline) {
+    if (clock.SteadyNow() >= deadline) {
       result.timed_out = true;
       kill(-pid, SIGKILL);
       break;

@@ -445,7 +445,7 @@ std::string SignalName(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-int RemainingMs(Clock::TimePoint now, Clock::TimePoint until) {
+int RemainingMs(Clock::SteadyPoint now, Clock::SteadyPoint until) {
   if (until <= now) return 0;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now);
   return static_cast<int>(std::min<std::chrono::milliseconds::rep>(ms.count(), kPollSlice.count()));
@@ -640,10 +640,10 @@ StepOutcome RunSubprocessStep(const StepContext& ctx, const SubprocessSpec& spec
   enum class Reason { kNone, kTimeout, kCancelled };
   Reason reason = Reason::kNone;
   // Bounded so that the deadline cannot overflow the clock's range.
-  const Clock::TimePoint deadline =
-      clock.Now() + std::min<std::chrono::milliseconds>(spec.timeout, kLongestTimeout);
-  std::optional<Clock::TimePoint> term_at;
-  std::optional<Clock::TimePoint> kill_at;
+  const Clock::SteadyPoint deadline =
+      clock.SteadyNow() + std::min<std::chrono::milliseconds>(spec.timeout, kLongestTimeout);
+  std::optional<Clock::SteadyPoint> term_at;
+  std::optional<Clock::SteadyPoint> kill_at;
   int after_kill_rounds = 0;
   bool leader_exited = false;
   std::string buf(kReadChunk, '\0');
@@ -655,7 +655,7 @@ StepOutcome RunSubprocessStep(const StepContext& ctx, const SubprocessSpec& spec
 
   for (;;) {
     if (!leader_exited) leader_exited = LeaderExited(pid);
-    const Clock::TimePoint now = clock.Now();
+    const Clock::SteadyPoint now = clock.SteadyNow();
     const bool pipes_open = out_r.valid() || err_r.valid();
 
     if (!term_at) {

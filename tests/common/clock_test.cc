@@ -29,6 +29,30 @@ TEST(FakeClock, NowMovesOnlyWhenTold) {
   EXPECT_EQ(clock.Now(), T0() - 1h);
 }
 
+// The steady reading moves with time passing (Advance, Set forward), never
+// backwards, and not with a step of the wall clock.
+TEST(FakeClock, SteadyNowMovesOnlyWithTimePassing) {
+  FakeClock clock(T0());
+  const Clock::SteadyPoint s0 = clock.SteadyNow();
+  clock.Advance(90s);
+  EXPECT_EQ(clock.SteadyNow() - s0, 90s);
+  clock.Set(T0() + 100s);
+  EXPECT_EQ(clock.SteadyNow() - s0, 100s);
+  clock.Set(T0() - 1h);  // a step back: no time passed
+  EXPECT_EQ(clock.SteadyNow() - s0, 100s);
+  clock.StepWallClock(2h);
+  EXPECT_EQ(clock.Now(), T0() + 1h);
+  EXPECT_EQ(clock.SteadyNow() - s0, 100s);
+  clock.Advance(-5s);
+  EXPECT_EQ(clock.SteadyNow() - s0, 100s);
+}
+
+TEST(RealClock, SteadyNowNeverGoesBack) {
+  const Clock::SteadyPoint a = RealClock().SteadyNow();
+  const Clock::SteadyPoint b = RealClock().SteadyNow();
+  EXPECT_LE(a, b);
+}
+
 TEST(FakeClock, AdvanceWakesSleepersWhoseDeadlinePassed) {
   FakeClock clock(T0());
   std::atomic<int> woke{0};

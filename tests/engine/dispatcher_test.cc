@@ -22,6 +22,7 @@ namespace cronledger::engine {
 namespace {
 
 using ledger::RunState;
+using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
@@ -629,6 +630,37 @@ TEST_F(DispatcherTest, HeartbeatsKeepALongStepAlive) {
   d.WaitIdle();
   EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
   EXPECT_EQ(d.counters().stale_writes_rejected.load(), 0);
+}
+
+// A wall clock stepped back (NTP, a resumed VM) does not hold heartbeats
+// back: their interval is measured on the steady clock. Were it measured on
+// the wall clock, none would be sent for the hour stepped back, and on
+// PostgreSQL the lease would expire on the database's clock meanwhile.
+TEST_F(DispatcherTest, AWallClockSteppedBackDoesNotHoldHeartbeatsBack) {
+  AddJob({Step("work")});
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  handlers_.Register("j", [&](const RunContext&) {
+    started = true;
+    while (!release) usleep(1000);
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  ASSERT_EQ(*d.ClaimOnce(clock_.Now()), 1);
+  while (!started) usleep(1000);
+  const int64_t id = OnlyRun().id;
+  clock_.StepWallClock(-hours{1});
+  for (int i = 0; i < 3; ++i) {  // lease 3 minutes: a heartbeat is due each minute
+    clock_.Advance(minutes{1});
+    d.HeartbeatOnce(clock_.Now());
+    auto lease = store_->RunGetLease(id);
+    ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+    EXPECT_EQ(lease->expires_at, store::ToInstant(clock_.Now() + minutes{3})) << "minute " << i;
+  }
+  release = true;
+  d.WaitIdle();
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
 }
 
 // The serve loop sleeps until the next run falls due, releases it at that

@@ -1,5 +1,6 @@
 // The command runner against real processes.
 #include "exec/command_runner.h"
+#include "common/wrong_wall_clock.h"
 
 #include <unistd.h>
 
@@ -17,6 +18,25 @@ CommandResult Exec(std::vector<std::string> argv, std::chrono::milliseconds time
   spec.environment = BaseEnvironment();
   spec.timeout = timeout;
   return RunCommand(spec, RealClock());
+}
+
+// The timeout is measured on the steady clock, whatever the wall clock does.
+TEST(CommandRunner, TheTimeoutIsMeasuredOnTheSteadyClock) {
+  CommandSpec spec;
+  spec.environment = BaseEnvironment();
+  spec.timeout = std::chrono::milliseconds{10000};
+  spec.argv = {"/bin/sh", "-c", "sleep 0.2; echo done"};
+  WrongWallClock jumping(std::chrono::hours(1));
+  auto r = RunCommand(spec, jumping);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "done\n");
+
+  spec.timeout = std::chrono::milliseconds{300};
+  spec.argv = {"/bin/sh", "-c", "sleep 30"};
+  WrongWallClock still(Clock::Duration::zero());
+  r = RunCommand(spec, still);
+  EXPECT_TRUE(r.timed_out);
 }
 
 TEST(CommandRunner, CapturesOutputAndExitStatus) {

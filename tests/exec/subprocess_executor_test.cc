@@ -1,6 +1,7 @@
 // The subprocess executor against real processes: /bin/sh scripts written
 // into a temporary folder.
 #include "exec/subprocess_executor.h"
+#include "common/wrong_wall_clock.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -403,6 +404,29 @@ TEST(SubprocessStepRun, TimeoutKillsTheWholeGroup) {
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(ProcessGone(grandchild));
   EXPECT_TRUE(Contains(ReadFile(spec.log_path), "timed out after 300 ms"));
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+// A step's timeout is measured on the steady clock: a wall clock stepped
+// forward does not time a step out early, and one standing still (or
+// stepped back) does not let it run past its timeout.
+TEST(SubprocessStepRun, TheTimeoutIsMeasuredOnTheSteadyClock) {
+  TempDir dir;
+  {
+    WrongWallClock jumping(std::chrono::hours(1));
+    const auto r = RunSubprocessStep(Context(), Spec(dir, {"/bin/sh", "-c", "sleep 0.2"}),
+                                     jumping, {});
+    EXPECT_EQ(r.end, StepEnd::kExited);
+    EXPECT_EQ(r.exit_status, 0);
+  }
+  {
+    WrongWallClock still(Clock::Duration::zero());
+    auto spec = Spec(dir, {"/bin/sh", "-c", "sleep 30"});
+    spec.timeout = 300ms;
+    const auto r = RunSubprocessStep(Context(), spec, still, {});
+    EXPECT_EQ(r.end, StepEnd::kTimeout);
+    EXPECT_EQ(r.signal, SIGTERM);
+  }
   EXPECT_TRUE(NoChildrenLeft());
 }
 
