@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -76,6 +77,23 @@ class DispatcherTest : public ::testing::Test {
     ASSERT_TRUE(planner.RunOnce(At("2026-11-05T08:59:30Z")).ok());
     clock_.Set(At("2026-11-05T09:00:01Z"));
     ASSERT_TRUE(planner.RunOnce(clock_.Now()).ok());
+  }
+
+  // A job "j" of one step whose handler runs until `release`: its run is
+  // planned, claimed by a new dispatcher, and its handler has started.
+  Dispatcher& ClaimARunHeldUntil(const std::atomic<bool>& release) {
+    AddJob({Step("work")});
+    auto started = std::make_shared<std::atomic<bool>>(false);
+    handlers_.Register("j", [&release, started](const RunContext&) {
+      *started = true;
+      while (!release) usleep(1000);
+      return 0;
+    });
+    PlanAndRelease();
+    Dispatcher& d = NewDispatcher();
+    EXPECT_EQ(*d.ClaimOnce(clock_.Now()), 1);
+    while (!*started) usleep(1000);
+    return d;
   }
 
   // `step_clock` times step timeouts (the fake clock never reaches them).
@@ -608,18 +626,8 @@ TEST_F(DispatcherTest, ExpiredLeaseOfAnUnsafeStepMakesTheRunUnknown) {
 }
 
 TEST_F(DispatcherTest, HeartbeatsKeepALongStepAlive) {
-  AddJob({Step("work")});
   std::atomic<bool> release{false};
-  std::atomic<bool> started{false};
-  handlers_.Register("j", [&](const RunContext&) {
-    started = true;
-    while (!release) usleep(1000);
-    return 0;
-  });
-  PlanAndRelease();
-  Dispatcher& d = NewDispatcher();
-  ASSERT_EQ(*d.ClaimOnce(clock_.Now()), 1);
-  while (!started) usleep(1000);
+  Dispatcher& d = ClaimARunHeldUntil(release);
   Reaper reaper(config_, *store_);
   for (int i = 0; i < 10; ++i) {  // 10 minutes, lease 3 minutes, heartbeat each minute
     clock_.Advance(minutes{1});
@@ -637,18 +645,8 @@ TEST_F(DispatcherTest, HeartbeatsKeepALongStepAlive) {
 // the wall clock, none would be sent for the hour stepped back, and on
 // PostgreSQL the lease would expire on the database's clock meanwhile.
 TEST_F(DispatcherTest, AWallClockSteppedBackDoesNotHoldHeartbeatsBack) {
-  AddJob({Step("work")});
   std::atomic<bool> release{false};
-  std::atomic<bool> started{false};
-  handlers_.Register("j", [&](const RunContext&) {
-    started = true;
-    while (!release) usleep(1000);
-    return 0;
-  });
-  PlanAndRelease();
-  Dispatcher& d = NewDispatcher();
-  ASSERT_EQ(*d.ClaimOnce(clock_.Now()), 1);
-  while (!started) usleep(1000);
+  Dispatcher& d = ClaimARunHeldUntil(release);
   const int64_t id = OnlyRun().id;
   clock_.StepWallClock(-hours{1});
   for (int i = 0; i < 3; ++i) {  // lease 3 minutes: a heartbeat is due each minute
