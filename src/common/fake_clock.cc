@@ -24,11 +24,20 @@ bool FakeClock::SleepUntil(TimePoint deadline, std::stop_token stop) {
   return reached;
 }
 
+namespace {
+
+// Time passing moves both readings; a step back moves the wall clock alone.
+void MoveTo(Clock::TimePoint t, Clock::TimePoint& now, Clock::SteadyPoint& steady) {
+  if (t > now) steady += t - now;
+  now = t;
+}
+
+}  // namespace
+
 void FakeClock::Set(TimePoint t) {
   {
     std::lock_guard lock(mu_);
-    if (t > now_) steady_ += t - now_;
-    now_ = t;
+    MoveTo(t, now_, steady_);
   }
   cv_.notify_all();
 }
@@ -36,8 +45,7 @@ void FakeClock::Set(TimePoint t) {
 void FakeClock::Advance(Duration d) {
   {
     std::lock_guard lock(mu_);
-    if (d > Duration::zero()) steady_ += d;
-    now_ += d;
+    MoveTo(now_ + d, now_, steady_);
   }
   cv_.notify_all();
 }
