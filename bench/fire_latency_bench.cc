@@ -202,7 +202,7 @@ int Main(int argc, char** argv) {
   dispatcher.WaitIdle();
   stop.request_stop();
   serve.join();
-  dispatcher.Drain(clock.Now());
+  dispatcher.Drain(std::chrono::milliseconds{0});
 
   // Check the ledger: measured occurrences all succeeded, nothing claimed
   // before it was due.

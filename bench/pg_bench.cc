@@ -503,7 +503,7 @@ int Fire(const Options& opt) {
     std::lock_guard lock(wake_target->mu);
     wake_target->dispatcher = nullptr;
   }
-  dispatcher.Drain(clock.Now());
+  dispatcher.Drain(std::chrono::milliseconds{0});
   if (opt.profile) {
     bench::pgtrace::Report(stderr, static_cast<long>(kPartitions) * opt.occurrences,
                            10.0 * opt.occurrences);

@@ -32,14 +32,18 @@ class Clock {
   virtual SteadyPoint SteadyNow() const = 0;
 
   // Blocks until Now() >= deadline or `stop` is requested, whichever is
-  // first. Returns true when the deadline was reached, false when stopped.
-  // Thread-safe; any number of threads may sleep at once.
+  // first: for an instant on the calendar (the next run falling due). A
+  // wall-clock step moves the wake-up with it. Returns true when the
+  // deadline was reached, false when stopped. Thread-safe; any number of
+  // threads may sleep at once.
   virtual bool SleepUntil(TimePoint deadline, std::stop_token stop) = 0;
 
-  // SleepUntil(Now() + d, stop).
-  bool SleepFor(Duration d, std::stop_token stop) {
-    return SleepUntil(Now() + d, stop);
-  }
+  // Blocks until `d` has passed on the steady clock or `stop` is requested:
+  // for an interval (a poll, a backoff, a heartbeat). A wall-clock step
+  // neither lengthens nor shortens it; as SleepUntil(Now() + d), a step back
+  // of an hour would hold a dispatcher's claims and heartbeats back for that
+  // hour. Returns true when `d` has passed, false when stopped.
+  virtual bool SleepFor(Duration d, std::stop_token stop) = 0;
 };
 
 // The process-wide clock backed by the operating system. A wall-clock jump
@@ -54,6 +58,8 @@ class FakeClock final : public Clock {
   TimePoint Now() const override;
   SteadyPoint SteadyNow() const override;
   bool SleepUntil(TimePoint deadline, std::stop_token stop) override;
+  // Wakes when Advance or a forward Set has moved SteadyNow past `d`.
+  bool SleepFor(Duration d, std::stop_token stop) override;
 
   // Moves time to `t` and wakes every sleeper whose deadline has been
   // reached. Forward, that much time passes (SteadyNow moves with it);
@@ -65,7 +71,7 @@ class FakeClock final : public Clock {
   // SteadyNow stays, as after an NTP step.
   void StepWallClock(Duration d);
 
-  // Number of threads currently blocked in SleepUntil. Lets a test wait
+  // Number of threads currently blocked in SleepUntil or SleepFor. Lets a test wait
   // until a background loop has gone to sleep before advancing time.
   std::size_t Sleepers() const;
 

@@ -173,7 +173,9 @@ ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) co
     return Error(503, "unavailable", "serve is shutting down and claims nothing more");
   }
   const std::string node = NodeOf(worker, *caller.token);
-  const auto deadline = clock_.Now() + std::chrono::seconds(wait.value_or(0));
+  // The wait is an interval: a wall-clock step neither ends it early nor
+  // holds the caller an hour.
+  const auto deadline = clock_.SteadyNow() + std::chrono::seconds(wait.value_or(0));
   // A waiting claim holds one of serve's HTTP threads: at most
   // max_long_polls wait at once, so that the others stay free for steps'
   // effects, heartbeats and operators. A claim beyond that looks once.
@@ -208,9 +210,9 @@ ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) co
       const store::ClaimedRun& c = claimed->front();
       return ClaimAnswer(c, *config_.FindJob(c.run.job));
     }
-    const auto now = clock_.Now();
-    if (!waiting || stop_.stop_requested() || now >= deadline) break;
-    clock_.SleepUntil(std::min(now + options_.poll, deadline), stop_.get_token());
+    const auto left = deadline - clock_.SteadyNow();
+    if (!waiting || stop_.stop_requested() || left <= Clock::SteadyPoint::duration::zero()) break;
+    clock_.SleepFor(std::min<Clock::Duration>(options_.poll, left), stop_.get_token());
   }
   ApiResponse r;
   r.body = {{"run", nullptr}};

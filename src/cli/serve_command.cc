@@ -299,7 +299,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     spdlog::info("serve: waiting up to {}s for {} running run(s)",
                  config.server.drain_timeout.count(), active);
   }
-  dispatcher.Drain(clock.Now() + config.server.drain_timeout);
+  dispatcher.Drain(config.server.drain_timeout);
   {
     std::lock_guard lock(wake_target->mu);
     wake_target->dispatcher = nullptr;

@@ -24,6 +24,15 @@ bool FakeClock::SleepUntil(TimePoint deadline, std::stop_token stop) {
   return reached;
 }
 
+bool FakeClock::SleepFor(Duration d, std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  const SteadyPoint until = steady_ + d;
+  ++sleepers_;
+  const bool reached = cv_.wait(lock, stop, [&] { return steady_ >= until; });
+  --sleepers_;
+  return reached;
+}
+
 namespace {
 
 // Time passing moves both readings; a step back moves the wall clock alone.

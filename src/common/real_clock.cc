@@ -30,6 +30,14 @@ class SystemClock final : public Clock {
                     [] { return false; });
     }
   }
+
+  bool SleepFor(Duration d, std::stop_token stop) override {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait_until(lock, stop, std::chrono::steady_clock::now() + d, [] { return false; });
+    return !stop.stop_requested();
+  }
 };
 
 }  // namespace

@@ -270,14 +270,15 @@ void Dispatcher::Wake() {
 
 void Dispatcher::StopClaiming() { claiming_ = false; }
 
-void Dispatcher::Drain(Clock::TimePoint deadline) {
+void Dispatcher::Drain(std::chrono::milliseconds grace) {
   claiming_ = false;
+  const Clock::SteadyPoint deadline = clock_.SteadyNow() + grace;
   {
     std::unique_lock lock(mu_);
     // Runs claimed ahead that no worker took yet never started: a worker
     // takes each and releases it without running it (Execute).
     for (auto& run : queue_) run->shutdown = true;
-    while (!active_.empty() && clock_.Now() < deadline) {
+    while (!active_.empty() && clock_.SteadyNow() < deadline) {
       idle_cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
     for (auto& [id, run] : active_) {

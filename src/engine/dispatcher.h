@@ -130,10 +130,11 @@ class Dispatcher {
   // Stops claiming (the loop keeps heartbeating the runs in progress).
   void StopClaiming();
   // Releases at once the runs claimed ahead that no worker started, waits
-  // until nothing runs or `deadline` passes, then cancels what still runs:
-  // an idempotent step is released for another attempt, any other is left
-  // for its lease to expire. Then stops the loop and the workers.
-  void Drain(Clock::TimePoint deadline);
+  // until nothing runs or `grace` has passed (on the steady clock), then
+  // cancels what still runs: an idempotent step is released for another
+  // attempt, any other is left for its lease to expire. Then stops the loop
+  // and the workers.
+  void Drain(std::chrono::milliseconds grace);
 
   int Active() const;
   // Runs claimed beyond the workers that a claim may take now (0 until a

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -251,6 +252,28 @@ TEST_P(WorkerApiTest, ALongPollThatFindsNothingAnswersNullAtItsEnd) {
   std::thread poll([&] { answer = ClaimX(2); });
   ASSERT_TRUE(Eventually([&] { return clock_.Sleepers() == 1; }));
   clock_.Advance(std::chrono::seconds{3});
+  poll.join();
+  EXPECT_TRUE(answer["run"].is_null()) << answer;
+  EXPECT_EQ(worker_api_->LongPolls(), 0);
+}
+
+// The wait is an interval on the steady clock: a wall clock stepped back an
+// hour meanwhile does not hold the caller (and one of serve's HTTP threads)
+// for that hour.
+TEST_P(WorkerApiTest, ALongPollEndsOnTimeWhenTheWallClockIsSteppedBack) {
+  ASSERT_TRUE(ClaimX()["run"].is_object());
+  ASSERT_TRUE(ClaimX()["run"].is_object());
+  json answer;
+  std::atomic<bool> answered{false};
+  std::thread poll([&] {
+    answer = ClaimX(2);
+    answered = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return clock_.Sleepers() == 1; }));
+  clock_.StepWallClock(-std::chrono::hours{1});
+  clock_.Advance(std::chrono::seconds{3});
+  EXPECT_TRUE(Eventually([&] { return answered.load(); })) << "still waiting";
+  if (!answered) clock_.Advance(std::chrono::hours{2});  // let it end either way
   poll.join();
   EXPECT_TRUE(answer["run"].is_null()) << answer;
   EXPECT_EQ(worker_api_->LongPolls(), 0);

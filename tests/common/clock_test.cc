@@ -72,6 +72,30 @@ TEST(FakeClock, AdvanceWakesSleepersWhoseDeadlinePassed) {
   EXPECT_EQ(woke.load(), 3);
 }
 
+// A sleep for an interval ends when that much time has passed, whatever the
+// wall clock does meanwhile: stepped back an hour, it would otherwise hold
+// a dispatcher's poll (its claims and heartbeats) back for the hour;
+// stepped forward, it would cut every backoff short.
+TEST(FakeClock, SleepForEndsWithTimePassingNotWithAWallClockStep) {
+  FakeClock clock(T0());
+  std::atomic<bool> woke{false};
+  std::jthread sleeper([&](std::stop_token st) { woke = clock.SleepFor(10s, st); });
+  AwaitSleepers(clock, 1);
+  clock.StepWallClock(2h);
+  clock.Set(T0() - 1h);  // stepped back: no time passed
+  // Each step woke the sleeper to look; a wrong look would have ended its
+  // sleep within microseconds. Give it ample time to show.
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(woke.load());
+  EXPECT_EQ(clock.Sleepers(), 1u) << "a wall-clock step ended an interval's sleep";
+  clock.Advance(9s);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(clock.Sleepers(), 1u) << "woke before its interval passed";
+  clock.Advance(1s);
+  sleeper.join();
+  EXPECT_TRUE(woke.load());
+}
+
 TEST(FakeClock, StopRequestEndsTheSleep) {
   FakeClock clock(T0());
   std::atomic<bool> reached{true};
@@ -101,6 +125,15 @@ TEST(RealClock, PastDeadlineAndStop) {
   EXPECT_FALSE(clock.SleepUntil(now + 1h, stopped.get_token()));
   EXPECT_TRUE(clock.SleepFor(1ms, never.get_token()));
   EXPECT_GE(clock.Now(), now);
+  EXPECT_FALSE(clock.SleepFor(1h, stopped.get_token()));
+}
+
+TEST(RealClock, SleepForLastsItsIntervalOnTheSteadyClock) {
+  Clock& clock = RealClock();
+  std::stop_source never;
+  const Clock::SteadyPoint before = clock.SteadyNow();
+  EXPECT_TRUE(clock.SleepFor(20ms, never.get_token()));
+  EXPECT_GE(clock.SteadyNow() - before, 20ms);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // A clock whose wall reading has gone wrong while time runs on: the steady
 // clock is the real one, and each reading of Now() is `jump` after the one
 // before (an hour: a clock stepped forward again and again; zero: a wall
-// clock standing still, as after a step back). Durations measured on it are
-// right only when measured on SteadyNow().
+// clock standing still, as after a step back). Durations are right only when
+// measured on SteadyNow(); a sleep for an interval (SleepFor) ends on time,
+// and a sleep until a wall instant fails the test.
 #ifndef CRONLEDGER_TESTS_COMMON_WRONG_WALL_CLOCK_H_
 #define CRONLEDGER_TESTS_COMMON_WRONG_WALL_CLOCK_H_
 
@@ -17,7 +18,9 @@ namespace cronledger {
 
 class WrongWallClock final : public Clock {
  public:
-  explicit WrongWallClock(Duration jump) : jump_(jump) {}
+  explicit WrongWallClock(Duration jump,
+                          TimePoint start = TimePoint{std::chrono::hours(24 * 365 * 56)})
+      : jump_(jump), now_(start) {}
 
   TimePoint Now() const override {
     std::lock_guard lock(mu_);
@@ -29,11 +32,15 @@ class WrongWallClock final : public Clock {
     ADD_FAILURE() << "WrongWallClock: nothing here should sleep on the wall clock";
     return false;
   }
+  // Intervals pass on the real steady clock.
+  bool SleepFor(Duration d, std::stop_token stop) override {
+    return RealClock().SleepFor(d, stop);
+  }
 
  private:
   const Duration jump_;
   mutable std::mutex mu_;
-  mutable TimePoint now_{std::chrono::hours(24 * 365 * 56)};
+  mutable TimePoint now_;
 };
 
 }  // namespace cronledger

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/wrong_wall_clock.h"
 #include "engine/planner.h"
 #include "engine/reaper.h"
 #include "engine/serve_loop.h"
@@ -480,7 +481,7 @@ TEST_F(DispatcherTest, ADrainReleasesRunsClaimedAheadThatNeverStarted) {
   ASSERT_TRUE(claimed.ok());
   ASSERT_EQ(*claimed, 5) << "one for the worker, four ahead of it";
   holding.get_future().wait();
-  d.Drain(clock_.Now());  // the deadline has passed: cancel what runs
+  d.Drain(milliseconds{0});  // no grace: cancel what runs
   EXPECT_EQ(calls.load(), 2) << "the runs claimed ahead never ran";
   store::RunQuery q;
   q.job = "j";
@@ -661,6 +662,69 @@ TEST_F(DispatcherTest, AWallClockSteppedBackDoesNotHoldHeartbeatsBack) {
   EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
 }
 
+// The loop's poll is an interval, slept on the steady clock. On the wall
+// clock, a clock stepped back an hour (here: standing still, which
+// WrongWallClock's wall reading does) would hold the loop asleep for the
+// hour: no run released meanwhile would be claimed, no lease heartbeated.
+TEST_F(DispatcherTest, AWallClockSteppedBackDoesNotStopThePoll) {
+  AddJob({Step("work")});
+  std::atomic<int> ran{0};
+  handlers_.Register("j", [&](const RunContext&) {
+    ++ran;
+    return 0;
+  });
+  WrongWallClock standing_still(Clock::Duration::zero(), At("2026-11-05T09:00:30Z"));
+  DefaultStepRunner runner(config_, standing_still, &handlers_);
+  DispatcherOptions o;
+  o.node = "n1";
+  o.max_workers = 2;
+  o.poll = milliseconds{20};
+  o.handlers = &handlers_;
+  Dispatcher d(config_, *store_, standing_still, runner, o);
+  d.Start();
+  // The first look finds nothing: the loop sleeps its poll.
+  while (d.counters().polls.load() < 1) usleep(1000);
+  // Released without Wake(): only a poll finds it.
+  PlanAndRelease();
+  const int64_t polls = d.counters().polls.load();
+  for (int i = 0; i < 10'000 && ran.load() == 0; ++i) usleep(1000);  // a hang guard
+  EXPECT_EQ(ran.load(), 1) << "the dispatcher stopped polling";
+  EXPECT_GT(d.counters().polls.load(), polls);
+  d.WaitIdle();
+  d.Drain(milliseconds{0});
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+}
+
+// The drain's grace is an interval too: a wall clock stepped forward while
+// serve drains (NTP at shutdown) does not cancel at once the steps that
+// `drain_timeout` leaves time to finish.
+TEST_F(DispatcherTest, AWallClockSteppedForwardDoesNotCutTheDrainShort) {
+  AddJob({Step("work", /*idempotent=*/false)});
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  std::atomic<bool> cancelled{false};
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    started = true;
+    while (!release) usleep(1000);
+    cancelled = ctx.cancel.stop_requested();
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  ASSERT_EQ(*d.ClaimOnce(clock_.Now()), 1);
+  while (!started) usleep(1000);
+  std::thread ntp([&] {
+    usleep(100'000);  // the drain is waiting (it looks every 100 ms)
+    clock_.StepWallClock(hours{1});
+    usleep(300'000);  // a wall-clock drain would have cancelled by now
+    release = true;
+  });
+  d.Drain(seconds{30});
+  ntp.join();
+  EXPECT_FALSE(cancelled.load()) << "the step was cancelled within its drain time";
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+}
+
 // The serve loop sleeps until the next run falls due, releases it at that
 // instant and wakes the dispatcher, which claims it at once: the fake clock
 // never moves past the due instant here, so the dispatcher's own poll could
@@ -700,7 +764,7 @@ TEST_F(DispatcherTest, ServeLoopWakesAtTheDueInstantAndTheDispatcherAtOnce) {
   // The deferred planning pass plans 09:00 and sleeps until it is due.
   EXPECT_EQ(loop.PassOnce(At("2026-11-05T08:59:00Z") + milliseconds(250)),
             At("2026-11-05T09:00:00Z"));
-  d.Drain(clock_.Now());
+  d.Drain(milliseconds{0});
 }
 
 // With the default longest sleep, an idle loop still comes back within a
@@ -746,7 +810,7 @@ TEST_F(DispatcherTest, ServeLoopBeatsForTheNodeAndPurgesFinishedRunsPastRetentio
   (void)loop.PassOnce(At("2026-12-07T10:00:00Z"));
   EXPECT_EQ(store_->RunGet(id).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store_->NodeList()->at(0).last_seen_at, store::ToInstant(At("2026-12-07T10:00:00Z")));
-  d.Drain(clock_.Now());
+  d.Drain(milliseconds{0});
 }
 
 }  // namespace
