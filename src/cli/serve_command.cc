@@ -268,7 +268,11 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   // of their own so that a slow webhook never holds up planning.
   engine::RealAlertSender alert_sender(clock);
   engine::AlertDelivery alert_delivery(*store, clock, alert_sender);
-  engine::Alerter alerter(config, *store, alert_delivery);
+  // One node alerts for all that share the store: the holder of its
+  // `alerter` role.
+  engine::AlerterOptions alerter_options;
+  alerter_options.node = node_id;
+  engine::Alerter alerter(config, *store, alert_delivery, alerter_options);
   alert_delivery.Start();
   loop_options.alerter = &alerter;
   std::optional<engine::HeartbeatPinger> heartbeat;

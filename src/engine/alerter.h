@@ -15,8 +15,10 @@
 // nor forgets to resolve it. A notice still queued when serve stopped was
 // never recorded; its condition, if it still holds, fires again.
 //
-// Several serve nodes on one store each alert: de-duplication across
-// nodes comes with the PostgreSQL issue (docs/alerts.md).
+// Several serve nodes on one store alert once: only the node holding the
+// store's `alerter` role (Store::RoleHold, renewed at every pass) evaluates.
+// Another takes the role over when its holder stops renewing it, and reads
+// what was said from the events, as after a restart (docs/alerts.md).
 #ifndef CRONLEDGER_ENGINE_ALERTER_H_
 #define CRONLEDGER_ENGINE_ALERTER_H_
 
@@ -45,6 +47,10 @@ struct AlerterOptions {
   std::chrono::seconds missing_every{60};
   // Run keys listed in a missing_runs notice, at most.
   std::size_t max_run_keys = 20;
+  // This node's name: with one, a pass evaluates only while this node holds
+  // the store's `alerter` role, for three passes' time unless renewed.
+  // Empty: every pass evaluates (one node, tests).
+  std::string node;
 };
 
 struct AlerterStats {
@@ -65,6 +71,9 @@ class Alerter {
   // returned after trying every job.
   Status RunOnce(Clock::TimePoint now, AlerterStats* stats = nullptr);
   Clock::TimePoint NextAt() const { return next_at_; }
+  // Whether this node alerted at its last pass (it held the role, or needs
+  // none).
+  bool Alerting() const { return alerting_; }
 
   // The conditions of `job` that are firing, by id (for tests and logs).
   std::vector<std::string> Firing(std::string_view job) const;
@@ -95,6 +104,7 @@ class Alerter {
   std::map<std::string, JobState> jobs_;
   Clock::TimePoint next_at_{};
   Clock::TimePoint next_missing_at_{};
+  bool alerting_ = false;
 };
 
 }  // namespace cronledger::engine

@@ -634,6 +634,14 @@ struct NodeRecord {
   int running = 0;  // runs whose lease it holds now
 };
 
+// A node asking to hold a role that one node at a time holds (alerting).
+struct RoleParams {
+  std::string role;
+  std::string node;
+  Instant now;  // PostgreSQL in production: the database's clock instead
+  std::chrono::milliseconds ttl{30000};  // held until now + ttl unless renewed
+};
+
 struct PurgeParams {
   // Runs in a finished end state (succeeded, failed, skipped, cancelled)
   // whose last change is before this instant go, with what belongs to them.
@@ -892,6 +900,11 @@ class Store {
   virtual Status NodeHeartbeat(const NodeBeat& b) = 0;
   // Every node that ever beat, by name, with the runs it holds leases on.
   virtual Result<std::vector<NodeRecord>> NodeList() = 0;
+  // Takes the role for `node` when nobody holds it or its holder's lease
+  // has expired (before `now`), renews it when `node` holds it; in one
+  // statement, so two nodes asking at once never both get it. Returns
+  // whether `node` holds it now.
+  virtual Result<bool> RoleHold(const RoleParams& p) = 0;
 
   // Ledger retention: deletes up to `limit` finished runs (succeeded,
   // failed, skipped, cancelled) last changed before `before`, oldest first,

@@ -9,7 +9,7 @@
 //
 // The jobs fire once, a few seconds after the test starts (a six-field
 // schedule at that second), and their step fails (exit 64, permanent) until
-// the test creates a file.
+// the test creates a file. Two nodes on one ledger page once.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -281,6 +281,49 @@ TEST_F(AlertsServe, AFailedRunFiresOnceSurvivesARestartAndResolvesOnce) {
   const std::string log = Logs();
   EXPECT_EQ(log.find("SECRET"), std::string::npos) << log;
   EXPECT_NE(log.find("http://127.0.0.1:" + std::to_string(receiver_.port())), std::string::npos);
+}
+
+// Two `serve` nodes on one ledger page once: only the node holding the
+// store's alerter role alerts. Killed with kill -9, it stops renewing the
+// role; the other node takes over within the role's 30 s and sends the
+// resolved notice, once, without repeating the firing one.
+TEST_F(AlertsServe, TwoNodesOnOneLedgerPageOnceAndTheSecondTakesOverWhenTheFirstDies) {
+  std::vector<std::unique_ptr<ServeProcess>> nodes;
+  nodes.push_back(Start());
+  nodes.push_back(Start());
+  ASSERT_GT(port_, 0);
+  ASSERT_TRUE(WaitFor([&] { return !receiver_.To("/hooks/WEBHOOK-SECRET").empty(); }, kMinute))
+      << Logs();
+  ASSERT_TRUE(WaitFor([&] { return !Pages().empty(); }, kMinute));
+  // Both nodes have passed their alerter at least once more since.
+  usleep(12'000 * 1000);
+  EXPECT_EQ(receiver_.To("/hooks/WEBHOOK-SECRET").size(), 1u) << Logs();
+  EXPECT_EQ(receiver_.To("/slack/SLACK-SECRET").size(), 1u);
+  EXPECT_EQ(Pages().size(), 1u);
+
+  const std::string alerts = "alerts: this node alerts for every node on the store";
+  const std::string log1 = ReadFile(dir_.File("serve.1.log"));
+  const std::string log2 = ReadFile(dir_.File("serve.2.log"));
+  ASSERT_NE(log1.find(alerts) == std::string::npos, log2.find(alerts) == std::string::npos)
+      << "exactly one node alerts:\n" << Logs();
+  const std::size_t alerting = log1.find(alerts) != std::string::npos ? 0 : 1;
+  nodes[alerting]->Kill9();
+
+  dir_.Write("fixed", "");
+  const int64_t run_id = json::parse(receiver_.To("/hooks/WEBHOOK-SECRET")[0].body)["run_id"];
+  const auto retried = Cronledger({"retry", std::to_string(run_id), "--config", config_,
+                                   "--reason", "disk space freed", "--by", "oncall"});
+  ASSERT_EQ(retried.exit_code, 0) << retried.out << retried.err;
+  ASSERT_TRUE(WaitFor([&] { return receiver_.To("/hooks/WEBHOOK-SECRET").size() >= 2; },
+                      2 * kMinute))
+      << Logs();
+  usleep(3000 * 1000);  // and nothing more comes
+  const auto notices = receiver_.To("/hooks/WEBHOOK-SECRET");
+  ASSERT_EQ(notices.size(), 2u) << Logs();
+  EXPECT_EQ(json::parse(notices[1].body)["state"], "resolved");
+  EXPECT_EQ(receiver_.To("/slack/SLACK-SECRET").size(), 1u) << "billing's page is not repeated";
+  const std::string survivor = ReadFile(dir_.File(fmt::format("serve.{}.log", 2 - alerting)));
+  EXPECT_NE(survivor.find(alerts), std::string::npos) << survivor;
 }
 
 }  // namespace

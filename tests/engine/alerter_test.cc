@@ -132,7 +132,7 @@ class AlerterTest : public ::testing::Test {
   FakeClock clock_{At("2026-11-06T08:00:00Z")};
   std::unique_ptr<store::SqliteStore> store_;
   RecordingSender sender_;
-  AlerterOptions options_{.every = seconds(10), .missing_every = seconds(10)};
+  AlerterOptions options_{.every = seconds(10), .missing_every = seconds(10), .node = ""};
 };
 
 using Lines = std::vector<std::string>;
@@ -278,6 +278,59 @@ TEST_F(AlerterTest, ARestartedAlerterDoesNotPageAgainAndStillResolves) {
     EXPECT_TRUE(alerter.Firing("j").empty());
   }
   EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03", "run_failed resolved 2026-11-03"}));
+}
+
+// Nodes sharing a store page once: only the holder of the store's alerter
+// role evaluates. When it stops renewing the role (its node died), another
+// node takes over once the role's lease (three passes) has expired, reads
+// what was said from the events, and neither pages again nor forgets to
+// resolve; nor does the first node when it comes back and takes over again.
+TEST_F(AlerterTest, NodesOnOneStorePageOnceAndAnotherTakesOver) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  RecordingSender sender2;
+  AlertDelivery d1(*store_, clock_, sender_);
+  AlertDelivery d2(*store_, clock_, sender2);
+  AlerterOptions o1 = options_;
+  o1.node = "n1";
+  AlerterOptions o2 = options_;
+  o2.node = "n2";
+  Alerter n1(config_, *store_, d1, o1);
+  Alerter n2(config_, *store_, d2, o2);
+  auto t = At("2026-11-06T08:00:00Z");
+  for (int i = 0; i < 3; ++i, t += seconds(10)) {
+    Pass(n1, d1, t);
+    Pass(n2, d2, t);
+  }
+  EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03"}));
+  EXPECT_TRUE(sender2.sent.empty()) << sender2.sent.front();
+  EXPECT_TRUE(n1.Alerting());
+  EXPECT_FALSE(n2.Alerting());
+
+  // n1 stops at 08:00:20; the run is retried and succeeds.
+  SetRun("a", "2026-11-03", "state = 'succeeded', attempts = 4");
+  Pass(n2, d2, t);  // 08:00:30: n1's role runs until 08:00:50
+  EXPECT_FALSE(n2.Alerting());
+  t += seconds(30);
+  Pass(n2, d2, t);
+  EXPECT_TRUE(n2.Alerting());
+  ASSERT_EQ(sender2.sent.size(), 1u);
+  EXPECT_EQ(sender2.sent[0]["state"], "resolved");
+  EXPECT_EQ(sender2.sent[0]["condition"], sender_.sent[0]["condition"]);
+  EXPECT_EQ(Sent().size(), 1u);
+
+  // n1 comes back while n2 alerts: it stands by, and forgets what it knew.
+  Pass(n1, d1, t + seconds(10));
+  Pass(n2, d2, t + seconds(10));
+  EXPECT_FALSE(n1.Alerting());
+  // n2 stops; n1 takes over and says nothing: everything was resolved.
+  t += seconds(60);
+  Pass(n1, d1, t);
+  EXPECT_TRUE(n1.Alerting());
+  EXPECT_EQ(Sent().size(), 1u);
+  EXPECT_EQ(sender2.sent.size(), 1u);
+  EXPECT_EQ(Events(ledger::event::kAlertSent).size(), 1u);
+  EXPECT_EQ(Events(ledger::event::kAlertResolved).size(), 1u);
 }
 
 TEST_F(AlerterTest, AFailingTargetIsRetriedWithBackoffThenRecorded) {

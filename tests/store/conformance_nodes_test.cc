@@ -1,5 +1,9 @@
-// Conformance: the node heartbeat table and ledger retention.
+// Conformance: the node heartbeat table, roles and ledger retention.
 #include <algorithm>
+#include <array>
+#include <latch>
+#include <thread>
+#include <vector>
 
 #include "store/conformance.h"
 
@@ -76,6 +80,53 @@ TEST_P(StoreNodes, HeartbeatsRecordEachNodeOnceWithItsRunningLeases) {
   ASSERT_TRUE(
       S().NodeHeartbeat(Beat("n2", "2026-11-05T13:00:00Z", "2026-11-05T12:59:59Z")).ok());
   EXPECT_EQ(S().NodeList()->at(1).started_at, InstantAt("2026-11-05T12:59:59Z"));
+}
+
+TEST_P(StoreNodes, ARoleIsHeldByOneNodeUntilItsLeaseExpires) {
+  const auto hold = [&](const std::string& node, const std::string& now) {
+    auto r = S().RoleHold({"alerter", node, InstantAt(now), std::chrono::seconds{30}});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && *r;
+  };
+  EXPECT_TRUE(hold("n1", "2026-11-05T12:00:00Z")) << "nobody held it";
+  EXPECT_FALSE(hold("n2", "2026-11-05T12:00:10Z"));
+  EXPECT_TRUE(hold("n1", "2026-11-05T12:00:20Z")) << "renewed: held until 12:00:50";
+  EXPECT_FALSE(hold("n2", "2026-11-05T12:00:45Z"));
+  EXPECT_FALSE(hold("n2", "2026-11-05T12:00:50Z")) << "held until 12:00:50 inclusive";
+  EXPECT_TRUE(hold("n2", "2026-11-05T12:00:51Z")) << "n1 stopped renewing";
+  EXPECT_FALSE(hold("n1", "2026-11-05T12:00:52Z")) << "n1 lost it";
+  // Other roles are other leases.
+  auto other = S().RoleHold({"other", "n1", InstantAt("2026-11-05T12:00:52Z")});
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(*other);
+  EXPECT_FALSE(S().RoleHold({"", "n1", InstantAt("2026-11-05T12:00:52Z")}).ok());
+}
+
+// Two nodes asking at the same instant, on their own connections, round
+// after round with the lease expired each time: exactly one gets it.
+TEST_P(StoreNodes, TwoNodesAskingAtOnceNeverBothHoldARole) {
+  auto second = backend_->Open();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  store::Store* stores[] = {&S(), second->get()};
+  constexpr int kRounds = 50;
+  std::array<std::array<int, 2>, kRounds> got{};
+  for (int round = 0; round < kRounds; ++round) {
+    const store::Instant now = InstantAt("2026-11-05T12:00:00Z") + std::chrono::minutes{round};
+    std::latch start(2);
+    std::vector<std::thread> nodes;
+    for (int n = 0; n < 2; ++n) {
+      nodes.emplace_back([&, n] {
+        start.arrive_and_wait();
+        auto r = stores[n]->RoleHold({"alerter", "n" + std::to_string(n), now,
+                                      std::chrono::seconds{30}});
+        got[round][n] = !r.ok() ? -1 : *r ? 1 : 0;
+      });
+    }
+    for (auto& t : nodes) t.join();
+    EXPECT_NE(got[round][0], -1) << "round " << round;
+    EXPECT_NE(got[round][1], -1) << "round " << round;
+    EXPECT_EQ(got[round][0] + got[round][1], 1) << "round " << round;
+  }
 }
 
 TEST_P(StoreNodes, PurgeDeletesOldFinishedRunsWithWhatBelongsToThemAndNothingElse) {

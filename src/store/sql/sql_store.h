@@ -101,6 +101,7 @@ class SqlStore : public Store {
   // sql_store_nodes.cc
   Status NodeHeartbeat(const NodeBeat& b) override;
   Result<std::vector<NodeRecord>> NodeList() override;
+  Result<bool> RoleHold(const RoleParams& p) override;
   Result<PurgeResult> RunPurge(const PurgeParams& p) override;
 
   // `cronledger migrate-store`: copies every table of `from`'s ledger into

@@ -16,7 +16,7 @@ namespace {
 constexpr std::string_view kCopiedTables[] = {
     "jobs",     "job_versions", "partitions",    "occurrences", "settings",
     "runs",     "attempts",     "run_steps",     "events",      "event_runs",
-    "effects",  "effect_doubts", "checkpoints",  "nodes",
+    "effects",  "effect_doubts", "checkpoints",  "nodes",    "roles",
 };
 
 Result<int64_t> Count(sql::Db& db, std::string_view table) {

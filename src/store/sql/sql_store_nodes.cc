@@ -53,6 +53,23 @@ Result<std::vector<NodeRecord>> SqlStore::NodeList() {
   return nodes;
 }
 
+Result<bool> SqlStore::RoleHold(const RoleParams& p) {
+  if (p.role.empty() || p.node.empty()) {
+    return Status(StatusCode::kInvalidArgument, "a role and a node are required");
+  }
+  std::lock_guard lock(mu_);
+  // The conflict's WHERE is judged on the row as it is when this statement
+  // gets it (PostgreSQL waits for a concurrent holder's write first): a
+  // live lease of another node leaves the row as it is, and no row changes.
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "INSERT INTO roles (name, node, expires_at) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (name) DO UPDATE SET node = excluded.node, expires_at = excluded.expires_at "
+      "WHERE roles.node = excluded.node OR roles.expires_at < ?4"));
+  s.Bind(1, p.role).Bind(2, p.node).Bind(3, Ms(p.now + p.ttl)).Bind(4, Ms(p.now));
+  RETURN_IF_ERROR(s.Run());
+  return db_->Changes() == 1;
+}
+
 Result<PurgeResult> SqlStore::RunPurge(const PurgeParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
