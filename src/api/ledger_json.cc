@@ -306,6 +306,11 @@ Result<ordered_json> NodesJson(store::Store& store, store::Instant now) {
     j["version"] = n.version;
     j["listen"] = n.listen;
     j["started_at"] = FormatInstant(n.started_at);
+    ordered_json roles = ordered_json::array();
+    for (const auto& [role, until] : n.roles) {
+      if (until >= now) roles.push_back(role);
+    }
+    j["roles"] = std::move(roles);
     out.push_back(std::move(j));
   }
   return out;

@@ -92,11 +92,16 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
   table.Print(out);
   // Which `serve` nodes share this ledger, and which are up.
   if (doc.contains("nodes") && !Field(doc, "nodes").empty()) {
-    TextTable nodes({"NODE", "ALIVE", "LAST_SEEN", "RUNNING", "VERSION", "LISTEN", "STARTED"});
+    TextTable nodes(
+        {"NODE", "ALIVE", "LAST_SEEN", "RUNNING", "ROLES", "VERSION", "LISTEN", "STARTED"});
     for (const auto& n : Field(doc, "nodes")) {
+      std::string roles;
+      for (const auto& role : Field(n, "roles")) {
+        roles += (roles.empty() ? "" : ",") + role.get<std::string>();
+      }
       nodes.AddRow({Text(n, "node"), Field(n, "alive").get<bool>() ? "yes" : "no",
-                    Text(n, "last_seen_at"), Text(n, "running"), Text(n, "version"),
-                    Text(n, "listen"), Text(n, "started_at")});
+                    Text(n, "last_seen_at"), Text(n, "running"), roles.empty() ? "-" : roles,
+                    Text(n, "version"), Text(n, "listen"), Text(n, "started_at")});
     }
     out << "\n";
     nodes.Print(out);

@@ -632,6 +632,9 @@ struct NodeRecord {
   Instant started_at;
   Instant last_seen_at;
   int running = 0;  // runs whose lease it holds now
+  // The roles it holds or last held (RoleHold), each with the end of its
+  // lease: held now when that is not past.
+  std::vector<std::pair<std::string, Instant>> roles;
 };
 
 // A node asking to hold a role that one node at a time holds (alerting).

@@ -231,6 +231,7 @@ async function main() {
     const row = page.locator('#nodes tr[data-node]');
     assert((await row.textContent()).includes('alive'), 'the node is alive');
     assertEq(await text(page, '#nodes h2 span'), 'all 1 alive', 'the nodes summary');
+    assert((await text(page, '#nodes thead')).includes('Roles'), 'the roles column');
   });
 
   await check('a used login link does not log in again', async () => {

@@ -17,6 +17,7 @@
 
 #include "cli/subprocess.h"
 #include "common/temp_dir.h"
+#include "cronledger/clock.h"
 #include "cronledger/schedule.h"
 #include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
@@ -316,17 +317,29 @@ TEST(StatusCli, ListsTheNodesThatShareTheLedgerAndWhetherTheyAreAlive) {
   ASSERT_TRUE(s->NodeHeartbeat({"web-1", "0.1.0", "127.0.0.1:8377", At("2026-01-01T00:00:00Z"),
                                 At("2026-01-01T00:00:05Z")})
                   .ok());
+  // It held a role then; its lease has long run out.
+  ASSERT_TRUE(*s->RoleHold({"other", "web-1", At("2026-01-01T00:00:05Z")}));
+  // Alive, and alerting for both.
+  const store::Instant now = store::ToInstant(RealClock().Now());
+  ASSERT_TRUE(s->NodeHeartbeat({"web-2", "0.1.0", "127.0.0.1:8378", now, now}).ok());
+  ASSERT_TRUE(*s->RoleHold({"alerter", "web-2", now, std::chrono::hours{1}}));
   s.reset();
   const auto json = Cronledger({"status", "--config", config, "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const Json doc = Json::parse(json.out);
-  ASSERT_EQ(doc["nodes"].size(), 1u);
+  ASSERT_EQ(doc["nodes"].size(), 2u);
   EXPECT_EQ(doc["nodes"][0]["node"], "web-1");
   EXPECT_EQ(doc["nodes"][0]["alive"], false);
   EXPECT_EQ(doc["nodes"][0]["last_seen_at"], "2026-01-01T00:00:05Z");
+  EXPECT_EQ(doc["nodes"][0]["roles"], Json::array());
+  EXPECT_EQ(doc["nodes"][1]["node"], "web-2");
+  EXPECT_EQ(doc["nodes"][1]["alive"], true);
+  EXPECT_EQ(doc["nodes"][1]["roles"], Json::array({"alerter"}));
   const auto text = Cronledger({"status", "--config", config});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("web-1"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ROLES"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("alerter"), std::string::npos) << text.out;
 }
 
 }  // namespace

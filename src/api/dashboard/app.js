@@ -316,12 +316,14 @@
         down ? `${nodes.length - down} of ${nodes.length} alive` : `all ${nodes.length} alive`)),
       el('table', {class: 'nodes'},
         el('thead', {}, el('tr', {}, el('th', {}, 'Node'), el('th', {}, 'State'), el('th', {}, 'Last seen'),
-          el('th', {class: 'num'}, 'Running'), el('th', {}, 'Version'), el('th', {}, 'Address'), el('th', {}, 'Started'))),
+          el('th', {class: 'num'}, 'Running'), el('th', {}, 'Roles'), el('th', {}, 'Version'), el('th', {}, 'Address'),
+          el('th', {}, 'Started'))),
         el('tbody', {}, nodes.map((n) => el('tr', {'data-node': n.node, class: n.alive ? '' : 'lagging'},
           el('td', {}, n.node),
           el('td', {}, badge(n.alive ? 'succeeded' : 'failed', n.alive ? 'alive' : 'not seen')),
           el('td', {title: n.last_seen_at}, relative(n.last_seen_at)),
           el('td', {class: 'num'}, String(n.running)),
+          el('td', {title: 'alerter: the node that sends every node\'s alerts'}, (n.roles || []).join(', ') || '—'),
           el('td', {}, n.version), el('td', {}, n.listen || '—'),
           el('td', {title: n.started_at}, fmtTime(n.started_at)))))));
   }

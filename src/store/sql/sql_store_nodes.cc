@@ -50,6 +50,13 @@ Result<std::vector<NodeRecord>> SqlStore::NodeList() {
     n.running = static_cast<int>(s.Int(5));
     nodes.push_back(std::move(n));
   }));
+  ASSIGN_OR_RETURN(r, db_->Prepare("SELECT node, name, expires_at FROM roles ORDER BY name"));
+  RETURN_IF_ERROR(ForEachRow(r, [&] {
+    const std::string_view holder = r.TextView(0);
+    for (NodeRecord& n : nodes) {
+      if (n.node == holder) n.roles.emplace_back(r.Text(1), FromMs(r.Int(2)));
+    }
+  }));
   return nodes;
 }
 
