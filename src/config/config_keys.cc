@@ -926,7 +926,12 @@ std::string NodeIdProblem(std::string_view id) {
   } catch (const nlohmann::json::type_error&) {
     return "the value is not a node id: it is not UTF-8";
   }
-  const bool ok = !id.empty() && id.size() <= 128 && std::none_of(id.begin(), id.end(), [](char c) {
+  // Characters, not bytes: each UTF-8 character has one byte that is not a
+  // continuation byte (10xxxxxx).
+  const auto characters = std::count_if(id.begin(), id.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  });
+  const bool ok = !id.empty() && characters <= 128 && std::none_of(id.begin(), id.end(), [](char c) {
     return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
   });
   if (ok) return "";

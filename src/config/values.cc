@@ -8,14 +8,13 @@
 #include <fmt/format.h>
 
 #include "config/config.h"
+#include "config/config_internal.h"
 
 namespace cronledger::config {
 
 using std::chrono::milliseconds;
 
-namespace {
-std::string Quote(std::string_view s) { return fmt::format("\"{}\"", s); }
-}  // namespace
+using internal::Quote;
 
 bool IsValidPartitionId(std::string_view id) {
   if (id.empty() || id.size() > 128) return false;

@@ -589,6 +589,11 @@ TEST(ConfigProblems, ServerRangesAndChoices) {
   EXPECT_EQ(Problems(std::string(kServer) + "node_id = \"web 1\"\n"),
             (Lines{"c.toml:3: server.node_id: \"web 1\" is not a node id: use 1-128 characters "
                    "without spaces"}));
+  // Characters, as the message says, not bytes: 128 two-byte ones are fine.
+  std::string accented;
+  for (int i = 0; i < 128; ++i) accented += "\u00e9";
+  EXPECT_EQ(Problems(std::string(kServer) + "node_id = \"" + accented + "\"\n"), Lines{});
+  EXPECT_EQ(Problems(std::string(kServer) + "node_id = \"" + accented + "e\"\n").size(), 1u);
 }
 
 // ---- problems: jobs -------------------------------------------------------------------------
