@@ -259,7 +259,11 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     if (wake_target->dispatcher != nullptr) wake_target->dispatcher->Wake();
   });
 
-  engine::GapWatch gap_watch(config, *store);
+  // One node scans for all that share the store, and one alerts: the
+  // holders of its `scanner` and `alerter` roles.
+  engine::GapWatchOptions gap_watch_options;
+  gap_watch_options.node = node_id;
+  engine::GapWatch gap_watch(config, *store, gap_watch_options);
   engine::ServeLoopOptions loop_options;
   loop_options.gap_watch = &gap_watch;
   loop_options.metrics = &node_metrics;
@@ -268,8 +272,6 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   // of their own so that a slow webhook never holds up planning.
   engine::RealAlertSender alert_sender(clock);
   engine::AlertDelivery alert_delivery(*store, clock, alert_sender);
-  // One node alerts for all that share the store: the holder of its
-  // `alerter` role.
   engine::AlerterOptions alerter_options;
   alerter_options.node = node_id;
   engine::Alerter alerter(config, *store, alert_delivery, alerter_options);

@@ -44,7 +44,12 @@ bool IsKind(const std::string& id, std::string_view alert) {
 
 Alerter::Alerter(const config::Config& config, store::Store& store, AlertDelivery& delivery,
                  AlerterOptions options)
-    : config_(config), store_(store), delivery_(delivery), options_(options) {}
+    : config_(config),
+      store_(store),
+      delivery_(delivery),
+      options_(options),
+      role_(store, "alerter", options.node,
+            std::chrono::duration_cast<std::chrono::milliseconds>(3 * options.every)) {}
 
 std::vector<std::string> Alerter::Firing(std::string_view job) const {
   std::vector<std::string> out;
@@ -63,25 +68,18 @@ Status Alerter::RunOnce(Clock::TimePoint now, AlerterStats* stats) {
   bool any = false;
   for (const auto& job : config_.jobs) any = any || job.alert.HasTargets();
   if (!any) return Status::Ok();
-  if (!options_.node.empty()) {
-    auto held = store_.RoleHold(
-        {"alerter", options_.node, store::ToInstant(now),
-         std::chrono::duration_cast<std::chrono::milliseconds>(3 * options_.every)});
-    if (!held.ok()) {
-      spdlog::error("alerts: cannot tell which node alerts: {}", held.status().ToString());
-      return held.status();
-    }
-    if (!*held) {
-      if (alerting_) spdlog::info("alerts: another node alerts now; this one stands by");
-      alerting_ = false;
-      // What the other node says meanwhile is in the events: read again
-      // when this node alerts next.
-      jobs_.clear();
-      return Status::Ok();
-    }
-    if (!alerting_) spdlog::info("alerts: this node alerts for every node on the store");
+  auto held = role_.Hold(now);
+  if (!held.ok()) {
+    spdlog::error("alerts: cannot tell which node alerts: {}", held.status().ToString());
+    return held.status();
   }
-  alerting_ = true;
+  alerting_ = *held;
+  if (!alerting_) {
+    // What the alerting node says meanwhile is in the events: read again
+    // when this node alerts next.
+    jobs_.clear();
+    return Status::Ok();
+  }
   // Lag comes from the status report, as `cronledger status` and
   // cronledger_lag_seconds compute it.
   auto report = BuildStatus(config_, store_, now);

@@ -16,9 +16,9 @@
 // never recorded; its condition, if it still holds, fires again.
 //
 // Several serve nodes on one store alert once: only the node holding the
-// store's `alerter` role (Store::RoleHold, renewed at every pass) evaluates.
-// Another takes the role over when its holder stops renewing it, and reads
-// what was said from the events, as after a restart (docs/alerts.md).
+// store's `alerter` role (NodeRole) evaluates. Another takes the role over
+// when its holder stops renewing it, and reads what was said from the
+// events, as after a restart (docs/alerts.md).
 #ifndef CRONLEDGER_ENGINE_ALERTER_H_
 #define CRONLEDGER_ENGINE_ALERTER_H_
 
@@ -35,6 +35,7 @@
 #include "cronledger/clock.h"
 #include "engine/alert_delivery.h"
 #include "engine/alert_sender.h"
+#include "engine/node_role.h"
 #include "store/store.h"
 
 namespace cronledger::engine {
@@ -104,6 +105,7 @@ class Alerter {
   std::map<std::string, JobState> jobs_;
   Clock::TimePoint next_at_{};
   Clock::TimePoint next_missing_at_{};
+  NodeRole role_;
   bool alerting_ = false;
 };
 

@@ -32,11 +32,27 @@ std::string ReportedKey(const std::string& run_key, const std::string& cause) {
 }  // namespace
 
 GapWatch::GapWatch(const config::Config& config, store::Store& store, GapWatchOptions options)
-    : config_(config), store_(store), options_(options), scanner_(store) {}
+    : config_(config),
+      store_(store),
+      options_(options),
+      scanner_(store),
+      role_(store, "scanner", options.node,
+            std::chrono::duration_cast<std::chrono::milliseconds>(3 * options.every)) {}
 
 Status GapWatch::ScanOnce(Clock::TimePoint now, GapWatchStats* stats, std::stop_token stop) {
   if (now < next_at_) return Status::Ok();
   next_at_ = now + options_.every;
+  auto held = role_.Hold(now);
+  if (!held.ok()) {
+    spdlog::error("scanner: cannot tell which node scans: {}", held.status().ToString());
+    return held.status();
+  }
+  if (!*held) {
+    // Another node records the gaps meanwhile: what it found is read from
+    // its gap_found events, with a full scan, when this node scans next.
+    jobs_.clear();
+    return Status::Ok();
+  }
   Status first;
   for (const auto& job : config_.jobs) {
     if (stop.stop_requested()) break;

@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "engine/gap_scanner.h"
+#include "engine/node_role.h"
 #include "store/store.h"
 
 namespace cronledger::engine {
@@ -27,6 +28,11 @@ namespace cronledger::engine {
 struct GapWatchOptions {
   std::chrono::seconds every{60};
   std::chrono::seconds full_scan_every{3600};
+  // This node's name: with one, a pass scans only while this node holds the
+  // store's `scanner` role (NodeRole), for three passes' time unless
+  // renewed, so nodes sharing a ledger record each gap once. Empty: every
+  // pass scans (one node, tests).
+  std::string node;
 };
 
 struct GapWatchStats {
@@ -64,6 +70,7 @@ class GapWatch {
   GapScanner scanner_;
   std::map<std::string, JobWatch> jobs_;
   Clock::TimePoint next_at_{};
+  NodeRole role_;
 };
 
 }  // namespace cronledger::engine

@@ -301,7 +301,7 @@ TEST_F(AlertsServe, TwoNodesOnOneLedgerPageOnceAndTheSecondTakesOverWhenTheFirst
   EXPECT_EQ(receiver_.To("/slack/SLACK-SECRET").size(), 1u);
   EXPECT_EQ(Pages().size(), 1u);
 
-  const std::string alerts = "alerts: this node alerts for every node on the store";
+  const std::string alerts = "roles: this node is now the alerter for every node on the store";
   const std::string log1 = ReadFile(dir_.File("serve.1.log"));
   const std::string log2 = ReadFile(dir_.File("serve.2.log"));
   ASSERT_NE(log1.find(alerts) == std::string::npos, log2.find(alerts) == std::string::npos)

@@ -172,7 +172,7 @@ TEST_F(LedgerCliServed, StatusJsonHasExactlyTheContractKeysInOrder) {
   ASSERT_EQ(status["nodes"].size(), 1u);
   EXPECT_EQ(Keys(status["nodes"][0]),
             (std::vector<std::string>{"node", "alive", "last_seen_at", "running", "version",
-                                      "listen", "started_at"}));
+                                      "listen", "started_at", "roles"}));
   ASSERT_EQ(status["jobs"].size(), 2u);
   for (const auto& job : status["jobs"]) {
     EXPECT_EQ(Keys(job),

@@ -135,6 +135,37 @@ TEST_F(GapWatchTest, BackfillsWithinTheWindowAndAsksForApprovalBeyondIt) {
   EXPECT_EQ(GapEvents().size(), 4u);
 }
 
+// Nodes sharing a ledger record each gap once: only the holder of the
+// store's scanner role scans. When it stops renewing the role, another node
+// takes over once the role has run out (three passes), records what is new
+// and not what the first one recorded.
+TEST_F(GapWatchTest, NodesSharingALedgerRecordEachGapOnceAndAnotherTakesOver) {
+  config_.jobs[0].backfill.auto_within = days{2};
+  Sql("DELETE FROM runs WHERE business_date = '2026-11-04'");
+  GapWatchOptions o1;
+  o1.node = "n1";
+  GapWatchOptions o2;
+  o2.node = "n2";
+  GapWatch n1(config_, *store_, o1);
+  GapWatch n2(config_, *store_, o2);
+  const auto now = At("2026-11-06T08:00:00Z");
+  GapWatchStats stats;
+  ASSERT_TRUE(n1.ScanOnce(now, &stats).ok());
+  ASSERT_TRUE(n2.ScanOnce(now, &stats).ok());
+  EXPECT_EQ(stats.new_gaps, 1);
+  EXPECT_EQ(stats.backfilled, 1);
+  EXPECT_EQ(GapEvents(), (std::vector<std::string>{"j/a/2026-11-04 never_planned backfilled"}));
+
+  // n1 stops; a run fails meanwhile.
+  Sql("UPDATE runs SET state = 'failed' WHERE business_date = '2026-11-03'");
+  ASSERT_TRUE(n2.ScanOnce(now + seconds{120}, &stats).ok());  // n1's role runs to +180 s
+  EXPECT_EQ(GapEvents().size(), 1u);
+  ASSERT_TRUE(n2.ScanOnce(now + seconds{200}, &stats).ok());
+  EXPECT_EQ(GapEvents(), (std::vector<std::string>{"j/a/2026-11-04 never_planned backfilled",
+                                                   "j/a/2026-11-03 failed -"}));
+  EXPECT_EQ(stats.new_gaps, 2);
+}
+
 TEST_F(GapWatchTest, KeysThePlannerHasNotReachedAreLeftToThePlanner) {
   // Planned through 11-05 12:00 (SetUp); 11-06 09:00 is due but unplanned,
   // as when a planning pass failed: not a gap for serve to act on.

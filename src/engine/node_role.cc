@@ -1,0 +1,26 @@
+#include "engine/node_role.h"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+namespace cronledger::engine {
+
+NodeRole::NodeRole(store::Store& store, std::string role, std::string node,
+                   std::chrono::milliseconds ttl)
+    : store_(store), role_(std::move(role)), node_(std::move(node)), ttl_(ttl) {}
+
+Result<bool> NodeRole::Hold(Clock::TimePoint now) {
+  if (node_.empty()) return true;
+  auto held = store_.RoleHold({role_, node_, store::ToInstant(now), ttl_});
+  if (!held.ok()) return held.status();
+  if (*held && !held_) {
+    spdlog::info("roles: this node is now the {} for every node on the store", role_);
+  } else if (!*held && held_) {
+    spdlog::info("roles: another node is the {} now; this one stands by", role_);
+  }
+  held_ = *held;
+  return held_;
+}
+
+}  // namespace cronledger::engine
