@@ -221,7 +221,7 @@ TEST_F(SqliteEffects, AVersion3LedgerGainsTheEffectTablesInPlace) {
                          "DROP TABLE effect_doubts; DROP TABLE effects; DROP TABLE checkpoints; "
                          "DROP TABLE event_runs; ALTER TABLE runs DROP COLUMN action_event_id; "
                          "ALTER TABLE attempts DROP COLUMN action_event_id; "
-                         "DROP TABLE nodes; DROP INDEX runs_updated; "
+                         "DROP TABLE nodes; DROP INDEX runs_updated; DROP TABLE roles; "
                          "UPDATE schema_meta SET version = 3",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
