@@ -296,6 +296,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   engine::ServeLoop loop(config, planner, reaper, dispatcher, clock, loop_options);
   loop.Run(stop.get_token());
   if (heartbeat) heartbeat->Stop();
+  gap_watch.ReleaseRole();
 
   worker_api.Stop();  // waiting claims answer now; workers claim nothing more here
   // Drain: no new claims; running steps get drain_timeout to finish, then
@@ -312,6 +313,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   }
   http.Stop();  // after the drain: finishing steps still commit their effects
   alert_delivery.Stop();
+  alerter.ReleaseRole();  // after the delivery recorded what it sent
 
   // Wake the signal thread, which may still be waiting for a (second) signal.
   exiting = true;

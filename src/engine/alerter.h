@@ -72,6 +72,8 @@ class Alerter {
   // returned after trying every job.
   Status RunOnce(Clock::TimePoint now, AlerterStats* stats = nullptr);
   Clock::TimePoint NextAt() const { return next_at_; }
+  // At a clean shutdown, after the last pass: hands the role over at once.
+  void ReleaseRole() { role_.Release(); }
   // Whether this node alerted at its last pass (it held the role, or needs
   // none).
   bool Alerting() const { return alerting_; }

@@ -53,6 +53,8 @@ class GapWatch {
   Status ScanOnce(Clock::TimePoint now, GapWatchStats* stats = nullptr,
                   std::stop_token stop = {});
   Clock::TimePoint NextAt() const { return next_at_; }
+  // At a clean shutdown, after the last pass: hands the role over at once.
+  void ReleaseRole() { role_.Release(); }
 
  private:
   struct JobWatch {

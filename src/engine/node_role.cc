@@ -23,4 +23,15 @@ Result<bool> NodeRole::Hold(Clock::TimePoint now) {
   return held_;
 }
 
+void NodeRole::Release() {
+  if (node_.empty() || !held_) return;
+  held_ = false;
+  if (Status s = store_.RoleRelease(role_, node_); !s.ok()) {
+    spdlog::warn("roles: could not give up the {} role ({}); another node takes it when its "
+                 "lease runs out", role_, s.ToString());
+    return;
+  }
+  spdlog::info("roles: this node gave up the {} role", role_);
+}
+
 }  // namespace cronledger::engine

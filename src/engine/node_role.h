@@ -28,6 +28,10 @@ class NodeRole {
   // holds it now. Logs when that changes. On an error (the store is out of
   // reach) the caller does not know, and does none of the role's work.
   Result<bool> Hold(Clock::TimePoint now);
+  // Gives the role up when this node holds it (a clean shutdown): another
+  // node takes it at its next pass instead of after the lease. A failure
+  // is logged; the lease then runs out as after a crash.
+  void Release();
 
  private:
   store::Store& store_;

@@ -908,6 +908,9 @@ class Store {
   // statement, so two nodes asking at once never both get it. Returns
   // whether `node` holds it now.
   virtual Result<bool> RoleHold(const RoleParams& p) = 0;
+  // Gives `role` up when `node` holds it (a clean shutdown), so that the
+  // next node to ask takes it at once instead of after the lease.
+  virtual Status RoleRelease(const std::string& role, const std::string& node) = 0;
 
   // Ledger retention: deletes up to `limit` finished runs (succeeded,
   // failed, skipped, cancelled) last changed before `before`, oldest first,

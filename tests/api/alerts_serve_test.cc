@@ -230,6 +230,11 @@ TEST_F(AlertsServe, AFailedRunFiresOnceSurvivesARestartAndResolvesOnce) {
   // Restarted: it knows what it said, and says nothing again.
   serve->Signal(SIGTERM);
   ASSERT_TRUE(WaitFor([&] { return !serve->Running(); }, 600));
+  // A clean stop hands its roles over at once (another node, were there
+  // one, would take them at its next pass).
+  EXPECT_NE(ReadFile(log_).find("roles: this node gave up the alerter role"), std::string::npos)
+      << ReadFile(log_);
+  EXPECT_NE(ReadFile(log_).find("roles: this node gave up the scanner role"), std::string::npos);
   serve = Start();
   ASSERT_GT(port_, 0);
   ASSERT_TRUE(WaitFor(

@@ -331,6 +331,12 @@ TEST_F(AlerterTest, NodesOnOneStorePageOnceAndAnotherTakesOver) {
   EXPECT_EQ(sender2.sent.size(), 1u);
   EXPECT_EQ(Events(ledger::event::kAlertSent).size(), 1u);
   EXPECT_EQ(Events(ledger::event::kAlertResolved).size(), 1u);
+
+  // n1 shuts down cleanly: it gives the role up, and n2 alerts at its next
+  // pass, not a lease later.
+  n1.ReleaseRole();
+  Pass(n2, d2, t + seconds(10));
+  EXPECT_TRUE(n2.Alerting());
 }
 
 TEST_F(AlerterTest, AFailingTargetIsRetriedWithBackoffThenRecorded) {

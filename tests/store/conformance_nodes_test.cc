@@ -100,6 +100,12 @@ TEST_P(StoreNodes, ARoleIsHeldByOneNodeUntilItsLeaseExpires) {
   ASSERT_TRUE(other.ok());
   EXPECT_TRUE(*other);
   EXPECT_FALSE(S().RoleHold({"", "n1", InstantAt("2026-11-05T12:00:52Z")}).ok());
+  // Given up at a clean shutdown: the next to ask takes it at once. A node
+  // that does not hold it gives nothing up.
+  ASSERT_TRUE(S().RoleRelease("alerter", "n1").ok());
+  EXPECT_FALSE(hold("n1", "2026-11-05T12:00:53Z")) << "n2 still holds it";
+  ASSERT_TRUE(S().RoleRelease("alerter", "n2").ok());
+  EXPECT_TRUE(hold("n1", "2026-11-05T12:00:54Z")) << "n2 gave it up";
 }
 
 // Two nodes asking at the same instant, on their own connections, round

@@ -323,7 +323,8 @@
           el('td', {}, badge(n.alive ? 'succeeded' : 'failed', n.alive ? 'alive' : 'not seen')),
           el('td', {title: n.last_seen_at}, relative(n.last_seen_at)),
           el('td', {class: 'num'}, String(n.running)),
-          el('td', {title: 'alerter: the node that sends every node\'s alerts'}, (n.roles || []).join(', ') || '—'),
+          el('td', {title: 'alerter: sends the alerts of every node; scanner: records the gaps'},
+            (n.roles || []).join(', ') || '—'),
           el('td', {}, n.version), el('td', {}, n.listen || '—'),
           el('td', {title: n.started_at}, fmtTime(n.started_at)))))));
   }

@@ -102,6 +102,7 @@ class SqlStore : public Store {
   Status NodeHeartbeat(const NodeBeat& b) override;
   Result<std::vector<NodeRecord>> NodeList() override;
   Result<bool> RoleHold(const RoleParams& p) override;
+  Status RoleRelease(const std::string& role, const std::string& node) override;
   Result<PurgeResult> RunPurge(const PurgeParams& p) override;
 
   // `cronledger migrate-store`: copies every table of `from`'s ledger into

@@ -77,6 +77,13 @@ Result<bool> SqlStore::RoleHold(const RoleParams& p) {
   return db_->Changes() == 1;
 }
 
+Status SqlStore::RoleRelease(const std::string& role, const std::string& node) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare("DELETE FROM roles WHERE name = ?1 AND node = ?2"));
+  s.Bind(1, role).Bind(2, node);
+  return s.Run();
+}
+
 Result<PurgeResult> SqlStore::RunPurge(const PurgeParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
