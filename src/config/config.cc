@@ -38,8 +38,6 @@ std::vector<ConfigProblem> Reporter::Take() {
   return std::move(problems_);
 }
 
-std::string Quote(std::string_view s) { return fmt::format("\"{}\"", s); }
-
 std::string JoinPath(std::string_view path, std::string_view key) {
   return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
 }

@@ -14,6 +14,12 @@ namespace cronledger::config {
 
 using std::chrono::milliseconds;
 
+namespace internal {
+// Here, not in config.cc: the command line's checks (and the API fuzzer)
+// use these values without the config file's parser.
+std::string Quote(std::string_view s) { return fmt::format("\"{}\"", s); }
+}  // namespace internal
+
 using internal::Quote;
 
 bool IsValidPartitionId(std::string_view id) {
