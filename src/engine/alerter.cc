@@ -48,8 +48,7 @@ Alerter::Alerter(const config::Config& config, store::Store& store, AlertDeliver
       store_(store),
       delivery_(delivery),
       options_(options),
-      role_(store, "alerter", options.node,
-            std::chrono::duration_cast<std::chrono::milliseconds>(3 * options.every)) {}
+      role_(store, "alerter", options.node, options.every) {}
 
 std::vector<std::string> Alerter::Firing(std::string_view job) const {
   std::vector<std::string> out;
@@ -73,8 +72,7 @@ Status Alerter::RunOnce(Clock::TimePoint now, AlerterStats* stats) {
     spdlog::error("alerts: cannot tell which node alerts: {}", held.status().ToString());
     return held.status();
   }
-  alerting_ = *held;
-  if (!alerting_) {
+  if (!*held) {
     // What the alerting node says meanwhile is in the events: read again
     // when this node alerts next.
     jobs_.clear();

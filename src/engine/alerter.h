@@ -76,7 +76,7 @@ class Alerter {
   void ReleaseRole() { role_.Release(); }
   // Whether this node alerted at its last pass (it held the role, or needs
   // none).
-  bool Alerting() const { return alerting_; }
+  bool Alerting() const { return role_.held(); }
 
   // The conditions of `job` that are firing, by id (for tests and logs).
   std::vector<std::string> Firing(std::string_view job) const;
@@ -108,7 +108,6 @@ class Alerter {
   Clock::TimePoint next_at_{};
   Clock::TimePoint next_missing_at_{};
   NodeRole role_;
-  bool alerting_ = false;
 };
 
 }  // namespace cronledger::engine

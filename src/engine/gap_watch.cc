@@ -36,8 +36,7 @@ GapWatch::GapWatch(const config::Config& config, store::Store& store, GapWatchOp
       store_(store),
       options_(options),
       scanner_(store),
-      role_(store, "scanner", options.node,
-            std::chrono::duration_cast<std::chrono::milliseconds>(3 * options.every)) {}
+      role_(store, "scanner", options.node, options.every) {}
 
 Status GapWatch::ScanOnce(Clock::TimePoint now, GapWatchStats* stats, std::stop_token stop) {
   if (now < next_at_) return Status::Ok();

@@ -7,8 +7,8 @@
 namespace cronledger::engine {
 
 NodeRole::NodeRole(store::Store& store, std::string role, std::string node,
-                   std::chrono::milliseconds ttl)
-    : store_(store), role_(std::move(role)), node_(std::move(node)), ttl_(ttl) {}
+                   std::chrono::milliseconds every)
+    : store_(store), role_(std::move(role)), node_(std::move(node)), ttl_(3 * every) {}
 
 Result<bool> NodeRole::Hold(Clock::TimePoint now) {
   if (node_.empty()) return true;

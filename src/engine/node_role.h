@@ -18,11 +18,11 @@ namespace cronledger::engine {
 // Not thread-safe: one pass at a time.
 class NodeRole {
  public:
-  // `node` empty: held always, with no store (one node, tests). `ttl`: how
-  // long a renewal holds the role (a few passes, so that one slow pass
-  // does not hand it over).
+  // `node` empty: held always, with no store (one node, tests). `every`:
+  // how often the role's work passes; a renewal holds the role for three
+  // passes, so that one slow pass does not hand it over.
   NodeRole(store::Store& store, std::string role, std::string node,
-           std::chrono::milliseconds ttl);
+           std::chrono::milliseconds every);
 
   // Renews the role, or takes it when free or run out; whether this node
   // holds it now. Logs when that changes. On an error (the store is out of
@@ -32,6 +32,8 @@ class NodeRole {
   // node takes it at its next pass instead of after the lease. A failure
   // is logged; the lease then runs out as after a crash.
   void Release();
+  // Whether this node held the role at its last Hold.
+  bool held() const { return node_.empty() || held_; }
 
  private:
   store::Store& store_;
