@@ -52,7 +52,7 @@ std::size_t AlertDelivery::Pending() const {
   return queue_.size();
 }
 
-bool AlertDelivery::TryOnce(Item& item, Clock::TimePoint now) {
+bool AlertDelivery::TryOnce(Item& item, Clock::SteadyPoint now) {
   ++item.attempts;
   bool all = true;
   for (std::size_t i = 0; i < item.targets.size(); ++i) {
@@ -95,7 +95,7 @@ bool AlertDelivery::TryOnce(Item& item, Clock::TimePoint now) {
   return false;
 }
 
-Status AlertDelivery::Record(const Item& item, Clock::TimePoint now) {
+Status AlertDelivery::Record(const Item& item) {
   const AlertNotice& n = item.notice;
   nlohmann::json targets = nlohmann::json::array();
   std::size_t delivered = 0;
@@ -120,7 +120,7 @@ Status AlertDelivery::Record(const Item& item, Clock::TimePoint now) {
       {"delivery", {{"outcome", outcome}, {"attempts", item.attempts}, {"targets", targets}}},
   };
   store::EventRecord e;
-  e.at = store::ToInstant(now);
+  e.at = store::ToInstant(clock_.Now());
   e.type = std::string(n.firing ? ledger::event::kAlertSent : ledger::event::kAlertResolved);
   e.job = n.job;
   e.run_id = n.run_id;
@@ -131,7 +131,8 @@ Status AlertDelivery::Record(const Item& item, Clock::TimePoint now) {
   return store_.EventAppend(e);
 }
 
-std::optional<Clock::TimePoint> AlertDelivery::DeliverDue(Clock::TimePoint now) {
+std::optional<Clock::Duration> AlertDelivery::DeliverDue() {
+  const Clock::SteadyPoint now = clock_.SteadyNow();
   // Items are only added meanwhile (a deque keeps references to its
   // elements valid across push_back), and only this thread removes them.
   std::vector<Item*> due;
@@ -144,7 +145,7 @@ std::optional<Clock::TimePoint> AlertDelivery::DeliverDue(Clock::TimePoint now) 
   for (Item* item : due) {
     if (!item->finished) item->finished = TryOnce(*item, now);
     if (!item->finished) continue;
-    if (Status s = Record(*item, now); !s.ok()) {
+    if (Status s = Record(*item); !s.ok()) {
       spdlog::error("alerts: cannot record the {} notice of job {} ({}), retrying: {}",
                     item->notice.firing ? "firing" : "resolved", item->notice.job,
                     item->notice.condition, s.ToString());
@@ -152,19 +153,20 @@ std::optional<Clock::TimePoint> AlertDelivery::DeliverDue(Clock::TimePoint now) 
       item->finished = true;
       continue;
     }
-    item->next_at = Clock::TimePoint::max();  // marks it for removal below
+    item->next_at = Clock::SteadyPoint::max();  // marks it for removal below
   }
   std::lock_guard lock(mu_);
   std::erase_if(queue_, [](const Item& i) {
-    return i.finished && i.next_at == Clock::TimePoint::max();
+    return i.finished && i.next_at == Clock::SteadyPoint::max();
   });
   // A blocked notice's turn comes when the one before it is finished.
-  std::optional<Clock::TimePoint> next;
+  std::optional<Clock::SteadyPoint> next;
   for (std::size_t i = 0; i < queue_.size(); ++i) {
-    const Clock::TimePoint at = std::max(queue_[i].next_at, now);
+    const Clock::SteadyPoint at = std::max(queue_[i].next_at, now);
     if (!Blocked(i) && (!next || at < *next)) next = at;
   }
-  return next;
+  if (!next) return std::nullopt;
+  return std::chrono::duration_cast<Clock::Duration>(*next - now);
 }
 
 void AlertDelivery::Start() {
@@ -177,10 +179,10 @@ void AlertDelivery::Start() {
         std::lock_guard lock(mu_);
         wake_ = wake;
       }
-      const auto next = DeliverDue(clock_.Now());
+      const auto wait = DeliverDue();
       std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
       // Nothing queued: sleep until woken (an hour at a time).
-      clock_.SleepUntil(next ? *next : clock_.Now() + std::chrono::hours(1), wake.get_token());
+      clock_.SleepFor(wait ? *wait : std::chrono::hours(1), wake.get_token());
     }
   });
 }

@@ -50,10 +50,12 @@ class AlertDelivery {
   // nobody) and wakes the background thread.
   void Enqueue(AlertNotice notice, std::vector<AlertTarget> targets);
 
-  // Tries each queued notice whose turn has come at `now` once per target
-  // still owed it, and records those that are finished. Returns when the
-  // next try is due, `now` at the earliest (none: the queue is empty).
-  std::optional<Clock::TimePoint> DeliverDue(Clock::TimePoint now);
+  // Tries each queued notice whose turn has come once per target still
+  // owed it, and records those that are finished (at the clock's Now()).
+  // Returns how long until the next try is due, zero at the least (none:
+  // the queue is empty). Backoffs are intervals, counted on the clock's
+  // steady reading: a wall clock stepped back does not hold a retry back.
+  std::optional<Clock::Duration> DeliverDue();
 
   // Notices not yet finished (queued, or waiting for a retry).
   std::size_t Pending() const;
@@ -71,14 +73,14 @@ class AlertDelivery {
     std::vector<bool> delivered;  // per target
     std::vector<std::string> errors;  // per target, the last
     int attempts = 0;
-    Clock::TimePoint next_at{};
+    Clock::SteadyPoint next_at{};
     bool finished = false;  // delivered or given up: only its event is owed
   };
-  bool TryOnce(Item& item, Clock::TimePoint now);  // true: finished
+  bool TryOnce(Item& item, Clock::SteadyPoint now);  // true: finished
   // Whether an earlier notice of queue_[i]'s condition is still queued.
   // REQUIRES: mu_ held.
   bool Blocked(std::size_t i) const;
-  Status Record(const Item& item, Clock::TimePoint now);
+  Status Record(const Item& item);
 
   store::Store& store_;
   Clock& clock_;

@@ -99,7 +99,8 @@ class AlerterTest : public ::testing::Test {
   // One alerter pass at `now` and the delivery of what it queued.
   void Pass(Alerter& alerter, AlertDelivery& delivery, Clock::TimePoint now) {
     ASSERT_TRUE(alerter.RunOnce(now).ok());
-    delivery.DeliverDue(now);
+    clock_.Set(now);
+    delivery.DeliverDue();
   }
 
   std::vector<store::EventRecord> Events(std::string_view type) {
@@ -349,13 +350,16 @@ TEST_F(AlerterTest, AFailingTargetIsRetriedWithBackoffThenRecorded) {
   Alerter alerter(config_, *store_, delivery, options_);
   const auto t = At("2026-11-06T08:00:00Z");
   ASSERT_TRUE(alerter.RunOnce(t).ok());
-  EXPECT_EQ(delivery.DeliverDue(t), t + seconds(2));  // first try failed
-  EXPECT_EQ(delivery.DeliverDue(t + seconds(1)), t + seconds(2));  // not due: no try
+  EXPECT_EQ(delivery.DeliverDue(), seconds(2));  // first try failed
+  clock_.Advance(seconds(1));
+  EXPECT_EQ(delivery.DeliverDue(), seconds(1));  // not due: no try
   EXPECT_EQ(sender_.calls, 1);
-  EXPECT_EQ(delivery.DeliverDue(t + seconds(2)), t + seconds(8));  // 2 s, then 6 s
+  clock_.Advance(seconds(1));
+  EXPECT_EQ(delivery.DeliverDue(), seconds(6));  // 2 s, then 6 s
   EXPECT_EQ(sender_.calls, 2);
   EXPECT_TRUE(Events(ledger::event::kAlertSent).empty());  // not finished yet
-  EXPECT_EQ(delivery.DeliverDue(t + seconds(8)), std::nullopt);
+  clock_.Advance(seconds(6));
+  EXPECT_EQ(delivery.DeliverDue(), std::nullopt);
   EXPECT_EQ(sender_.calls, 3);
   EXPECT_EQ(delivery.Pending(), 0u);
   const auto sent = Events(ledger::event::kAlertSent);
@@ -376,9 +380,11 @@ TEST_F(AlerterTest, AnUndeliverableNoticeIsRecordedAsFailedAndNotRepeated) {
   Alerter alerter(config_, *store_, delivery, options_);
   auto t = At("2026-11-06T08:00:00Z");
   ASSERT_TRUE(alerter.RunOnce(t).ok());
-  EXPECT_EQ(delivery.DeliverDue(t), t + seconds(1));
-  EXPECT_EQ(delivery.DeliverDue(t + seconds(1)), t + milliseconds(2500));  // capped at 1.5 s
-  EXPECT_EQ(delivery.DeliverDue(t + milliseconds(2500)), std::nullopt);
+  EXPECT_EQ(delivery.DeliverDue(), seconds(1));
+  clock_.Advance(seconds(1));
+  EXPECT_EQ(delivery.DeliverDue(), milliseconds(1500));  // capped at 1.5 s
+  clock_.Advance(milliseconds(1500));
+  EXPECT_EQ(delivery.DeliverDue(), std::nullopt);
   EXPECT_EQ(sender_.calls, 3);
   const auto sent = Events(ledger::event::kAlertSent);
   ASSERT_EQ(sent.size(), 1u);
@@ -400,13 +406,15 @@ TEST_F(AlerterTest, AResolvedNoticeWaitsForItsFiringNoticesRetries) {
   Alerter alerter(config_, *store_, delivery, options_);
   const auto t = At("2026-11-06T08:00:00Z");
   ASSERT_TRUE(alerter.RunOnce(t).ok());
-  delivery.DeliverDue(t);  // fails; next try in 30 s
+  delivery.DeliverDue();  // fails; next try in 30 s
   SetRun("a", "2026-11-03", "state = 'succeeded', attempts = 4");
   ASSERT_TRUE(alerter.RunOnce(t + seconds(10)).ok());
-  EXPECT_EQ(delivery.DeliverDue(t + seconds(10)), t + seconds(30));  // the resolved one waits
+  clock_.Advance(seconds(10));
+  EXPECT_EQ(delivery.DeliverDue(), seconds(20));  // the resolved one waits
   EXPECT_TRUE(Sent().empty());
-  EXPECT_EQ(delivery.DeliverDue(t + seconds(30)), t + seconds(30));  // now its turn
-  EXPECT_EQ(delivery.DeliverDue(t + seconds(30)), std::nullopt);
+  clock_.Advance(seconds(20));
+  EXPECT_EQ(delivery.DeliverDue(), seconds(0));  // now its turn
+  EXPECT_EQ(delivery.DeliverDue(), std::nullopt);
   EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03", "run_failed resolved 2026-11-03"}));
   const auto sent = Events(ledger::event::kAlertSent);
   const auto resolved = Events(ledger::event::kAlertResolved);
@@ -435,6 +443,36 @@ TEST_F(AlerterTest, TheDeliveryThreadDeliversWithoutTheCaller) {
   ASSERT_TRUE(alerter.RunOnce(clock_.Now()).ok());
   for (int i = 0; i < 2000 && delivery.Pending() > 0; ++i) usleep(1000);
   delivery.Stop();
+  EXPECT_EQ(delivery.Pending(), 0u);
+  EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03"}));
+}
+
+// A retry's backoff is an interval: the delivery thread sleeps it on the
+// steady clock, so a wall clock stepped back an hour (NTP, a resumed VM)
+// does not hold a failing page back for that hour.
+TEST_F(AlerterTest, ARetryIsTriedAfterItsBackoffWhenTheWallClockIsSteppedBack) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
+  sender_.fail_first = 1;
+  AlertDelivery delivery(*store_, clock_, sender_,
+                         {.max_attempts = 5, .initial_backoff = milliseconds(2000),
+                          .multiplier = 3.0, .max_backoff = milliseconds(60000)});
+  Alerter alerter(config_, *store_, delivery, options_);
+  ASSERT_TRUE(alerter.RunOnce(clock_.Now()).ok());
+  const auto calls = [&] {
+    std::lock_guard lock(sender_.mu);
+    return sender_.calls;
+  };
+  delivery.Start();
+  // The first try fails; the thread goes to sleep for its 2 s backoff.
+  for (int i = 0; i < 5000 && (calls() < 1 || clock_.Sleepers() < 1); ++i) usleep(1000);
+  ASSERT_EQ(calls(), 1);
+  ASSERT_EQ(clock_.Sleepers(), 1u);
+  clock_.StepWallClock(-hours(1));
+  clock_.Advance(seconds(2));
+  for (int i = 0; i < 5000 && delivery.Pending() > 0; ++i) usleep(1000);
+  delivery.Stop();
+  EXPECT_EQ(calls(), 2);
   EXPECT_EQ(delivery.Pending(), 0u);
   EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03"}));
 }
