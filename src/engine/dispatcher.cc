@@ -536,7 +536,11 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   if (run.shutdown) {
     // Claimed ahead and not started before the drain: nothing of it ran,
     // so it goes back to pending whatever its steps' idempotence.
-    return ReleaseAtShutdown(run, std::move(finish), "released at shutdown before it started");
+    // Nor does it count against the run's retries: a restart is not a try.
+    finish.outside_budget = true;
+    return ReleaseAtShutdown(run, std::move(finish),
+                             "released at shutdown before it started; not counted against "
+                             "max_attempts");
   }
   const auto step_write = [&](const std::string& step, const char* state) {
     return store::StepParams{claim.run.id, claim.token, step, state, LedgerNow(run),

@@ -40,7 +40,7 @@ void ServeLoop::Run(std::stop_token stop) {
           spdlog::error("serve: cannot read the ledger's clock, retrying: {}",
                         ledger.status().ToString());
         }
-        clock_.SleepUntil(local + options_.max_sleep, stop);
+        clock_.SleepFor(options_.max_sleep, stop);  // a retry interval
         continue;
       }
     }

@@ -315,6 +315,10 @@ struct FinishParams {
   // The reaper's finish: applies only while the lease is still expired, so
   // a heartbeat that got in first wins.
   bool only_if_lease_expired = false;
+  // The attempt never started (a run claimed ahead and released at
+  // shutdown): recorded as any attempt, but given back to the run's retry
+  // budget, so a restart does not use up `max_attempts`.
+  bool outside_budget = false;
 };
 
 // One write of a worker for RunApplyWrites: a step's new state, then

@@ -499,6 +499,54 @@ TEST_F(DispatcherTest, ADrainReleasesRunsClaimedAheadThatNeverStarted) {
       << "the cancelled unsafe step is left to its lease, as before";
 }
 
+// A run claimed ahead and released at shutdown never started: its attempt
+// is recorded, but not counted against max_attempts. With two attempts
+// allowed, a retryable failure after the restart is retried, not the end.
+TEST_F(DispatcherTest, ARunReleasedBeforeItStartedKeepsItsWholeRetryBudget) {
+  config::RetryConfig retry;
+  retry.max_attempts = 2;
+  AddJob({Step("work", /*idempotent=*/false)}, retry);
+  for (int i = 0; i < 4; ++i) config_.jobs[0].partitions.push_back("p" + std::to_string(i));
+  std::atomic<int> calls{0};
+  std::promise<void> holding;
+  handlers_.Register("j", [&](const RunContext& ctx) {
+    if (++calls == 2) {
+      holding.set_value();
+      while (!ctx.cancel.stop_requested()) std::this_thread::yield();
+    }
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& first = NewDispatcher("n1", nullptr, /*max_workers=*/1, milliseconds{1000});
+  ASSERT_EQ(RunDue(first), 1);  // shows the pace
+  ASSERT_EQ(*first.ClaimOnce(clock_.Now()), 3) << "one for the worker, two ahead of it";
+  holding.get_future().wait();
+  first.Drain(milliseconds{0});
+  store::RunQuery q;
+  q.job = "j";
+  q.state = RunState::kPending;
+  const auto released = *store_->RunList(q);
+  ASSERT_EQ(released.size(), 2u);
+
+  // After the restart every attempt fails retryably (exit 75).
+  handlers_.Register("j", [](const RunContext&) { return 75; });
+  Dispatcher& second = NewDispatcher("n2");
+  EXPECT_EQ(RunDue(second), 2);
+  for (const auto& run : released) {
+    const auto now = *store_->RunGet(run.id);
+    EXPECT_EQ(now.state, RunState::kPending) << run.RunKey() << ": retried, not failed";
+    EXPECT_EQ(now.attempts, 2);
+    const auto attempts = *store_->AttemptList(run.id);
+    ASSERT_EQ(attempts.size(), 2u);
+    EXPECT_EQ(attempts[0].end_class, "signal") << "the release is recorded";
+  }
+  int second_of_two = 0;
+  for (const auto& e : Events("retry_scheduled")) {
+    if (e.reason.find("attempt 2 of 2") != std::string::npos) ++second_of_two;
+  }
+  EXPECT_EQ(second_of_two, 2);
+}
+
 TEST_F(DispatcherTest, SubprocessJobsRunRealCommands) {
   AddJob({Step("work")});
   config_.jobs[0].executor = config::Executor::kSubprocess;

@@ -307,6 +307,40 @@ TEST_P(StoreExec, RetryWaitsForItsBackoffAndKeepsTheBudget) {
             std::string::npos);
 }
 
+// A run claimed ahead and released at shutdown before it started: its
+// attempt is recorded, and given back to the retry budget, whose clock
+// starts again with the next attempt when it was the first.
+TEST_P(StoreExec, AnAttemptOutsideTheBudgetIsGivenBack) {
+  Setup({"a"});
+  const auto c = Claim("2026-11-05T12:00:00Z", 1).at(0);
+  auto f = Finish(c, "2026-11-05T12:00:10Z", RunState::kPending, EndClass::kSignal);
+  f.decision.next_attempt_at = InstantAt("2026-11-05T12:00:10Z");
+  f.outside_budget = true;
+  ASSERT_TRUE(FinishOne(f).ok());
+  const auto again = Claim("2026-11-05T12:01:00Z", 1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempt, 2);
+  EXPECT_EQ(again[0].budget_attempts, 1);
+  EXPECT_EQ(again[0].budget_started_at, InstantAt("2026-11-05T12:01:00Z"));
+  const auto attempts = *S().AttemptList(c.run.id);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].end_class, "signal");
+  // A later one given back leaves the budget's start where it was.
+  auto g = Finish(again[0], "2026-11-05T12:01:10Z", RunState::kPending, EndClass::kRetryable);
+  g.decision.next_attempt_at = InstantAt("2026-11-05T12:01:10Z");
+  ASSERT_TRUE(FinishOne(g).ok());
+  const auto third = Claim("2026-11-05T12:02:00Z", 1).at(0);
+  EXPECT_EQ(third.budget_attempts, 2);
+  auto h = Finish(third, "2026-11-05T12:02:10Z", RunState::kPending, EndClass::kSignal);
+  h.decision.next_attempt_at = InstantAt("2026-11-05T12:02:10Z");
+  h.outside_budget = true;
+  ASSERT_TRUE(FinishOne(h).ok());
+  const auto fourth = Claim("2026-11-05T12:03:00Z", 1).at(0);
+  EXPECT_EQ(fourth.attempt, 4);
+  EXPECT_EQ(fourth.budget_attempts, 2);
+  EXPECT_EQ(fourth.budget_started_at, InstantAt("2026-11-05T12:01:00Z"));
+}
+
 TEST_P(StoreExec, TheLeaseOfARunningRunIsReadWithItsBudget) {
   Setup({"a"});
   const auto first = Claim("2026-11-05T12:00:00Z", 1).at(0);

@@ -488,6 +488,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
                       {"token", f.token},
                       {"now", Ms(f.now)},
                       {"expired_only", f.only_if_lease_expired},
+                      {"uncounted", f.outside_budget ? 1 : 0},
                       {"state", ledger::Name(d.state)},
                       {"next", d.next_attempt_at ? json(Ms(*d.next_attempt_at)) : json()},
                       {"end_class", ledger::Name(f.end_class)},
@@ -502,12 +503,14 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
     {
       ASSIGN_OR_RETURN(s, db().Prepare(
           "WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(?1::jsonb) AS t(i bigint, "
-          "id bigint, token bigint, now bigint, expired_only boolean, state text, "
-          "next bigint, end_class text, finished bigint)) "
+          "id bigint, token bigint, now bigint, expired_only boolean, uncounted bigint, "
+          "state text, next bigint, end_class text, finished bigint)) "
           "UPDATE runs r SET state = x.state, reason = NULL, lease_token = NULL, "
           "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = x.next, "
           "last_end_class = x.end_class, updated_at = x.now, finished_at = x.finished, "
-          "released = 1, misfire_exempt = 1 FROM x "
+          "released = 1, misfire_exempt = 1, budget_attempts = r.budget_attempts - x.uncounted, "
+          "budget_started_at = CASE WHEN x.uncounted = 1 AND r.budget_attempts <= 1 THEN NULL "
+          "ELSE r.budget_started_at END FROM x "
           "WHERE r.id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
           "AND r.id = x.id AND r.lease_token = x.token "
           "AND r.state = 'running' AND (NOT x.expired_only OR r.lease_expires_at < x.now) "

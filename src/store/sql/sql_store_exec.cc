@@ -530,7 +530,9 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
         "UPDATE runs SET state = ?1, reason = NULL, lease_token = NULL, "
         "lease_expires_at = NULL, lease_node = NULL, next_attempt_at = ?2, "
         "last_end_class = ?3, updated_at = ?4, finished_at = ?5, released = 1, "
-        "misfire_exempt = 1 WHERE id = ?6"));
+        "misfire_exempt = 1, budget_attempts = budget_attempts - ?7, "
+        "budget_started_at = CASE WHEN ?7 = 1 AND budget_attempts <= 1 THEN NULL "
+        "ELSE budget_started_at END WHERE id = ?6"));
     s.Bind(1, ledger::Name(d.state));
     if (d.next_attempt_at) {
       s.Bind(2, d.next_attempt_at->time_since_epoch().count());
@@ -543,7 +545,7 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     } else {
       s.Bind(5, std::nullopt);
     }
-    s.Bind(6, p.run_id);
+    s.Bind(6, p.run_id).Bind(7, int64_t{p.outside_budget ? 1 : 0});
     RETURN_IF_ERROR(s.Run());
   }
   {
