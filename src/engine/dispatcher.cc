@@ -228,7 +228,7 @@ void Dispatcher::Start() {
       int limit = 0;
       auto claimed = ClaimOnce(now, &limit);
       ++counters_.polls;
-      SetClaimBurst(claimed.ok() && limit > 0 && *claimed == limit);
+      SetClaimBurst(claimed.ok() && limit > 0 && *claimed == limit && !HeldTooLong());
       // With a health tracker, a store failure is logged once per outage,
       // not on every poll.
       if (!claimed.ok() &&
@@ -261,6 +261,27 @@ void Dispatcher::SetClaimBurst(bool on) {
     claim_burst_ = on;
   }
   if (!on) write_cv_.notify_one();
+}
+
+bool Dispatcher::MayHoldLocked() const {
+  const int limit = options_.max_held_writes > 0 ? options_.max_held_writes
+                                                 : options_.max_workers + kMaxClaimAhead;
+  return static_cast<int>(writes_.size()) < limit;
+}
+
+bool Dispatcher::HeldTooLong() {
+  const Clock::SteadyPoint now = clock_.SteadyNow();
+  std::lock_guard lock(write_mu_);
+  return held_since_ && now - *held_since_ >= options_.poll;
+}
+
+void Dispatcher::QueueWrite(PendingWrite* w) {
+  {
+    std::lock_guard lock(write_mu_);
+    if (writes_.empty()) held_since_ = clock_.SteadyNow();
+    writes_.push_back(w);
+  }
+  write_cv_.notify_one();
 }
 
 void Dispatcher::Wake() {
@@ -338,12 +359,15 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
   for (;;) {
     {
       std::unique_lock lock(write_mu_);
-      if (!write_cv_.wait(lock, stop, [&] { return !writes_.empty() && !claim_burst_; })) {
+      if (!write_cv_.wait(lock, stop, [&] {
+            return !writes_.empty() && (!claim_burst_ || !MayHoldLocked());
+          })) {
         if (writes_.empty()) return;
         claim_burst_ = false;  // stopping: commit what is left
         continue;
       }
       batch.swap(writes_);
+      held_since_.reset();
     }
     writes.clear();
     for (PendingWrite* w : batch) writes.push_back(std::move(w->write));
@@ -480,11 +504,7 @@ std::vector<Status> Dispatcher::SettleUnknown(const std::vector<store::WorkerWri
 Status Dispatcher::Write(store::WorkerWrite write) {
   PendingWrite pending;
   pending.write = std::move(write);
-  {
-    std::lock_guard lock(write_mu_);
-    writes_.push_back(&pending);
-  }
-  write_cv_.notify_one();
+  QueueWrite(&pending);
   pending.done.acquire();
   return pending.result;
 }
@@ -498,11 +518,7 @@ void Dispatcher::WriteLast(std::shared_ptr<ActiveRun> run, store::WorkerWrite wr
     if (Accept(*run, s, "the outcome") && has_finish) CountOutcome(*run, finish);
     Finished(*run);
   };
-  {
-    std::lock_guard lock(write_mu_);
-    writes_.push_back(pending.release());
-  }
-  write_cv_.notify_one();
+  QueueWrite(pending.release());
 }
 
 bool Dispatcher::Accept(const ActiveRun& run, const Status& s, std::string_view what) {

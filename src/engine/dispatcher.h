@@ -70,6 +70,14 @@ struct DispatcherOptions {
   // time at the recent pace of runs (at most kMaxClaimAhead). 0: claim only
   // for free workers. (server.claim_ahead, docs/execution.md.)
   std::chrono::milliseconds claim_ahead{0};
+  // While claims come back full (a burst), the committer holds finished
+  // runs' writes back so that the claims, which start handlers, do not wait
+  // behind them; at most this many writes (0: max_workers +
+  // kMaxClaimAhead), and for no longer than `poll`. Past either, they are
+  // committed whatever the burst: a backlog that keeps every claim full
+  // must not keep finished runs unacknowledged, and unheartbeated, until
+  // it is gone.
+  int max_held_writes = 0;
   uint64_t jitter_seed = 0;  // 0: nondeterministic
   // In-process jobs are claimed only when every one of their steps has a
   // handler here (DESIGN.md: only by handlers registered through the API).
@@ -234,10 +242,19 @@ class Dispatcher {
   // While the loop claims full batches back to back (a burst of runs fell
   // due at once) the committer holds completions back, so that the claims,
   // which start handlers, do not queue behind them for the store. A burst
-  // ends when a claim finds fewer runs than it could take, so it is bounded
-  // by the runs due and the free workers. Guarded by write_mu_.
+  // ends when a claim finds fewer runs than it could take; a backlog keeps
+  // every claim full, so the hold is also bounded (max_held_writes, and
+  // held_since_ older than a poll). Guarded by write_mu_.
   bool claim_burst_ = false;
+  std::optional<Clock::SteadyPoint> held_since_;  // the oldest queued write's time
   void SetClaimBurst(bool on);
+  // Whether the committer may wait for the burst: writes queued fewer than
+  // max_held_writes. REQUIRES: write_mu_ held.
+  bool MayHoldLocked() const;
+  // Whether the oldest write queued has waited a poll or longer.
+  bool HeldTooLong();
+  // Queues `w` for the committer.
+  void QueueWrite(PendingWrite* w);
   // Claimable slots now: free workers plus what may be claimed ahead.
   int FreeSlotsLocked() const;
   int ClaimAheadLocked() const;

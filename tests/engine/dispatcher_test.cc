@@ -547,6 +547,100 @@ TEST_F(DispatcherTest, ARunReleasedBeforeItStartedKeepsItsWholeRetryBudget) {
   EXPECT_EQ(second_of_two, 2);
 }
 
+// A backlog keeps every claim full, and a full claim makes the committer
+// hold finished runs' writes back (fire latency). The hold has bounds: with
+// the bug they were committed only once the backlog was gone, unheartbeated
+// meanwhile. `hold` shapes each test's limit; the 16th run's handler looks
+// for a committed run while the backlog still waits.
+class DispatcherHoldTest : public DispatcherTest {
+ protected:
+  struct Seen {
+    int succeeded = 0;
+    int pending = 0;
+  };
+  Seen RunBacklog(const std::function<void(DispatcherOptions&)>& hold,
+                  const std::function<void(int call)>& on_call = nullptr,
+                  Clock* clock = nullptr) {
+    AddJob({Step("work")});
+    for (int i = 0; i < 80; ++i) config_.jobs[0].partitions.push_back("p" + std::to_string(i));
+    std::atomic<int> calls{0};
+    Seen seen;
+    handlers_.Register("j", [&](const RunContext&) {
+      const int call = ++calls;
+      if (on_call) on_call(call);
+      if (call == 16) {
+        for (int i = 0; i < 5'000 && seen.succeeded == 0; ++i) {  // a hang guard
+          seen.succeeded = Count(RunState::kSucceeded);
+          seen.pending = Count(RunState::kPending);
+          if (seen.succeeded == 0) usleep(1000);
+        }
+      }
+      return 0;
+    });
+    PlanAndRelease();
+    DefaultStepRunner runner(config_, clock_, &handlers_);
+    DispatcherOptions o;
+    o.node = "n1";
+    // Claims of one run with workers to spare: each claim is full, and none
+    // finds every worker busy, which would end the burst by itself.
+    o.max_workers = 8;
+    o.claim_batch = 1;
+    o.handlers = &handlers_;
+    hold(o);
+    Dispatcher d(config_, *store_, clock ? *clock : clock_, runner, o);
+    d.Start();
+    for (int i = 0; i < 10'000 && calls.load() < 80; ++i) usleep(1000);  // a hang guard
+    d.WaitIdle();
+    d.Drain(milliseconds{0});
+    EXPECT_EQ(Count(RunState::kSucceeded), 80);
+    return seen;
+  }
+  int Count(RunState state) {
+    store::RunQuery q;
+    q.job = "j";
+    q.state = state;
+    q.limit = 1000;
+    return static_cast<int>(store_->RunList(q)->size());
+  }
+};
+
+TEST_F(DispatcherHoldTest, ABacklogHoldsNoMoreWritesThanTheLimit) {
+  const Seen seen = RunBacklog([](DispatcherOptions& o) { o.max_held_writes = 4; });
+  EXPECT_GT(seen.succeeded, 0) << "15 runs finished, none committed";
+  EXPECT_GT(seen.pending, 0) << "committed only once the backlog was claimed";
+}
+
+// The fixture's fake clock whose steady reading can jump without waking
+// anybody: a poll's time passes for the dispatcher's hold while its loop,
+// asleep or not, is woken only by its workers, as in a steady stream.
+class SteadyJumpClock final : public Clock {
+ public:
+  explicit SteadyJumpClock(FakeClock& base) : base_(base) {}
+  TimePoint Now() const override { return base_.Now(); }
+  SteadyPoint SteadyNow() const override { return base_.SteadyNow() + jump_.load(); }
+  bool SleepUntil(TimePoint deadline, std::stop_token stop) override {
+    return base_.SleepUntil(deadline, stop);
+  }
+  bool SleepFor(Duration d, std::stop_token stop) override { return base_.SleepFor(d, stop); }
+  void Jump(Duration d) { jump_ = jump_.load() + d; }
+
+ private:
+  FakeClock& base_;
+  std::atomic<Duration> jump_{Duration::zero()};
+};
+
+TEST_F(DispatcherHoldTest, ABacklogHoldsWritesNoLongerThanAPoll) {
+  SteadyJumpClock clock(clock_);
+  const Seen seen = RunBacklog(
+      [](DispatcherOptions& o) { o.poll = milliseconds{100}; },
+      [&](int call) {
+        if (call == 5) clock.Jump(milliseconds{100});
+      },
+      &clock);
+  EXPECT_GT(seen.succeeded, 0) << "held a poll's time, none committed";
+  EXPECT_GT(seen.pending, 0) << "committed only once the backlog was claimed";
+}
+
 TEST_F(DispatcherTest, SubprocessJobsRunRealCommands) {
   AddJob({Step("work")});
   config_.jobs[0].executor = config::Executor::kSubprocess;
