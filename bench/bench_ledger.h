@@ -38,11 +38,11 @@ inline int64_t QueryInt(sqlite3* db, const std::string& sql) {
   return v;
 }
 
-// Plans one occurrence of `job` at `at` with `runs` partitions (p0000...)
-// through the store and releases them, as the planner would; dies unless
-// all were planned and released.
+// Plans one occurrence of `job` at `at` with `runs` partitions (p0000...,
+// or from p{first_partition}) through the store and releases them, as the
+// planner would; dies unless all were planned and released.
 inline void PlanAndRelease(store::Store& store, const std::string& job,
-                           std::chrono::sys_seconds at, int runs) {
+                           std::chrono::sys_seconds at, int runs, int first_partition = 0) {
   store::PlanParams p;
   p.job = job;
   p.planned_through = at;
@@ -53,7 +53,9 @@ inline void PlanAndRelease(store::Store& store, const std::string& job,
   o.job_version = 1;
   o.tzdata = "bench";
   const std::string period = FormatUtc(at);
-  for (int i = 0; i < runs; ++i) o.runs.push_back({fmt::format("p{:04d}", i), period, "2026-01-01"});
+  for (int i = first_partition; i < first_partition + runs; ++i) {
+    o.runs.push_back({fmt::format("p{:04d}", i), period, "2026-01-01"});
+  }
   p.occurrences.push_back(std::move(o));
   const auto planned = Check(store.RunPlan(p), "RunPlan");
   store::ReleaseParams r;
