@@ -97,6 +97,38 @@ class DispatcherTest : public ::testing::Test {
     return d;
   }
 
+  // A job "j" of one unsafe step over `partitions` partitions, and one
+  // worker: a first run shows the pace, the next claim takes the rest
+  // ahead of the worker, whose run holds it until a drain with no grace
+  // cancels it. `calls`: the handler's calls.
+  void DrainWithRunsClaimedAhead(int partitions, const config::RetryConfig& retry,
+                                 int* calls_out = nullptr) {
+    AddJob({Step("unsafe", /*idempotent=*/false)}, retry);
+    for (int i = 0; i < partitions; ++i) {
+      config_.jobs[0].partitions.push_back("p" + std::to_string(i));
+    }
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    auto holding = std::make_shared<std::promise<void>>();
+    handlers_.Register("j", [calls, holding](const RunContext& ctx) {
+      if (++*calls == 2) {
+        holding->set_value();
+        while (!ctx.cancel.stop_requested()) std::this_thread::yield();
+        return 1;
+      }
+      return 0;
+    });
+    PlanAndRelease();
+    Dispatcher& d = NewDispatcher("n1", nullptr, /*max_workers=*/1, milliseconds{1000});
+    ASSERT_EQ(RunDue(d), 1);  // shows the pace
+    ASSERT_GT(d.ClaimAhead(), 0);
+    auto claimed = d.ClaimOnce(clock_.Now());
+    ASSERT_TRUE(claimed.ok());
+    ASSERT_EQ(*claimed, partitions - 1) << "one for the worker, the rest ahead of it";
+    holding->get_future().wait();
+    d.Drain(milliseconds{0});  // no grace: cancel what runs
+    if (calls_out != nullptr) *calls_out = calls->load();
+  }
+
   // `step_clock` times step timeouts (the fake clock never reaches them).
   Dispatcher& NewDispatcher(const std::string& node = "n1", Clock* step_clock = nullptr,
                             int max_workers = 4, milliseconds claim_ahead = milliseconds{0}) {
@@ -459,30 +491,10 @@ TEST_F(DispatcherTest, WithoutClaimAheadAClaimTakesOnlyTheFreeWorkers) {
 // they are pending again for the next node, not left to their leases (which
 // would make them unknown).
 TEST_F(DispatcherTest, ADrainReleasesRunsClaimedAheadThatNeverStarted) {
-  AddJob({Step("unsafe", /*idempotent=*/false)});
-  for (int i = 0; i < 6; ++i) config_.jobs[0].partitions.push_back("p" + std::to_string(i));
-  std::atomic<int> calls{0};
-  std::promise<void> holding;
-  handlers_.Register("j", [&](const RunContext& ctx) {
-    if (++calls == 2) {
-      // The first run of the second claim holds its worker until the drain
-      // cancels it.
-      holding.set_value();
-      while (!ctx.cancel.stop_requested()) std::this_thread::yield();
-      return 1;
-    }
-    return 0;
-  });
-  PlanAndRelease();
-  Dispatcher& d = NewDispatcher("n1", nullptr, /*max_workers=*/1, milliseconds{1000});
-  ASSERT_EQ(RunDue(d), 1);  // shows the pace
-  ASSERT_GT(d.ClaimAhead(), 0);
-  auto claimed = d.ClaimOnce(clock_.Now());
-  ASSERT_TRUE(claimed.ok());
-  ASSERT_EQ(*claimed, 5) << "one for the worker, four ahead of it";
-  holding.get_future().wait();
-  d.Drain(milliseconds{0});  // no grace: cancel what runs
-  EXPECT_EQ(calls.load(), 2) << "the runs claimed ahead never ran";
+  int calls = 0;
+  DrainWithRunsClaimedAhead(6, {}, &calls);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(calls, 2) << "the runs claimed ahead never ran";
   store::RunQuery q;
   q.job = "j";
   q.state = RunState::kPending;
@@ -505,23 +517,8 @@ TEST_F(DispatcherTest, ADrainReleasesRunsClaimedAheadThatNeverStarted) {
 TEST_F(DispatcherTest, ARunReleasedBeforeItStartedKeepsItsWholeRetryBudget) {
   config::RetryConfig retry;
   retry.max_attempts = 2;
-  AddJob({Step("work", /*idempotent=*/false)}, retry);
-  for (int i = 0; i < 4; ++i) config_.jobs[0].partitions.push_back("p" + std::to_string(i));
-  std::atomic<int> calls{0};
-  std::promise<void> holding;
-  handlers_.Register("j", [&](const RunContext& ctx) {
-    if (++calls == 2) {
-      holding.set_value();
-      while (!ctx.cancel.stop_requested()) std::this_thread::yield();
-    }
-    return 0;
-  });
-  PlanAndRelease();
-  Dispatcher& first = NewDispatcher("n1", nullptr, /*max_workers=*/1, milliseconds{1000});
-  ASSERT_EQ(RunDue(first), 1);  // shows the pace
-  ASSERT_EQ(*first.ClaimOnce(clock_.Now()), 3) << "one for the worker, two ahead of it";
-  holding.get_future().wait();
-  first.Drain(milliseconds{0});
+  DrainWithRunsClaimedAhead(4, retry);
+  if (HasFatalFailure()) return;
   store::RunQuery q;
   q.job = "j";
   q.state = RunState::kPending;
