@@ -68,10 +68,7 @@ Status Alerter::RunOnce(Clock::TimePoint now, AlerterStats* stats) {
   for (const auto& job : config_.jobs) any = any || job.alert.HasTargets();
   if (!any) return Status::Ok();
   auto held = role_.Hold(now);
-  if (!held.ok()) {
-    spdlog::error("alerts: cannot tell which node alerts: {}", held.status().ToString());
-    return held.status();
-  }
+  if (!held.ok()) return held.status();  // NodeRole logged it
   if (!*held) {
     // What the alerting node says meanwhile is in the events: read again
     // when this node alerts next.

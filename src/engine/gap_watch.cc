@@ -42,10 +42,7 @@ Status GapWatch::ScanOnce(Clock::TimePoint now, GapWatchStats* stats, std::stop_
   if (now < next_at_) return Status::Ok();
   next_at_ = now + options_.every;
   auto held = role_.Hold(now);
-  if (!held.ok()) {
-    spdlog::error("scanner: cannot tell which node scans: {}", held.status().ToString());
-    return held.status();
-  }
+  if (!held.ok()) return held.status();  // NodeRole logged it
   if (!*held) {
     // Another node records the gaps meanwhile: what it found is read from
     // its gap_found events, with a full scan, when this node scans next.

@@ -13,7 +13,11 @@ NodeRole::NodeRole(store::Store& store, std::string role, std::string node,
 Result<bool> NodeRole::Hold(Clock::TimePoint now) {
   if (node_.empty()) return true;
   auto held = store_.RoleHold({role_, node_, store::ToInstant(now), ttl_});
-  if (!held.ok()) return held.status();
+  if (!held.ok()) {
+    spdlog::error("roles: cannot tell which node is the {}: {}", role_,
+                  held.status().ToString());
+    return held.status();
+  }
   if (*held && !held_) {
     spdlog::info("roles: this node is now the {} for every node on the store", role_);
   } else if (!*held && held_) {

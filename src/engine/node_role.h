@@ -25,8 +25,8 @@ class NodeRole {
            std::chrono::milliseconds every);
 
   // Renews the role, or takes it when free or run out; whether this node
-  // holds it now. Logs when that changes. On an error (the store is out of
-  // reach) the caller does not know, and does none of the role's work.
+  // holds it now. Logs when that changes, and an error (the store is out of
+  // reach: the caller does not know, and does none of the role's work).
   Result<bool> Hold(Clock::TimePoint now);
   // Gives the role up when this node holds it (a clean shutdown): another
   // node takes it at its next pass instead of after the lease. A failure
