@@ -9,8 +9,8 @@
 //                       [--claim-ahead-ms MS]
 //                       [--profile] [--label NAME] [--setup-sql SQL]
 //       The same N runs, then K dispatchers (engine::Dispatcher, what `serve`
-//       runs), each with its own PostgresStore (its own connection, the
-//       database clock on, as in production) and max_workers W, with a
+//       runs), each with its own PostgresStores (one for claims, one for
+//       group commits, the database clock on, as in production) and max_workers W, with a
 //       registered no-op handler, started together and timed until every
 //       run's completion committed. Then the ledger is checked (every run
 //       succeeded with one closed attempt and its claimed, step_started,
@@ -264,6 +264,7 @@ void Prepare(const std::string& url, const config::Config& config, int runs) {
 
 struct Node {
   std::unique_ptr<store::PostgresStore> store;
+  std::unique_ptr<store::PostgresStore> write_store;  // the committer's, as serve opens it
   HandlerRegistry handlers;
   std::unique_ptr<engine::DefaultStepRunner> runner;
   std::unique_ptr<engine::Dispatcher> dispatcher;
@@ -282,6 +283,7 @@ int Throughput(const Options& opt) {
   for (int i = 0; i < opt.nodes; ++i) {
     auto n = std::make_unique<Node>();
     n->store = OpenStore(opt.url, /*database_clock=*/true);
+    n->write_store = OpenStore(opt.url, /*database_clock=*/true);
     n->handlers.Register(kJob, [](const RunContext&) { return 0; });
     n->runner = std::make_unique<engine::DefaultStepRunner>(config, RealClock(), &n->handlers);
     engine::DispatcherOptions d;
@@ -290,6 +292,7 @@ int Throughput(const Options& opt) {
     if (opt.claim_batch > 0) d.claim_batch = opt.claim_batch;
     d.claim_ahead = std::chrono::milliseconds{opt.claim_ahead_ms};
     d.handlers = &n->handlers;
+    d.write_store = n->write_store.get();
     n->dispatcher = std::make_unique<engine::Dispatcher>(config, *n->store, RealClock(),
                                                          *n->runner, d);
     nodes.push_back(std::move(n));
@@ -431,6 +434,7 @@ int Fire(const Options& opt) {
   Clock& clock = RealClock();
   const config::Config config = MakeConfig(opt.url, kFireJob, "*/10 * * * * *", kPartitions);
   auto store = OpenStore(opt.url, /*database_clock=*/true);  // as serve opens it
+  auto write_store = OpenStore(opt.url, /*database_clock=*/true);
 
   Recorder recorder;
   HandlerRegistry handlers;
@@ -446,6 +450,7 @@ int Fire(const Options& opt) {
   d.claim_batch = opt.fire_batch;
   d.claim_ahead = std::chrono::milliseconds{opt.claim_ahead_ms};
   d.handlers = &handlers;
+  d.write_store = write_store.get();
   engine::Planner planner(config, *store, clock);
   engine::Reaper reaper(config, *store);
   engine::Dispatcher dispatcher(config, *store, clock, runner, d);

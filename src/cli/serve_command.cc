@@ -148,6 +148,12 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
 
   std::unique_ptr<store::Store> store;
   if (int rc = OpenStoreOrReport("serve", config, &store, err); rc != kExitOk) return rc;
+  // The dispatcher's group commits get a connection of their own where
+  // they can run beside its claims (PostgreSQL).
+  std::unique_ptr<store::Store> write_store;
+  if (store->WritesBesideClaims()) {
+    if (int rc = OpenStoreOrReport("serve", config, &write_store, err); rc != kExitOk) return rc;
+  }
 
   spdlog::info("serve: node {} started with {} job(s), store {}", node_id, config.jobs.size(),
                store::RedactStoreUrl(config.server.store));
@@ -184,6 +190,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   dispatch.max_workers = config.server.max_workers;
   dispatch.handlers = &no_handlers;
   dispatch.claim_ahead = config.server.claim_ahead;
+  dispatch.write_store = write_store.get();
   if (store->NotifiesWork()) {
     // Releases, retries and requeues of every node NOTIFY this one (below):
     // the poll is only the safety net, and for runs whose retry backoff

@@ -31,6 +31,7 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
                        StepRunner& runner, DispatcherOptions options)
     : config_(config),
       store_(store),
+      write_store_(options.write_store != nullptr ? *options.write_store : store),
       clock_(clock),
       runner_(runner),
       options_(std::move(options)),
@@ -371,7 +372,7 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
     }
     writes.clear();
     for (PendingWrite* w : batch) writes.push_back(std::move(w->write));
-    auto results = store_.RunApplyWrites(writes);
+    auto results = write_store_.RunApplyWrites(writes);
     Observe(results.status(), "worker writes");
     if (!results.ok() && IsStoreFailure(results.status())) {
       results = SettleUnknown(writes, results.status(), stop);
@@ -405,7 +406,7 @@ Result<Dispatcher::Found> Dispatcher::Recheck(const store::WorkerWrite& write) {
   if (write.finish) {
     // An attempt is ended once: by its worker, or by the reaper after its
     // lease expired (lease_expired, which a worker never writes).
-    auto attempts = store_.AttemptList(run_id);
+    auto attempts = write_store_.AttemptList(run_id);
     if (!attempts.ok()) return attempts.status();
     for (const auto& a : *attempts) {
       if (a.token != token || !a.ended_at) continue;
@@ -413,7 +414,7 @@ Result<Dispatcher::Found> Dispatcher::Recheck(const store::WorkerWrite& write) {
                                                                  : Found::kApplied;
     }
   }
-  auto lease = store_.RunGetLease(run_id);
+  auto lease = write_store_.RunGetLease(run_id);
   if (!lease.ok()) {
     const StatusCode code = lease.status().code();
     if (code == StatusCode::kFailedPrecondition || code == StatusCode::kNotFound) {
@@ -424,7 +425,7 @@ Result<Dispatcher::Found> Dispatcher::Recheck(const store::WorkerWrite& write) {
   if (lease->token != token) return Found::kLeaseMoved;
   if (write.finish) return Found::kNotApplied;  // the attempt is open and still this one
   // A step's new state alone: only this attempt writes its steps.
-  auto steps = store_.StepList(run_id);
+  auto steps = write_store_.StepList(run_id);
   if (!steps.ok()) return steps.status();
   for (const auto& st : *steps) {
     if (st.name == write.step->step) {
@@ -473,7 +474,7 @@ std::vector<Status> Dispatcher::SettleUnknown(const std::vector<store::WorkerWri
     if (!again.empty()) {
       std::vector<store::WorkerWrite> batch;
       for (std::size_t i : again) batch.push_back(writes[i]);
-      auto r = store_.RunApplyWrites(batch);
+      auto r = write_store_.RunApplyWrites(batch);
       Observe(r.status(), "worker writes");
       if (r.ok()) {
         for (std::size_t k = 0; k < again.size(); ++k) results[again[k]] = (*r)[k];

@@ -84,6 +84,11 @@ struct DispatcherOptions {
   const HandlerRegistry* handlers = nullptr;
   // Told of every store call's result (outages, GET /metrics); none: not.
   StoreHealth* health = nullptr;
+  // The store the committer writes through; none: the dispatcher's own. On
+  // PostgreSQL a second connection to the same database, so that the node's
+  // group commits run beside its claims (sql::WriteKind) instead of queueing
+  // behind them on one connection. Must outlive the dispatcher.
+  store::Store* write_store = nullptr;
 };
 
 struct DispatcherCounters {
@@ -213,6 +218,7 @@ class Dispatcher {
 
   const config::Config& config_;
   store::Store& store_;
+  store::Store& write_store_;  // the committer's: options_.write_store or store_
   Clock& clock_;
   StepRunner& runner_;
   DispatcherOptions options_;

@@ -901,6 +901,11 @@ class Store {
   // Whether WatchForWork wakes on other writers' work (then a caller's
   // polling is only a safety net and may be slow).
   virtual bool NotifiesWork() const { return false; }
+  // Whether worker writes committed through a second store on the same
+  // database run beside this one's claims instead of waiting for them
+  // (PostgreSQL: sql::WriteKind). SQLite has one writer; a second
+  // connection would only queue.
+  virtual bool WritesBesideClaims() const { return false; }
   virtual void WatchForWork(std::function<void()> wake) { (void)wake; }
 
   // Records that `node` is alive now (inserting it the first time).

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -130,6 +131,119 @@ TEST_F(PostgresStoreTest, ANodesReleaseWakesAnotherNodesListener) {
   ASSERT_EQ(releasing->RunRelease(r)->released, 2);
   std::unique_lock lock(mu);
   EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return wakes > before; }));
+}
+
+// A connection of the test's own, to hold the ledger's advisory locks as
+// another node's transaction would, and to see who waits for them.
+class LockHolder {
+ public:
+  LockHolder() : c_(PQconnectdb(TestPostgresUrl().c_str())) {}
+  ~LockHolder() { PQfinish(c_); }
+  bool Exec(const std::string& sql) {
+    PGresult* r = PQexec(c_, sql.c_str());
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    PQclear(r);
+    return ok;
+  }
+  // Connections named `app` (application_name) waiting for advisory lock `key`.
+  int Waiting(const std::string& app, int64_t key) {
+    PGresult* r = PQexec(c_, fmt::format("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
+                                         "ON a.pid = l.pid WHERE a.application_name = '{}' AND "
+                                         "l.locktype = 'advisory' AND l.objid = {} AND NOT l.granted",
+                                         app, key)
+                                 .c_str());
+    const int n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoi(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return n;
+  }
+  // Polls until `app` waits for `key`; false if it never does.
+  bool SeesWaiting(const std::string& app, int64_t key) {
+    for (int i = 0; i < 600; ++i) {
+      if (Waiting(app, key) > 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+ private:
+  PGconn* c_;
+};
+
+// Several nodes' group commits and one claim at a time write side by side
+// (sql::WriteKind): a node's finished runs do not queue behind another
+// node's claim. Claims still wait for each other, and whatever checks and
+// then writes (here a pause) waits for both.
+TEST_F(PostgresStoreTest, WorkerWritesRunBesideAClaimWhileClaimsAndOthersWait) {
+  PostgresOptions o;
+  o.url = TestPostgresSchemaUrl(schema_) + "&application_name=" + schema_;
+  o.database_clock = false;
+  auto opened = PostgresStore::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto& s = **opened;
+  Plan(s, 2);
+  store::ReleaseParams r;
+  r.job = "j";
+  r.policy.misfire_grace = std::chrono::hours{24};
+  r.now = InstantAt("2026-11-05T09:00:01Z");
+  ASSERT_EQ(s.RunRelease(r)->released, 2);
+  store::ClaimRule rule;
+  rule.job = "j";
+  rule.lease_ttl = std::chrono::minutes{5};
+  rule.overlap = config::Overlap::kAllow;
+  rule.steps = {"x"};
+  const store::Instant now = InstantAt("2026-11-05T09:00:02Z");
+  auto claimed = s.RunClaim({now, "n1", 1, {rule}});
+  ASSERT_TRUE(claimed.ok() && claimed->size() == 1u);
+  const store::ClaimedRun run = claimed->at(0);
+
+  // Opened first: opening takes the write lock (migrations).
+  auto claimer = PostgresStore::Open(o);
+  auto pauser = PostgresStore::Open(o);
+  ASSERT_TRUE(claimer.ok() && pauser.ok());
+
+  // Declared before the lock holder: destroyed after it has let go, should
+  // an assertion end the test early.
+  std::future<Result<std::vector<Status>>> written;
+  std::future<Result<std::vector<store::ClaimedRun>>> claiming;
+  std::future<Status> pausing;
+  // Another node is inside a claim.
+  LockHolder other;
+  ASSERT_TRUE(other.Exec(fmt::format("BEGIN; SELECT pg_advisory_xact_lock_shared({}); "
+                                     "SELECT pg_advisory_xact_lock({})",
+                                     store::postgres::kWriteLockKey,
+                                     store::postgres::kClaimLockKey)));
+  store::WorkerWrite w;
+  w.finish.emplace();
+  w.finish->run_id = run.run.id;
+  w.finish->token = run.token;
+  w.finish->now = now;
+  w.finish->node = "n1";
+  w.finish->exit_status = 0;
+  w.finish->decision.state = ledger::RunState::kSucceeded;
+  written = std::async(std::launch::async, [&] { return s.RunApplyWrites({w}); });
+  const bool wrote_beside = written.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  // A claim and a pause wait until the other node commits.
+  claiming = std::async(std::launch::async, [&] {
+    return (*claimer)->RunClaim({now, "n2", 1, {rule}});
+  });
+  const bool claim_waited = other.SeesWaiting(schema_, store::postgres::kClaimLockKey);
+  pausing = std::async(std::launch::async, [&] {
+    return (*pauser)->JobSetPaused({std::string("j"), true, "ops", "maintenance", now});
+  });
+  const bool pause_waited = other.SeesWaiting(schema_, store::postgres::kWriteLockKey);
+  ASSERT_TRUE(other.Exec("COMMIT"));
+
+  EXPECT_TRUE(wrote_beside) << "the group commit waited for another node's claim";
+  auto results = written.get();
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  EXPECT_TRUE(results->at(0).ok()) << results->at(0).ToString();
+  EXPECT_EQ(s.RunGet(run.run.id)->state, ledger::RunState::kSucceeded);
+  EXPECT_TRUE(claim_waited) << "a claim ran beside another claim";
+  EXPECT_TRUE(pause_waited) << "a pause ran beside a claim";
+  auto second = claiming.get();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->size(), 1u);
+  EXPECT_TRUE(pausing.get().ok());
 }
 
 TEST_F(PostgresStoreTest, NodesStartingTogetherMigrateOnce) {

@@ -315,10 +315,22 @@ Result<int64_t> Db::LastInsertRowId() {
   return id;
 }
 
-Status Db::Begin() {
+Status Db::Begin(sql::WriteKind kind) {
   if (Status s = BeforeStatement("BEGIN"); !s.ok()) return s;
-  const std::string sql =
-      fmt::format("BEGIN; SELECT pg_advisory_xact_lock({})", kWriteLockKey);
+  std::string sql;
+  switch (kind) {
+    case sql::WriteKind::kSerial:
+      sql = fmt::format("BEGIN; SELECT pg_advisory_xact_lock({})", kWriteLockKey);
+      break;
+    case sql::WriteKind::kClaim:
+      sql = fmt::format("BEGIN; SELECT pg_advisory_xact_lock_shared({}); "
+                        "SELECT pg_advisory_xact_lock({})",
+                        kWriteLockKey, kClaimLockKey);
+      break;
+    case sql::WriteKind::kWorkerWrite:
+      sql = fmt::format("BEGIN; SELECT pg_advisory_xact_lock_shared({})", kWriteLockKey);
+      break;
+  }
   if (Status s = Command(sql.c_str()); !s.ok()) {
     Command("ROLLBACK");
     return s;

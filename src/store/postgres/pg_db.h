@@ -1,7 +1,7 @@
 // The PostgreSQL engine behind the SQL store, over libpq: one connection,
 // statements prepared on the server on first use, write transactions
-// serialised across every node by an advisory lock, and errors mapped to
-// Status by SQLSTATE.
+// ordered across every node by advisory locks (serialised, or side by side
+// where sql::WriteKind allows), and errors mapped to Status by SQLSTATE.
 #ifndef CRONLEDGER_STORE_POSTGRES_PG_DB_H_
 #define CRONLEDGER_STORE_POSTGRES_PG_DB_H_
 
@@ -22,10 +22,16 @@ struct pg_result;
 namespace cronledger::store::postgres {
 
 // The key of the transaction-scoped advisory lock every write transaction
-// takes first ("cldg"): the ledger's writers are serialised across nodes
-// as SQLite serialises them within a file, so each transaction's checks
-// (concurrency limits, overlap, fencing) see every earlier write.
+// takes first ("cldg"). kSerial writers take it exclusively: they are
+// serialised across nodes as SQLite serialises them within a file, so each
+// one's checks (concurrency limits, overlap, fencing) see every earlier
+// write. Claims and worker writes take it shared, so they run side by side
+// (sql::WriteKind says why that is safe); claims also take kClaimLockKey
+// exclusively, one claim at a time. Every transaction takes kWriteLockKey
+// before kClaimLockKey, and the rest of its locks after both: no cycle.
 inline constexpr int64_t kWriteLockKey = 0x636c6467;
+// ("cldc") Claims, one at a time across every node.
+inline constexpr int64_t kClaimLockKey = 0x636c6463;
 
 // `url` with any password replaced by "***": what logs and errors may show.
 std::string RedactUrl(std::string_view url);
@@ -88,7 +94,8 @@ class Db final : public sql::Db {
   Result<sql::Stmt> Prepare(std::string_view sql) override;
   Result<int64_t> LastInsertRowId() override;
   int Changes() const override { return changes_; }
-  Status Begin() override;
+  // Takes the write lock in the mode `kind` needs (kWriteLockKey).
+  Status Begin(sql::WriteKind kind) override;
   Status Commit() override;
   void Rollback() override;
 

@@ -85,6 +85,7 @@ class PostgresStore final : public SqlStore {
   // LISTEN on a connection of its own, in a thread of its own.
   void WatchForWork(std::function<void()> wake) override;
   bool NotifiesWork() const override { return true; }
+  bool WritesBesideClaims() const override { return true; }
 
  private:
   PostgresStore(std::unique_ptr<postgres::Db> db, std::string url, bool database_clock)

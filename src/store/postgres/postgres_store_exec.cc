@@ -3,7 +3,9 @@
 // SqlStore writes a claimed or finished run with a handful of statements
 // each, one round trip apiece: nothing on SQLite, where a statement is a
 // function call, but 18 round trips per run on PostgreSQL, most of them
-// inside the write lock every node shares (docs/benchmarks.md, PostgreSQL).
+// inside the write lock nodes share (docs/benchmarks.md, PostgreSQL). A
+// claim and group commits take that lock shared (sql::WriteKind), so they
+// run side by side; the statements below fence every row they write.
 // Here the same rows are written for a whole batch at once: each statement
 // takes its batch as one JSON array (json_to_recordset), so a claim of 32
 // runs, or a group commit of 100 completions, is a few statements and one
@@ -142,7 +144,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     if (!row) return out;
   }
   Transaction tx(db());
-  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(tx.Begin(sql::WriteKind::kClaim));
 
   struct Candidate {
     RunRecord run;
@@ -375,7 +377,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
   }
   std::lock_guard lock(mutex());
   Transaction tx(db());
-  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(tx.Begin(sql::WriteKind::kWorkerWrite));
   RETURN_IF_ERROR(db().Exec(kBatchPlans));
   std::vector<Status> results(writes.size());
 

@@ -29,6 +29,27 @@ using StatementHook = std::function<Status(std::string_view sql)>;
 // What a column of the current row holds.
 enum class ColumnType { kNull, kInt, kText };
 
+// What a write transaction may run beside (docs/deploy.md, "Writers side by
+// side").
+enum class WriteKind {
+  // Serialised with every other write transaction of every node: what
+  // checks the ledger and then writes (operator actions, planning, the
+  // reaper, heartbeats, effects) sees every earlier write and no later one.
+  kSerial,
+  // A claim: serialised with every other claim and kSerial transaction, so
+  // its concurrency and overlap checks count every claim before it. It may
+  // run beside kWorkerWrite transactions: those only end leased runs, which
+  // a claim never touches, and an end it does not see yet only makes its
+  // counts higher than they are (it claims less, never more).
+  kClaim,
+  // A group commit of a node's fenced worker writes (step results, ends):
+  // each row is written only where the run's current token is the writer's
+  // (in the UPDATE's own WHERE, rechecked under the row lock), so such
+  // transactions may run beside each other and beside one claim. The reaper
+  // and operators, which take leases away, are kSerial: never beside them.
+  kWorkerWrite,
+};
+
 // A backend's prepared statement, owned by its Db's cache. Parameters are
 // 1-based, columns 0-based.
 class Statement {
@@ -127,10 +148,12 @@ class Db {
   // Rows changed by the last INSERT, UPDATE or DELETE that ran to its end.
   virtual int Changes() const = 0;
 
-  // A write transaction: writers of one database are serialised, as with
-  // SQLite's single writer, so that the store's checks and writes are never
-  // interleaved with another writer's.
-  virtual Status Begin() = 0;
+  // A write transaction. By default writers of one database are
+  // serialised, as with SQLite's single writer, so that the store's checks
+  // and writes are never interleaved with another writer's. An engine with
+  // row locks (PostgreSQL) lets the two kinds of WriteKind::kClaim and
+  // kWorkerWrite run side by side; SQLite serialises them all.
+  virtual Status Begin(WriteKind kind = WriteKind::kSerial) = 0;
   virtual Status Commit() = 0;
   virtual void Rollback() = 0;
 
@@ -152,8 +175,8 @@ class Transaction {
     if (open_) db_.Rollback();
   }
 
-  Status Begin() {
-    if (Status s = db_.Begin(); !s.ok()) return s;
+  Status Begin(WriteKind kind = WriteKind::kSerial) {
+    if (Status s = db_.Begin(kind); !s.ok()) return s;
     open_ = true;
     return Status::Ok();
   }

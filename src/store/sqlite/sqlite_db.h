@@ -59,8 +59,9 @@ class Db final : public sql::Db {
   Result<int64_t> LastInsertRowId() override;
   int Changes() const override;
   // BEGIN IMMEDIATE: writers queue on the busy timeout rather than failing
-  // when a read transaction would upgrade.
-  Status Begin() override { return Exec("BEGIN IMMEDIATE"); }
+  // when a read transaction would upgrade. SQLite has one writer: every
+  // kind is serialised.
+  Status Begin(sql::WriteKind) override { return Exec("BEGIN IMMEDIATE"); }
   Status Commit() override { return Exec("COMMIT"); }
   void Rollback() override;
 
