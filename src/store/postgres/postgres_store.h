@@ -32,7 +32,7 @@ struct PostgresOptions {
 };
 
 // The same numbered migrations as SQLite, in PostgreSQL's spelling.
-inline constexpr int kPostgresSchemaVersion = 8;
+inline constexpr int kPostgresSchemaVersion = 9;
 inline constexpr int kPostgresCompatibleFrom = 1;
 
 class PostgresStore final : public SqlStore {

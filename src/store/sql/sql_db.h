@@ -151,8 +151,8 @@ class Db {
   // A write transaction. By default writers of one database are
   // serialised, as with SQLite's single writer, so that the store's checks
   // and writes are never interleaved with another writer's. An engine with
-  // row locks (PostgreSQL) lets the two kinds of WriteKind::kClaim and
-  // kWorkerWrite run side by side; SQLite serialises them all.
+  // row locks (PostgreSQL) runs a claim (WriteKind::kClaim) and worker
+  // writes (kWorkerWrite) side by side; SQLite serialises them all.
   virtual Status Begin(WriteKind kind = WriteKind::kSerial) = 0;
   virtual Status Commit() = 0;
   virtual void Rollback() = 0;

@@ -55,7 +55,8 @@ void SqlStore::SetStatementHook(sql::StatementHook hook) {
 }
 
 Status SqlStore::Migrate(std::span<const Migration> migrations, int schema_version,
-                         int compatible_from_written, std::string_view where) {
+                         int compatible_from_written, std::string_view where,
+                         const std::function<Status()>& verify) {
   Db& d = *db_;
   Transaction tx(d);
   RETURN_IF_ERROR(tx.Begin());
@@ -80,11 +81,14 @@ Status SqlStore::Migrate(std::span<const Migration> migrations, int schema_versi
                               where, version, compatible_from, CRONLEDGER_VERSION,
                               schema_version));
   }
+  bool migrated = false;
   for (const Migration& m : migrations) {
     if (m.number <= version) continue;
     RETURN_IF_ERROR(d.Exec(m.sql));
     version = m.number;
+    migrated = true;
   }
+  if (migrated && verify) RETURN_IF_ERROR(verify());
   {
     ASSIGN_OR_RETURN(s, d.Prepare(
         "INSERT INTO schema_meta (id, version, compatible_from) VALUES (1, ?1, ?2) "

@@ -121,9 +121,12 @@ class SqlStore : public Store {
   // write transaction (forward-only, so a crash leaves the previous schema
   // intact). A database migrated by a newer binary is used as is while
   // `schema_version` is at least its compatible_from (migrations are
-  // additive); otherwise kFailedPrecondition naming `where`.
+  // additive); otherwise kFailedPrecondition naming `where`. `verify`, if
+  // any, runs before the commit when a migration was applied; its error
+  // rolls every one of them back.
   Status Migrate(std::span<const Migration> migrations, int schema_version,
-                 int compatible_from, std::string_view where);
+                 int compatible_from, std::string_view where,
+                 const std::function<Status()>& verify = nullptr);
 
   // After CopyLedger wrote explicit row ids: whatever the engine needs so
   // that new rows get ids above them (PostgreSQL's identity sequences).

@@ -90,9 +90,10 @@ Result<PurgeResult> SqlStore::RunPurge(const PurgeParams& p) {
   RETURN_IF_ERROR(tx.Begin());
   std::vector<int64_t> ids;
   {
-    // The literal condition of the partial index runs_updated (migration 006).
+    // The literal condition of the partial index runs_updated (migration 009).
     ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT id FROM runs WHERE state IN ('succeeded', 'failed', 'skipped', 'cancelled') "
+        "SELECT id FROM runs WHERE (state = 'succeeded' OR state = 'failed' OR "
+        "state = 'skipped' OR state = 'cancelled') "
         "AND updated_at < ?1 AND NOT EXISTS (SELECT 1 FROM checkpoints c "
         "WHERE c.scope = 'partition' AND c.writer_run_id = runs.id) "
         "ORDER BY updated_at, id LIMIT ?2"));

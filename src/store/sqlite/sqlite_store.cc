@@ -1,6 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -50,9 +51,27 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenOnce(const SqliteOptions& 
   if (!wal) RETURN_IF_ERROR(d.Exec("PRAGMA journal_mode = WAL"));
   RETURN_IF_ERROR(d.Exec(options.synchronous_full ? "PRAGMA synchronous = FULL"
                                                   : "PRAGMA synchronous = NORMAL"));
+  // Migrations run with foreign keys off: a table rebuilt to change a
+  // CHECK (009) is dropped and replaced while other tables refer to it, as
+  // SQLite's documentation does it. Before the commit, every reference is
+  // checked instead.
+  RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = OFF"));
+  const int version = options.schema_version > 0 ? options.schema_version : kSqliteSchemaVersion;
+  std::span<const Migration> migrations(kMigrations);
+  while (!migrations.empty() && migrations.back().number > version) {
+    migrations = migrations.first(migrations.size() - 1);
+  }
+  RETURN_IF_ERROR(store->Migrate(migrations, version, kSqliteCompatibleFrom,
+                                  options.path, [&d]() -> Status {
+                                    ASSIGN_OR_RETURN(s, d.Prepare("PRAGMA foreign_key_check"));
+                                    ASSIGN_OR_RETURN(row, s.Step());
+                                    if (!row) return Status::Ok();
+                                    return Internal(fmt::format(
+                                        "migrating the ledger broke a reference: table {} row "
+                                        "{} refers to a missing row of {}",
+                                        s.Text(0), s.Int(1), s.Text(2)));
+                                  }));
   RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = ON"));
-  RETURN_IF_ERROR(store->Migrate(kMigrations, kSqliteSchemaVersion, kSqliteCompatibleFrom,
-                                  options.path));
   d.SetStatementHook(options.statement_hook);
   return store;
 }

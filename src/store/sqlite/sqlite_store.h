@@ -20,11 +20,14 @@ struct SqliteOptions {
   bool create_if_missing = true;
   // Fault injection for tests: runs before every SQL statement.
   sqlite::StatementHook statement_hook;
+  // Tests: act as an older release would, migrating only this far (0: this
+  // binary's kSqliteSchemaVersion).
+  int schema_version = 0;
 };
 
 // The schema version this binary writes, and the oldest schema version a
 // binary must have to use a database this binary has migrated.
-inline constexpr int kSqliteSchemaVersion = 8;
+inline constexpr int kSqliteSchemaVersion = 9;
 inline constexpr int kSqliteCompatibleFrom = 1;
 
 // Several processes may share the file; SQLite's locking and the busy
