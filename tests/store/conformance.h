@@ -24,6 +24,35 @@ inline std::chrono::sys_seconds SecondsAt(const std::string& rfc3339) {
   return *ParseRfc3339(rfc3339);
 }
 
+// For tests outside the fixture: job "j" with `n` partitions ("p0", ...)
+// due at 2026-11-05T09:00Z, planned at 08:00.
+inline void PlanPartitionsDue(store::Store& s, int n) {
+  ASSERT_TRUE(
+      s.JobSync({"j", R"({"schedule":"0 9 * * *"})", InstantAt("2026-11-01T00:00:00Z")}).ok());
+  store::PlannedOccurrence occ;
+  occ.scheduled_at = SecondsAt("2026-11-05T09:00:00Z");
+  occ.local_time = "2026-11-05T09:00:00Z";
+  occ.job_version = 1;
+  occ.tzdata = "2025b";
+  for (int i = 0; i < n; ++i) occ.runs.push_back({"p" + std::to_string(i), "d", "2026-11-05"});
+  store::PlanParams p;
+  p.job = "j";
+  p.occurrences = {occ};
+  p.planned_through = occ.scheduled_at;
+  p.now = InstantAt("2026-11-05T08:00:00Z");
+  ASSERT_TRUE(s.RunPlan(p).ok());
+}
+// Releases them a second after they are due; how many were released.
+inline int ReleasePartitionsDue(store::Store& s) {
+  store::ReleaseParams r;
+  r.job = "j";
+  r.policy.misfire_grace = std::chrono::hours{24};
+  r.now = InstantAt("2026-11-05T09:00:01Z");
+  auto released = s.RunRelease(r);
+  EXPECT_TRUE(released.ok()) << released.status().ToString();
+  return released.ok() ? released->released : -1;
+}
+
 class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
  protected:
   void SetUp() override {

@@ -52,24 +52,6 @@ class PostgresStoreTest : public ::testing::Test {
     return s.ok() ? std::move(*s) : nullptr;
   }
 
-  // A job "j" with `n` partitions due at 2026-11-05T09:00Z, planned.
-  static void Plan(store::Store& s, int n) {
-    ASSERT_TRUE(s.JobSync({"j", R"({"schedule":"0 9 * * *"})", InstantAt("2026-11-01T00:00:00Z")})
-                    .ok());
-    store::PlannedOccurrence occ;
-    occ.scheduled_at = SecondsAt("2026-11-05T09:00:00Z");
-    occ.local_time = "2026-11-05T09:00:00Z";
-    occ.job_version = 1;
-    occ.tzdata = "2025b";
-    for (int i = 0; i < n; ++i) occ.runs.push_back({"p" + std::to_string(i), "d", "2026-11-05"});
-    store::PlanParams p;
-    p.job = "j";
-    p.occurrences = {occ};
-    p.planned_through = occ.scheduled_at;
-    p.now = InstantAt("2026-11-05T08:00:00Z");
-    ASSERT_TRUE(s.RunPlan(p).ok());
-  }
-
   std::string schema_;
 };
 
@@ -79,7 +61,7 @@ TEST_F(PostgresStoreTest, TheDatabaseClockDecidesWhateverNowACallerPasses) {
   const store::Instant long_ago = InstantAt("2000-01-01T00:00:00Z");
   const store::Instant before = *s->LedgerNow(long_ago);
   EXPECT_GT(before, InstantAt("2026-01-01T00:00:00Z"));  // the server's, not the caller's
-  Plan(*s, 1);
+  PlanPartitionsDue(*s, 1);
   store::ReleaseParams r;
   r.job = "j";
   r.policy.misfire_grace = std::chrono::hours{24 * 365 * 100};
@@ -123,12 +105,8 @@ TEST_F(PostgresStoreTest, ANodesReleaseWakesAnotherNodesListener) {
     std::lock_guard lock(mu);
     return wakes;
   }();
-  Plan(*releasing, 2);
-  store::ReleaseParams r;
-  r.job = "j";
-  r.policy.misfire_grace = std::chrono::hours{24};
-  r.now = InstantAt("2026-11-05T09:00:01Z");
-  ASSERT_EQ(releasing->RunRelease(r)->released, 2);
+  PlanPartitionsDue(*releasing, 2);
+  ASSERT_EQ(ReleasePartitionsDue(*releasing), 2);
   std::unique_lock lock(mu);
   EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return wakes > before; }));
 }
@@ -180,12 +158,8 @@ TEST_F(PostgresStoreTest, WorkerWritesRunBesideAClaimWhileClaimsAndOthersWait) {
   auto opened = PostgresStore::Open(o);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   auto& s = **opened;
-  Plan(s, 2);
-  store::ReleaseParams r;
-  r.job = "j";
-  r.policy.misfire_grace = std::chrono::hours{24};
-  r.now = InstantAt("2026-11-05T09:00:01Z");
-  ASSERT_EQ(s.RunRelease(r)->released, 2);
+  PlanPartitionsDue(s, 2);
+  ASSERT_EQ(ReleasePartitionsDue(s), 2);
   store::ClaimRule rule;
   rule.job = "j";
   rule.lease_ttl = std::chrono::minutes{5};
@@ -275,7 +249,7 @@ TEST_F(PostgresStoreTest, TwoReleasesShareTheDatabaseDuringARollingUpgrade) {
   auto old_node = PostgresStore::Open(previous);
   ASSERT_TRUE(old_node.ok()) << old_node.status().ToString();
   EXPECT_EQ((*old_node)->GetSchemaInfo()->version, 5);
-  Plan(**old_node, 2);
+  PlanPartitionsDue(**old_node, 2);
 
   auto new_node = Open(false);  // migrates to this release's schema
   ASSERT_NE(new_node, nullptr);
@@ -287,11 +261,7 @@ TEST_F(PostgresStoreTest, TwoReleasesShareTheDatabaseDuringARollingUpgrade) {
   old_node->reset();
   old_node = PostgresStore::Open(previous);
   ASSERT_TRUE(old_node.ok()) << old_node.status().ToString();
-  store::ReleaseParams r;
-  r.job = "j";
-  r.policy.misfire_grace = std::chrono::hours{24};
-  r.now = InstantAt("2026-11-05T09:00:01Z");
-  EXPECT_EQ((*old_node)->RunRelease(r)->released, 2);
+  EXPECT_EQ(ReleasePartitionsDue(**old_node), 2);
   store::ClaimRule rule;
   rule.job = "j";
   rule.overlap = config::Overlap::kAllow;

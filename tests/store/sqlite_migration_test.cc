@@ -63,29 +63,6 @@ std::unique_ptr<SqliteStore> OpenAt(const std::string& path, int schema_version)
   return s.ok() ? std::move(*s) : nullptr;
 }
 
-// Job "j", `n` partitions due at 2026-11-05T09:00Z, planned and released.
-void PlanAndRelease(store::Store& s, int n) {
-  ASSERT_TRUE(
-      s.JobSync({"j", R"({"schedule":"0 9 * * *"})", InstantAt("2026-11-01T00:00:00Z")}).ok());
-  store::PlannedOccurrence occ;
-  occ.scheduled_at = SecondsAt("2026-11-05T09:00:00Z");
-  occ.local_time = "2026-11-05T09:00:00Z";
-  occ.job_version = 1;
-  occ.tzdata = "2025b";
-  for (int i = 0; i < n; ++i) occ.runs.push_back({"p" + std::to_string(i), "d", "2026-11-05"});
-  store::PlanParams p;
-  p.job = "j";
-  p.occurrences = {occ};
-  p.planned_through = occ.scheduled_at;
-  p.now = InstantAt("2026-11-05T08:00:00Z");
-  ASSERT_TRUE(s.RunPlan(p).ok());
-  store::ReleaseParams r;
-  r.job = "j";
-  r.policy.misfire_grace = std::chrono::hours{24};
-  r.now = InstantAt("2026-11-05T09:00:01Z");
-  ASSERT_EQ(s.RunRelease(r)->released, n);
-}
-
 store::ClaimRule Rule() {
   store::ClaimRule rule;
   rule.job = "j";
@@ -104,7 +81,8 @@ TEST(SqliteMigration, TheRebuiltTablesKeepEveryRowIdReferenceAndCheck) {
     // A ledger of the previous release, in use: runs done, running and due.
     auto old = OpenAt(path, 8);
     ASSERT_NE(old, nullptr);
-    PlanAndRelease(*old, 4);
+    PlanPartitionsDue(*old, 4);
+    ASSERT_EQ(ReleasePartitionsDue(*old), 4);
     auto claimed = old->RunClaim({now, "n1", 2, {Rule()}});
     ASSERT_TRUE(claimed.ok() && claimed->size() == 2u);
     store::WorkerWrite w;

@@ -30,11 +30,8 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const PostgresOptions
       new PostgresStore(std::move(db), options.url, options.database_clock));
   store->pg_ = handle;
   const int version = options.schema_version > 0 ? options.schema_version : kPostgresSchemaVersion;
-  std::span<const Migration> migrations(kMigrations);
-  while (!migrations.empty() && migrations.back().number > version) {
-    migrations = migrations.first(migrations.size() - 1);
-  }
-  RETURN_IF_ERROR(store->Migrate(migrations, version, kPostgresCompatibleFrom,
+  RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kMigrations, version), version,
+                                  kPostgresCompatibleFrom,
                                   postgres::RedactUrl(options.url)));
   handle->SetStatementHook(options.statement_hook);
   return store;

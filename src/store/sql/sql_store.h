@@ -24,6 +24,16 @@ struct Migration {
   const char* sql;
 };
 
+// The first of `migrations` (numbered in order) up to `version`: what a
+// release of that schema version applies (tests of rolling upgrades).
+inline std::span<const Migration> MigrationsThrough(std::span<const Migration> migrations,
+                                                    int version) {
+  while (!migrations.empty() && migrations.back().number > version) {
+    migrations = migrations.first(migrations.size() - 1);
+  }
+  return migrations;
+}
+
 // What CopyLedger copied: rows per table, in copy order, and the fencing
 // sequence's last token in the target.
 struct LedgerCopyReport {

@@ -1,7 +1,6 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
-#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -14,6 +13,17 @@ namespace {
 constexpr Migration kMigrations[] = {
 #include "sqlite_migrations.inc"
 };
+
+// What migrations check before their commit, having run with foreign keys
+// off: that every reference still finds its row.
+Status CheckForeignKeys(sqlite::Db& d) {
+  ASSIGN_OR_RETURN(s, d.Prepare("PRAGMA foreign_key_check"));
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return Status::Ok();
+  return Internal(fmt::format(
+      "migrating the ledger broke a reference: table {} row {} refers to a missing row of {}",
+      s.Text(0), s.Int(1), s.Text(2)));
+}
 
 }  // namespace
 
@@ -57,20 +67,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenOnce(const SqliteOptions& 
   // checked instead.
   RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = OFF"));
   const int version = options.schema_version > 0 ? options.schema_version : kSqliteSchemaVersion;
-  std::span<const Migration> migrations(kMigrations);
-  while (!migrations.empty() && migrations.back().number > version) {
-    migrations = migrations.first(migrations.size() - 1);
-  }
-  RETURN_IF_ERROR(store->Migrate(migrations, version, kSqliteCompatibleFrom,
-                                  options.path, [&d]() -> Status {
-                                    ASSIGN_OR_RETURN(s, d.Prepare("PRAGMA foreign_key_check"));
-                                    ASSIGN_OR_RETURN(row, s.Step());
-                                    if (!row) return Status::Ok();
-                                    return Internal(fmt::format(
-                                        "migrating the ledger broke a reference: table {} row "
-                                        "{} refers to a missing row of {}",
-                                        s.Text(0), s.Int(1), s.Text(2)));
-                                  }));
+  RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kMigrations, version), version,
+                                  kSqliteCompatibleFrom, options.path,
+                                  [&d] { return CheckForeignKeys(d); }));
   RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = ON"));
   d.SetStatementHook(options.statement_hook);
   return store;
