@@ -134,6 +134,10 @@ class AlerterTest : public ::testing::Test {
   std::unique_ptr<store::SqliteStore> store_;
   RecordingSender sender_;
   AlerterOptions options_{.every = seconds(10), .missing_every = seconds(10), .node = ""};
+  // The backoff the retry tests time against, spelled out so that a change
+  // of the defaults does not move their expected instants.
+  const AlertDeliveryOptions backoff_{.max_attempts = 5, .initial_backoff = milliseconds(2000),
+                                      .multiplier = 3.0, .max_backoff = milliseconds(60000)};
 };
 
 using Lines = std::vector<std::string>;
@@ -344,9 +348,7 @@ TEST_F(AlerterTest, AFailingTargetIsRetriedWithBackoffThenRecorded) {
   OnlyRunAlerts();
   SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
   sender_.fail_first = 2;
-  AlertDelivery delivery(*store_, clock_, sender_,
-                         {.max_attempts = 5, .initial_backoff = milliseconds(2000),
-                          .multiplier = 3.0, .max_backoff = milliseconds(60000)});
+  AlertDelivery delivery(*store_, clock_, sender_, backoff_);
   Alerter alerter(config_, *store_, delivery, options_);
   const auto t = At("2026-11-06T08:00:00Z");
   ASSERT_TRUE(alerter.RunOnce(t).ok());
@@ -454,9 +456,7 @@ TEST_F(AlerterTest, ARetryIsTriedAfterItsBackoffWhenTheWallClockIsSteppedBack) {
   OnlyRunAlerts();
   SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
   sender_.fail_first = 1;
-  AlertDelivery delivery(*store_, clock_, sender_,
-                         {.max_attempts = 5, .initial_backoff = milliseconds(2000),
-                          .multiplier = 3.0, .max_backoff = milliseconds(60000)});
+  AlertDelivery delivery(*store_, clock_, sender_, backoff_);
   Alerter alerter(config_, *store_, delivery, options_);
   ASSERT_TRUE(alerter.RunOnce(clock_.Now()).ok());
   const auto calls = [&] {
