@@ -19,6 +19,8 @@
 //    completed in another.
 //  * BM_DispatcherAhead: serve's 8 workers with server.claim_ahead = 1s and
 //    claim_batch = batch (claims of up to batch + what is claimed ahead).
+//  * BM_StoreCycle: the dispatcher's claims and group commits called in
+//    turn from one thread, `batch` runs at a time: its serial part alone.
 //  * BM_Dispatcher: engine::Dispatcher (max_workers = max(8, batch),
 //    claim_batch = batch) with a registered no-op handler returning 0, run by
 //    its own background loop (Start) until the counters show every run
@@ -56,6 +58,7 @@
 #include "engine/dispatcher.h"
 #include "engine/job_definition.h"
 #include "engine/step_runner.h"
+#include "ledger/attempt_policy.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger {
@@ -472,6 +475,76 @@ void BM_DispatcherAhead(benchmark::State& state) {
   RunDispatcher(state, Disp(full, batch, 8, 1000));
 }
 
+// ---- the store alone -------------------------------------------------------------
+
+// The dispatcher's two write transactions called in turn from one thread:
+// a claim of `batch` runs (the dispatcher's ClaimParams), then a group
+// commit of their step results and ends as Dispatcher::Execute writes them
+// for a no-op step. No threads, no handoffs: on SQLite the claims and
+// commits are the dispatcher's serial part, so this is its ceiling on this
+// machine, and a steadier measure of what a store change saves than the
+// dispatcher's own figure.
+void BM_StoreCycle(benchmark::State& state) {
+  const bool full = state.range(0) != 0;
+  const int batch = static_cast<int>(state.range(1));
+  DispatcherFixture& f = Disp(full, batch);
+  store::Store& store = *f.ledger.store;
+  const config::JobConfig& job = f.ledger.config.jobs[0];
+  store::ClaimParams claim;
+  claim.node = "bench";
+  claim.limit = batch;
+  claim.rules = {engine::ClaimRuleFor(job)};
+  for (auto _ : state) {
+    state.PauseTiming();
+    const sys_seconds at = f.ledger.PlanNext();
+    state.ResumeTiming();
+
+    int done = 0;
+    while (done < kRuns) {
+      claim.now = store::ToInstant(RealClock().Now());
+      const auto claimed = Check(store.RunClaim(claim), "RunClaim");
+      if (claimed.empty()) Die("nothing to claim");
+      std::vector<store::WorkerWrite> writes;
+      writes.reserve(claimed.size());
+      for (const store::ClaimedRun& c : claimed) {
+        const store::Instant now = store::ToInstant(RealClock().Now());
+        store::WorkerWrite w;
+        w.step = store::StepParams{c.run.id, c.token, kStep, "succeeded", now, claim.node};
+        store::FinishParams finish;
+        finish.run_id = c.run.id;
+        finish.token = c.token;
+        finish.now = now;
+        finish.node = claim.node;
+        finish.exit_status = 0;
+        finish.step = kStep;
+        finish.log_path = fmt::format("{}/{}/{}/attempt-{}.log", f.ledger.config.server.log_dir,
+                                      c.run.job, c.run.id, c.attempt);
+        ledger::AttemptFacts facts;
+        facts.budget_attempts = c.budget_attempts;
+        facts.budget_started_at = c.budget_started_at;
+        facts.now = now;
+        finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
+        w.finish = std::move(finish);
+        writes.push_back(std::move(w));
+      }
+      for (const Status& r : Check(store.RunApplyWrites(writes), "RunApplyWrites")) {
+        if (!r.ok()) Die(r.ToString());
+      }
+      done += static_cast<int>(claimed.size());
+    }
+
+    state.PauseTiming();
+    const std::string problem = VerifyDispatched(*f.check, at);
+    if (!problem.empty()) {
+      state.SkipWithError(problem.c_str());
+      break;
+    }
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * kRuns);
+  state.counters["ndebug"] = kNdebug ? 1 : 0;
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"full", "batch"});
   for (int full : {0, 1}) {
@@ -482,6 +555,12 @@ void Args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_RawSql)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Dispatcher)->Apply(Args)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DispatcherAhead)
+    ->ArgNames({"full", "batch"})
+    ->ArgsProduct({{0, 1}, {256}})
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_StoreCycle)
     ->ArgNames({"full", "batch"})
     ->ArgsProduct({{0, 1}, {256}})
     ->Iterations(2)
