@@ -57,6 +57,9 @@ class Statement {
   virtual ~Statement() = default;
   virtual void BindInt(int i, int64_t v) = 0;
   virtual void BindText(int i, std::string_view v) = 0;
+  // As BindText, without a copy where the backend can read `v` in place:
+  // `v` must stay valid until the statement is reset.
+  virtual void BindTextInPlace(int i, std::string_view v) { BindText(i, v); }
   virtual void BindNull(int i) = 0;
   // Advances: true with a row, false when done.
   virtual Result<bool> Step() = 0;
@@ -96,6 +99,13 @@ class Stmt {
   }
   Stmt& Bind(int i, std::string_view v) {
     stmt_->BindText(i, v);
+    return *this;
+  }
+  // Binds `v` without copying it (SQLite reads it in place; a copy and a
+  // free per value, a tenth of a finish's cost): for values that outlive
+  // this handle, which resets the statement and unbinds `v` when it goes.
+  Stmt& BindInPlace(int i, std::string_view v) {
+    stmt_->BindTextInPlace(i, v);
     return *this;
   }
   Stmt& Bind(int i, std::nullopt_t) {

@@ -114,21 +114,23 @@ namespace {
 
 constexpr int kEventColumns = 8;
 
+// `e` must outlive the statement's run (its text is bound in place).
 void BindEvent(Stmt& s, int first, const EventRecord& e) {
   const auto text_or_null = [&](int i, const std::string& v) {
     if (v.empty()) {
       s.Bind(i, std::nullopt);
     } else {
-      s.Bind(i, v);
+      s.BindInPlace(i, v);
     }
   };
-  s.Bind(first, Ms(e.at)).Bind(first + 1, e.type);
+  s.Bind(first, Ms(e.at)).BindInPlace(first + 1, e.type);
   text_or_null(first + 2, e.job);
   s.BindOptional(first + 3, e.run_id);
   text_or_null(first + 4, e.run_key);
-  s.Bind(first + 5, e.actor);
+  s.BindInPlace(first + 5, e.actor);
   text_or_null(first + 6, e.reason);
-  s.Bind(first + 7, e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
+  s.BindInPlace(first + 7,
+                e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
 }
 
 constexpr std::string_view kEventInsert =

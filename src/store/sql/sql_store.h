@@ -216,7 +216,7 @@ class SqlStore : public Store {
     bool ending = false;                 // also read Fence::Ending
     bool only_if_lease_expired = false;  // and the lease expired before `now`
     Instant now;
-    std::string step;  // the step being written: not counted as running
+    std::string_view step;  // the step being written: not counted as running
   };
   // The run's fence if `token` is its current one, in one statement.
   Result<std::optional<Fence>> ReadFenceLocked(int64_t run_id, int64_t token,

@@ -293,7 +293,8 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
             "lease_node = ?3, attempts = attempts + 1, budget_attempts = budget_attempts + 1, "
             "budget_started_at = coalesce(budget_started_at, ?4), next_attempt_at = NULL, "
             "updated_at = ?4 WHERE id = ?5 AND state = 'pending'"));
-        s.Bind(1, token).Bind(2, Ms(expires)).Bind(3, p.node).Bind(4, Ms(p.now)).Bind(5, c.id);
+        s.Bind(1, token).Bind(2, Ms(expires)).BindInPlace(3, p.node).Bind(4, Ms(p.now))
+            .Bind(5, c.id);
         RETURN_IF_ERROR(s.Run());
         if (db_->Changes() != 1) continue;
         last_token = token;
@@ -330,15 +331,15 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
       6, attempts.size(), [&](sql::Stmt& s, int first, std::size_t i) {
         const NewAttempt& a = attempts[i];
         s.Bind(first, a.run_id).Bind(first + 1, int64_t{a.attempt}).Bind(first + 2, a.token)
-            .Bind(first + 3, p.node).Bind(first + 4, Ms(p.now))
+            .BindInPlace(first + 3, p.node).Bind(first + 4, Ms(p.now))
             .BindOptional(first + 5, a.action_event_id);
       }));
   RETURN_IF_ERROR(InsertRowsLocked(
       "INSERT INTO run_steps (run_id, step, position, state, attempt, updated_at) VALUES ", 6,
       first_steps.size(), [&](sql::Stmt& s, int first, std::size_t i) {
         const NewStep& st = first_steps[i];
-        s.Bind(first, st.run_id).Bind(first + 1, *st.name).Bind(first + 2, st.position)
-            .Bind(first + 3, st.first ? "running" : "pending");
+        s.Bind(first, st.run_id).BindInPlace(first + 1, *st.name).Bind(first + 2, st.position)
+            .BindInPlace(first + 3, st.first ? "running" : "pending");
         if (st.first) {
           s.Bind(first + 4, int64_t{1});
         } else {
@@ -436,7 +437,7 @@ Result<std::optional<SqlStore::Fence>> SqlStore::ReadFenceLocked(int64_t run_id,
   }
   ASSIGN_OR_RETURN(s, db_->Prepare(kEndingFenceSql));
   s.Bind(1, run_id).Bind(2, token).Bind(3, int64_t{how.only_if_lease_expired ? 1 : 0})
-      .Bind(4, Ms(how.now)).Bind(5, how.step);
+      .Bind(4, Ms(how.now)).BindInPlace(5, how.step);
   ASSIGN_OR_RETURN(row, s.Step());
   if (!row) return out;
   out = Fence{run_id, token, s.Text(1), s.Text(2), static_cast<int>(s.Int(0)), std::nullopt};
@@ -458,8 +459,8 @@ Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p, bool en
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = ?, attempt = ?, updated_at = ? WHERE run_id = ? AND "
         "step = ?"));
-    s.Bind(1, p.state).Bind(2, int64_t{fence->attempt}).Bind(3, Ms(p.now)).Bind(4, p.run_id)
-        .Bind(5, p.step);
+    s.BindInPlace(1, p.state).Bind(2, int64_t{fence->attempt}).Bind(3, Ms(p.now))
+        .Bind(4, p.run_id).BindInPlace(5, p.step);
     RETURN_IF_ERROR(s.Run());
     if (db_->Changes() == 0) {
       return Answer{InvalidArgument(fmt::format("run {} has no step \"{}\"", p.run_id, p.step))};
@@ -499,31 +500,37 @@ void SqlStore::ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::st
 }
 
 Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const Fence* fenced) {
-  FinishParams p = given;
-  std::optional<Fence> fence;
-  if (fenced != nullptr && fenced->ending && fenced->run_id == p.run_id &&
-      fenced->token == p.token && !p.only_if_lease_expired) {
-    fence = *fenced;
-  } else {
+  // Neither the params nor the fence is copied unless an effect in doubt
+  // changes the decision (below): a group commit finishes hundreds of runs.
+  std::optional<Fence> read;
+  const Fence* fence = fenced;
+  if (fenced == nullptr || !fenced->ending || fenced->run_id != given.run_id ||
+      fenced->token != given.token || given.only_if_lease_expired) {
     FenceRead how;
     how.ending = true;
-    how.only_if_lease_expired = p.only_if_lease_expired;
-    how.now = p.now;
-    ASSIGN_OR_RETURN(read, ReadFenceLocked(p.run_id, p.token, how));
-    fence = std::move(read);
+    how.only_if_lease_expired = given.only_if_lease_expired;
+    how.now = given.now;
+    ASSIGN_OR_RETURN(found, ReadFenceLocked(given.run_id, given.token, how));
+    read = std::move(found);
+    fence = read ? &*read : nullptr;
   }
-  if (!fence) {
-    if (p.only_if_lease_expired) {
+  if (fence == nullptr) {
+    if (given.only_if_lease_expired) {
       // The lease was renewed or the run finished meanwhile: nothing to reap.
       return Answer{Status(StatusCode::kConflict, "lease no longer expired")};
     }
-    return Answer{RejectStaleLocked(p.run_id, p.token, "finish", p.node, p.now)};
+    return Answer{RejectStaleLocked(given.run_id, given.token, "finish", given.node, given.now)};
   }
   // DESIGN.md, uncertain ends: an effect this attempt found in doubt and did
   // not settle makes the run `unknown`, whatever the step's exit status
   // said. The server records it, not the step.
   const Fence::Ending& ending = *fence->ending;
-  ApplyEffectsInDoubt(p, ending.doubted, ending.own);
+  std::optional<FinishParams> in_doubt;
+  if (!ending.doubted.empty() || !ending.own.empty()) {
+    in_doubt = given;
+    ApplyEffectsInDoubt(*in_doubt, ending.doubted, ending.own);
+  }
+  const FinishParams& p = in_doubt ? *in_doubt : given;
   const auto& d = p.decision;
   const bool ended = d.state != ledger::RunState::kPending;
   {
@@ -534,13 +541,13 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
         "misfire_exempt = 1, budget_attempts = budget_attempts - ?7, "
         "budget_started_at = CASE WHEN ?7 = 1 AND budget_attempts <= 1 THEN NULL "
         "ELSE budget_started_at END WHERE id = ?6"));
-    s.Bind(1, ledger::Name(d.state));
+    s.BindInPlace(1, ledger::Name(d.state));
     if (d.next_attempt_at) {
       s.Bind(2, d.next_attempt_at->time_since_epoch().count());
     } else {
       s.Bind(2, std::nullopt);
     }
-    s.Bind(3, ledger::Name(p.end_class)).Bind(4, Ms(p.now));
+    s.BindInPlace(3, ledger::Name(p.end_class)).Bind(4, Ms(p.now));
     if (ended) {
       s.Bind(5, Ms(p.now));
     } else {
@@ -553,14 +560,14 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE attempts SET ended_at = ?, end_class = ?, exit_status = ?, step = ?, "
         "log_path = ?, output_tail = ? WHERE run_id = ? AND fencing_token = ?"));
-    s.Bind(1, Ms(p.now)).Bind(2, ledger::Name(p.end_class));
+    s.Bind(1, Ms(p.now)).BindInPlace(2, ledger::Name(p.end_class));
     if (p.exit_status) {
       s.Bind(3, int64_t{*p.exit_status});
     } else {
       s.Bind(3, std::nullopt);
     }
-    s.Bind(4, p.step).Bind(5, p.log_path).Bind(6, p.output_tail).Bind(7, p.run_id)
-        .Bind(8, p.token);
+    s.BindInPlace(4, p.step).BindInPlace(5, p.log_path).BindInPlace(6, p.output_tail)
+        .Bind(7, p.run_id).Bind(8, p.token);
     RETURN_IF_ERROR(s.Run());
   }
   // A step left running by an attempt that ended is not running any more.

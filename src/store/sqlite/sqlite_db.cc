@@ -75,8 +75,15 @@ Status MapSqliteError(int rc, std::string_view message) {
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 void Statement::BindInt(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+// A default string_view's data() is null, which SQLite binds as NULL: text
+// is text, empty or not.
 void Statement::BindText(int i, std::string_view v) {
-  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt_, i, v.data() != nullptr ? v.data() : "", static_cast<int>(v.size()),
+                    SQLITE_TRANSIENT);
+}
+void Statement::BindTextInPlace(int i, std::string_view v) {
+  sqlite3_bind_text(stmt_, i, v.data() != nullptr ? v.data() : "", static_cast<int>(v.size()),
+                    SQLITE_STATIC);
 }
 void Statement::BindNull(int i) { sqlite3_bind_null(stmt_, i); }
 

@@ -33,6 +33,7 @@ class Statement final : public sql::Statement {
 
   void BindInt(int i, int64_t v) override;
   void BindText(int i, std::string_view v) override;
+  void BindTextInPlace(int i, std::string_view v) override;
   void BindNull(int i) override;
   Result<bool> Step() override;
   int64_t Int(int col) const override;
