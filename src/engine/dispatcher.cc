@@ -197,8 +197,14 @@ void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
     }
   }
   for (auto& run : due) {
+    if (options_.before_heartbeat) options_.before_heartbeat(run->claim.run.id);
+    // Not waited for: a worker holding it is about to write the run's end,
+    // which needs no heartbeat.
+    std::unique_lock lease(run->lease_mu, std::try_to_lock);
+    if (!lease.owns_lock() || run->finishing) continue;
     const Status s = store_.RunHeartbeat({run->claim.run.id, run->claim.token,
                                           store::ToInstant(now), run->lease_ttl, options_.node});
+    lease.unlock();
     Observe(s, "heartbeat");
     if (s.ok()) {
       run->last_heartbeat = steady;
@@ -337,7 +343,10 @@ void Dispatcher::WorkerLoop(std::stop_token stop) {
       worth_a_claim = WorthAClaimLocked();
     }
     if (last) {
-      run->finishing = true;
+      {
+        std::lock_guard lease(run->lease_mu);  // after a heartbeat in flight
+        run->finishing = true;
+      }
       WriteLast(run, std::move(*last));
     } else {
       Finished(*run);

@@ -89,6 +89,9 @@ struct DispatcherOptions {
   // group commits run beside its claims (sql::WriteKind) instead of queueing
   // behind them on one connection. Must outlive the dispatcher.
   store::Store* write_store = nullptr;
+  // Tests: called for each run a heartbeat is due for, after the due runs
+  // were picked and before the run's heartbeat is sent.
+  std::function<void(int64_t run_id)> before_heartbeat;
 };
 
 struct DispatcherCounters {
@@ -174,6 +177,11 @@ class Dispatcher {
     std::atomic<bool> stale{false};
     std::atomic<bool> shutdown{false};
     std::atomic<bool> finishing{false};  // its last write is with the committer
+    // Held while a heartbeat is sent, and to set `finishing`: a heartbeat
+    // either ends before the last write is queued or is not sent at all.
+    // Sent after the attempt's end committed, its token would no longer be
+    // current: a stale_write_rejected from a worker that did nothing wrong.
+    std::mutex lease_mu;
   };
 
   struct PendingWrite {

@@ -780,6 +780,48 @@ TEST_F(DispatcherTest, HeartbeatsKeepALongStepAlive) {
   EXPECT_EQ(d.counters().stale_writes_rejected.load(), 0);
 }
 
+// A heartbeat picked as due while the run is ending is not sent after the
+// run's last write: the token it carries is no longer the run's by then,
+// and its refusal would be a stale_write_rejected (an event, a counter, a
+// warning) from a worker that did nothing wrong.
+TEST_F(DispatcherTest, AHeartbeatRacingTheRunsEndIsNotAStaleWrite) {
+  AddJob({Step("work")});
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  handlers_.Register("j", [&](const RunContext&) {
+    started = true;
+    while (!release) usleep(1000);
+    return 0;
+  });
+  PlanAndRelease();
+  runners_.push_back(std::make_unique<DefaultStepRunner>(config_, clock_, &handlers_));
+  DispatcherOptions o;
+  o.node = "n1";
+  o.jitter_seed = 42;
+  o.handlers = &handlers_;
+  Dispatcher* d = nullptr;
+  int picked = 0;
+  o.before_heartbeat = [&](int64_t) {
+    ++picked;
+    // The run ends between the pick and the send.
+    release = true;
+    for (int i = 0; i < 30000 && d->counters().succeeded < 1; ++i) usleep(1000);
+  };
+  dispatchers_.push_back(
+      std::make_unique<Dispatcher>(config_, *store_, clock_, *runners_.back(), o));
+  d = dispatchers_.back().get();
+  ASSERT_EQ(*d->ClaimOnce(clock_.Now()), 1);
+  while (!started) usleep(1000);
+  clock_.Advance(minutes{1});  // lease 3 minutes: a heartbeat is due
+  d->HeartbeatOnce(clock_.Now());
+  d->WaitIdle();
+  EXPECT_EQ(picked, 1);
+  EXPECT_EQ(d->counters().succeeded.load(), 1);
+  EXPECT_EQ(d->counters().stale_writes_rejected.load(), 0);
+  EXPECT_TRUE(Events("stale_write_rejected").empty());
+  EXPECT_EQ(OnlyRun().state, RunState::kSucceeded);
+}
+
 // A wall clock stepped back (NTP, a resumed VM) does not hold heartbeats
 // back: their interval is measured on the steady clock. Were it measured on
 // the wall clock, none would be sent for the hour stepped back, and on
