@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cronledger/schedule.h"
+#include "store/postgres/json_rows.h"
 #include "store/postgres/postgres_store.h"
 #include "store/sql/sql_util.h"
 
@@ -41,7 +42,6 @@ json Str(std::string_view v) {
   std::erase(s, '\0');
   return s;
 }
-json OptStr(std::string_view v) { return v.empty() ? json() : Str(v); }
 
 // A batch as one statement parameter. Invalid UTF-8 (a step's output) is
 // replaced, not refused: the server would refuse it as text anyway.
@@ -77,27 +77,23 @@ std::string IdArray(const std::vector<int64_t>& ids) {
 // nested loops for its look-ups.
 constexpr const char* kBatchPlans = "SET LOCAL enable_nestloop = off";
 
-json EventRow(const EventRecord& e) {
-  return json{{"at", Ms(e.at)},
-              {"type", e.type},
-              {"job", OptStr(e.job)},
-              {"run_id", e.run_id ? json(*e.run_id) : json()},
-              {"run_key", OptStr(e.run_key)},
-              {"actor", Str(e.actor)},
-              {"reason", OptStr(e.reason)},
-              {"details", e.details.empty() ? json("{}") : Str(e.details)}};
-}
-
 }  // namespace
 
 Status PostgresStore::AppendEventsLocked(const std::vector<EventRecord>& events) {
   if (events.empty()) return Status::Ok();
-  json rows = json::array();
+  postgres::JsonRows rows;
   int64_t n = 0;
   for (const EventRecord& e : events) {
-    json row = EventRow(e);
-    row["n"] = n++;
-    rows.push_back(std::move(row));
+    rows.Row()
+        .Int("n", n++)
+        .Int("at", Ms(e.at))
+        .Text("type", e.type)
+        .TextOrNull("job", e.job)
+        .IntOrNull("run_id", e.run_id)
+        .TextOrNull("run_key", e.run_key)
+        .Text("actor", e.actor)
+        .TextOrNull("reason", e.reason)
+        .Text("details", e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
   }
   // In the batch's order: a run's events read in the order they happened.
   ASSIGN_OR_RETURN(s, db().Prepare(
@@ -105,7 +101,7 @@ Status PostgresStore::AppendEventsLocked(const std::vector<EventRecord>& events)
       "SELECT x.at, x.type, x.job, x.run_id, x.run_key, x.actor, x.reason, x.details "
       "FROM json_to_recordset(?1::json) AS x(n bigint, at bigint, type text, job text, "
       "run_id bigint, run_key text, actor text, reason text, details text) ORDER BY x.n"));
-  s.Bind(1, Param(rows));
+  s.Bind(1, std::move(rows).Take());
   return s.Run();
 }
 
@@ -277,9 +273,9 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     if (!row) return Internal("the fencing sequence is missing");
     first_token = s.Int(0) - static_cast<int64_t>(claims.size()) + 1;
   }
-  json leases = json::array();
-  json attempts = json::array();
-  json first_steps = json::array();
+  postgres::JsonRows leases;
+  postgres::JsonRows attempts;
+  postgres::JsonRows first_steps;
   out.reserve(claims.size());
   for (std::size_t i = 0; i < claims.size(); ++i) {
     const Candidate& c = *claims[i];
@@ -293,21 +289,25 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     claimed.lease_expires_at = p.now + rule.lease_ttl;
     claimed.budget_attempts = c.budget_attempts + 1;
     claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(p.now)));
-    leases.push_back(
-        {{"id", c.run.id}, {"token", claimed.token}, {"expires", Ms(claimed.lease_expires_at)}});
-    attempts.push_back({{"id", c.run.id},
-                        {"number", claimed.attempt},
-                        {"token", claimed.token},
-                        {"action", c.action_event_id ? json(*c.action_event_id) : json()}});
+    leases.Row()
+        .Int("id", c.run.id)
+        .Int("token", claimed.token)
+        .Int("expires", Ms(claimed.lease_expires_at));
+    attempts.Row()
+        .Int("id", c.run.id)
+        .Int("number", claimed.attempt)
+        .Int("token", claimed.token)
+        .IntOrNull("action", c.action_event_id);
     if (claimed.attempt == 1) {
       // A first attempt: no step rows yet; the first one starts.
       for (std::size_t k = 0; k < rule.steps.size(); ++k) {
         const bool first = k == 0;
-        first_steps.push_back({{"id", c.run.id},
-                               {"step", Str(rule.steps[k])},
-                               {"position", static_cast<int64_t>(k)},
-                               {"state", first ? "running" : "pending"},
-                               {"attempt", first ? json(1) : json()}});
+        first_steps.Row()
+            .Int("id", c.run.id)
+            .Text("step", rule.steps[k])
+            .Int("position", static_cast<int64_t>(k))
+            .Text("state", first ? "running" : "pending")
+            .IntOrNull("attempt", first ? std::optional<int64_t>(1) : std::nullopt);
         claimed.steps.push_back({rule.steps[k], first ? "running" : "pending"});
       }
     }
@@ -326,7 +326,8 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "AND r.state = 'pending'"));
     std::vector<int64_t> ids;
     for (const ClaimedRun& c : out) ids.push_back(c.run.id);
-    s.Bind(1, Ms(p.now)).Bind(2, p.node).Bind(3, Param(leases)).Bind(4, IdArray(ids));
+    s.Bind(1, Ms(p.now)).Bind(2, p.node).Bind(3, std::move(leases).Take())
+        .Bind(4, IdArray(ids));
     RETURN_IF_ERROR(s.Run());
     // The rows are locked by this transaction since the candidates' read.
     if (db().Changes() != static_cast<int>(out.size())) {
@@ -339,7 +340,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "action_event_id) SELECT x.id, x.number, x.token, ?1, ?2, x.action "
         "FROM json_to_recordset(?3::json) AS x(id bigint, number bigint, token bigint, "
         "action bigint)"));
-    s.Bind(1, p.node).Bind(2, Ms(p.now)).Bind(3, Param(attempts));
+    s.Bind(1, p.node).Bind(2, Ms(p.now)).Bind(3, std::move(attempts).Take());
     RETURN_IF_ERROR(s.Run());
   }
   if (!first_steps.empty()) {
@@ -348,7 +349,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "SELECT x.id, x.step, x.position, x.state, x.attempt, ?1 "
         "FROM json_to_recordset(?2::json) AS x(id bigint, step text, position bigint, "
         "state text, attempt bigint)"));
-    s.Bind(1, Ms(p.now)).Bind(2, Param(first_steps));
+    s.Bind(1, Ms(p.now)).Bind(2, std::move(first_steps).Take());
     RETURN_IF_ERROR(s.Run());
   }
   for (ClaimedRun& claimed : out) {
@@ -411,17 +412,18 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
 
   // Steps: fenced by the run's token; a write not applied here (stale, or
   // no such step) is answered by the per-row code, which records why.
-  json steps = json::array();
+  postgres::JsonRows steps;
   std::vector<int64_t> step_ids;
   for (std::size_t i = 0; i < writes.size(); ++i) {
     if (const auto& st = writes[i].step) {
       step_ids.push_back(st->run_id);
-      steps.push_back({{"i", static_cast<int64_t>(i)},
-                       {"id", st->run_id},
-                       {"token", st->token},
-                       {"step", Str(st->step)},
-                       {"state", Str(st->state)},
-                       {"now", Ms(st->now)}});
+      steps.Row()
+          .Int("i", static_cast<int64_t>(i))
+          .Int("id", st->run_id)
+          .Int("token", st->token)
+          .Text("step", st->step)
+          .Text("state", st->state)
+          .Int("now", Ms(st->now));
     }
   }
   if (!steps.empty()) {
@@ -436,7 +438,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
         "AND r.id = x.id AND r.lease_token = x.token AND r.state = 'running' "
         "AND s.run_id = x.id AND s.step = x.step "
         "RETURNING x.i, r.attempts, r.job, r.job || '/' || r.partition || '/' || r.period"));
-    s.Bind(1, Param(steps)).Bind(2, IdArray(step_ids));
+    s.Bind(1, std::move(steps).Take()).Bind(2, IdArray(step_ids));
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       const auto i = static_cast<std::size_t>(s.Int(0));
       applied[i] = true;
@@ -452,13 +454,14 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
 
   // Finishes of the writes whose step (if any) was applied.
   std::vector<std::size_t> finishing;
-  json fences = json::array();
+  postgres::JsonRows fences;
   for (std::size_t i = 0; i < writes.size(); ++i) {
     if (!writes[i].finish || !results[i].ok()) continue;
     finishing.push_back(i);
-    fences.push_back({{"i", static_cast<int64_t>(i)},
-                      {"id", writes[i].finish->run_id},
-                      {"token", writes[i].finish->token}});
+    fences.Row()
+        .Int("i", static_cast<int64_t>(i))
+        .Int("id", writes[i].finish->run_id)
+        .Int("token", writes[i].finish->token);
   }
   std::vector<std::size_t> refused;  // not fenced in: answered per row below
   if (!finishing.empty()) {
@@ -474,35 +477,43 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
           "AND state = 'started' ORDER BY key LIMIT 1) AS own "
           "FROM json_to_recordset(?1::json) AS x(i bigint, id bigint, token bigint)) q "
           "WHERE doubted IS NOT NULL OR own IS NOT NULL"));
-      s.Bind(1, Param(fences));
+      s.Bind(1, std::move(fences).Take());
       RETURN_IF_ERROR(ForEachRow(s, [&] {
         FinishParams& f = *writes[static_cast<std::size_t>(s.Int(0))].finish;
         ApplyEffectsInDoubt(f, s.IsNull(1) ? "" : s.Text(1), s.IsNull(2) ? "" : s.TextView(2));
       }));
     }
-    json rows = json::array();
-    std::vector<int64_t> ids;
-    for (std::size_t i : finishing) {
+    // A finish as the statements below read it; the attempts' and steps'
+    // statements take the rows of the runs actually finished.
+    const auto finish_row = [&](postgres::JsonRows& rows, std::size_t i) {
       const FinishParams& f = *writes[i].finish;
-      ids.push_back(f.run_id);
       const auto& d = f.decision;
       const bool ended = d.state != ledger::RunState::kPending;
-      rows.push_back({{"i", static_cast<int64_t>(i)},
-                      {"id", f.run_id},
-                      {"token", f.token},
-                      {"now", Ms(f.now)},
-                      {"expired_only", f.only_if_lease_expired},
-                      {"uncounted", f.outside_budget ? 1 : 0},
-                      {"state", ledger::Name(d.state)},
-                      {"next", d.next_attempt_at ? json(Ms(*d.next_attempt_at)) : json()},
-                      {"end_class", ledger::Name(f.end_class)},
-                      {"finished", ended ? json(Ms(f.now)) : json()},
-                      {"exit_status", f.exit_status ? json(*f.exit_status) : json()},
-                      {"step", Str(f.step)},
-                      {"log_path", Str(f.log_path)},
-                      {"tail", Str(f.output_tail)}});
+      rows.Row()
+          .Int("i", static_cast<int64_t>(i))
+          .Int("id", f.run_id)
+          .Int("token", f.token)
+          .Int("now", Ms(f.now))
+          .Bool("expired_only", f.only_if_lease_expired)
+          .Int("uncounted", f.outside_budget ? 1 : 0)
+          .Text("state", ledger::Name(d.state))
+          .IntOrNull("next", d.next_attempt_at ? std::optional<int64_t>(Ms(*d.next_attempt_at))
+                                               : std::nullopt)
+          .Text("end_class", ledger::Name(f.end_class))
+          .IntOrNull("finished", ended ? std::optional<int64_t>(Ms(f.now)) : std::nullopt)
+          .IntOrNull("exit_status", f.exit_status ? std::optional<int64_t>(*f.exit_status)
+                                                  : std::nullopt)
+          .Text("step", f.step)
+          .Text("log_path", f.log_path)
+          .Text("tail", f.output_tail);
+    };
+    postgres::JsonRows rows;
+    std::vector<int64_t> ids;
+    for (std::size_t i : finishing) {
+      ids.push_back(writes[i].finish->run_id);
+      finish_row(rows, i);
     }
-    const std::string rows_param = Param(rows);
+    const std::string rows_param = std::move(rows).Take();
     std::vector<bool> applied(writes.size(), false);
     {
       ASSIGN_OR_RETURN(s, db().Prepare(
@@ -536,16 +547,16 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
       // Only the attempts and steps of the runs just finished: a refused
       // row's token matches no attempt of another run, and its own run's
       // attempt stays as it is (the fence failed).
-      json ended = json::array();
+      postgres::JsonRows ended;
       std::vector<int64_t> ended_ids;
       std::vector<int64_t> ended_tokens;
       for (std::size_t k = 0; k < finishing.size(); ++k) {
         if (!applied[finishing[k]]) continue;
-        ended.push_back(rows[k]);
+        finish_row(ended, finishing[k]);
         ended_ids.push_back(ids[k]);
         ended_tokens.push_back(writes[finishing[k]].finish->token);
       }
-      const std::string ended_param = Param(ended);
+      const std::string ended_param = std::move(ended).Take();
       const std::string ended_ids_param = IdArray(ended_ids);
       {
         ASSIGN_OR_RETURN(s, db().Prepare(
