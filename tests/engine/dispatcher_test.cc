@@ -868,7 +868,11 @@ TEST_F(DispatcherTest, AWallClockSteppedBackDoesNotStopThePoll) {
   // Released without Wake(): only a poll finds it.
   PlanAndRelease();
   const int64_t polls = d.counters().polls.load();
-  for (int i = 0; i < 10'000 && ran.load() == 0; ++i) usleep(1000);  // a hang guard
+  // The loop counts a poll after its claim returns: the run may be claimed
+  // and run before the count moves, so both are waited for.
+  for (int i = 0; i < 10'000 && (ran.load() == 0 || d.counters().polls.load() <= polls); ++i) {
+    usleep(1000);  // a hang guard
+  }
   EXPECT_EQ(ran.load(), 1) << "the dispatcher stopped polling";
   EXPECT_GT(d.counters().polls.load(), polls);
   d.WaitIdle();
