@@ -29,6 +29,15 @@ TEST(JsonRows, RowsOfFieldsOfEveryKind) {
 
 TEST(JsonRows, NoRowsIsAnEmptyArray) { EXPECT_EQ(JsonRows().Take(), "[]"); }
 
+// An event's details are JSON text themselves: their quotes are escaped in
+// place, as JSON writes them.
+TEST(JsonRows, PrintableTextHasItsQuotesAndBackslashesEscaped) {
+  std::string out;
+  AppendJsonString(out, R"({"step":"a\b"})");
+  EXPECT_EQ(out, R"("{\"step\":\"a\\b\"}")");
+  EXPECT_EQ(nlohmann::json::parse(out), R"({"step":"a\b"})");
+}
+
 // A step's output or an operator's reason may hold anything: quotes,
 // backslashes, control characters, non-ASCII, NUL (which PostgreSQL's text
 // cannot hold) and bytes that are not UTF-8 (which would make the server

@@ -7,17 +7,21 @@
 namespace cronledger::store::postgres {
 
 void AppendJsonString(std::string& out, std::string_view s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
+  // Printable ASCII (an event's details: JSON text, its quotes escaped).
+  const bool printable = std::all_of(s.begin(), s.end(), [](char ch) {
     const auto byte = static_cast<unsigned char>(ch);
-    return ch != '"' && ch != '\\' && byte >= 0x20 && byte < 0x80;
+    return byte >= 0x20 && byte < 0x7f;
   });
-  if (plain) {
+  if (printable) {
     out += '"';
-    out += s;
+    for (const char ch : s) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
     out += '"';
     return;
   }
-  // Escapes, non-ASCII and bad bytes: nlohmann's writer, as before.
+  // Control characters, non-ASCII and bad bytes: nlohmann's writer.
   std::string text(s);
   std::erase(text, '\0');
   out += nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
