@@ -1,30 +1,11 @@
 #include "store/postgres/json_rows.h"
 
-#include <algorithm>
-
-#include <nlohmann/json.hpp>
+#include "store/sql/json_text.h"
 
 namespace cronledger::store::postgres {
 
 void AppendJsonString(std::string& out, std::string_view s) {
-  // Printable ASCII (an event's details: JSON text, its quotes escaped).
-  const bool printable = std::all_of(s.begin(), s.end(), [](char ch) {
-    const auto byte = static_cast<unsigned char>(ch);
-    return byte >= 0x20 && byte < 0x7f;
-  });
-  if (printable) {
-    out += '"';
-    for (const char ch : s) {
-      if (ch == '"' || ch == '\\') out += '\\';
-      out += ch;
-    }
-    out += '"';
-    return;
-  }
-  // Control characters, non-ASCII and bad bytes: nlohmann's writer.
-  std::string text(s);
-  std::erase(text, '\0');
-  out += nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  sql::AppendJsonString(out, s, sql::NulBytes::kDrop);
 }
 
 JsonRows& JsonRows::Row() {

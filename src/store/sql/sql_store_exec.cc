@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cronledger/schedule.h"
+#include "store/sql/json_text.h"
 #include "store/sql/sql_store.h"
 #include "store/sql/sql_util.h"
 
@@ -28,22 +29,11 @@ using sql::Transaction;
 // `s` as a JSON string, quoted and escaped as nlohmann writes it. The hot
 // events' details are formatted directly (a claim and a finish write four
 // per run, and building a json object for each cost more than the rest of
-// the event); their keys stay in nlohmann's sorted order. Bytes that are
-// not UTF-8 become U+FFFD: PostgreSQL's jsonb would refuse the event, and
-// with it the claim or the finish.
+// the event); their keys stay in nlohmann's sorted order.
 std::string JsonQuoted(std::string_view s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
-    const auto byte = static_cast<unsigned char>(ch);
-    return ch != '"' && ch != '\\' && byte >= 0x20 && byte < 0x80;
-  });
-  if (!plain) {
-    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
   std::string out;
   out.reserve(s.size() + 2);
-  out += '"';
-  out += s;
-  out += '"';
+  sql::AppendJsonString(out, s, sql::NulBytes::kKeep);
   return out;
 }
 
