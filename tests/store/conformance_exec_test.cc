@@ -611,6 +611,39 @@ TEST_P(StoreExec, ARunsEventsKeepTheirOrderAcrossABatch) {
   }
 }
 
+// A step an ended attempt left running is not running any more; the steps
+// of a run whose step result came with its end, and of a run whose end was
+// refused, stay as they are.
+TEST_P(StoreExec, AGroupCommitResetsOnlyTheStepsEndedAttemptsLeftRunning) {
+  Setup({"a", "b", "c"});
+  const auto claimed = Claim("2026-11-05T12:00:00Z", 3);
+  ASSERT_EQ(claimed.size(), 3u);
+  const auto at = InstantAt("2026-11-05T12:00:05Z");
+  std::vector<store::WorkerWrite> batch(3);
+  // a: timed out in its first step, retried later.
+  batch[0].finish = Finish(claimed[0], "2026-11-05T12:00:05Z", RunState::kPending,
+                           EndClass::kTimeout);
+  batch[0].finish->decision.next_attempt_at = InstantAt("2026-11-05T12:01:00Z");
+  // b: its first step's result and its end together.
+  batch[1].step = store::StepParams{claimed[1].run.id, claimed[1].token, "generate", "failed",
+                                    at, "n1"};
+  batch[1].finish = Finish(claimed[1], "2026-11-05T12:00:05Z", RunState::kFailed,
+                           EndClass::kPermanent);
+  // c: an end with a stale token, refused.
+  batch[2].finish = Finish(claimed[2], "2026-11-05T12:00:05Z", RunState::kPending,
+                           EndClass::kTimeout);
+  batch[2].finish->token += 1000;
+  auto r = S().RunApplyWrites(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE((*r)[0].ok()) << (*r)[0].ToString();
+  EXPECT_TRUE((*r)[1].ok()) << (*r)[1].ToString();
+  EXPECT_EQ((*r)[2].code(), StatusCode::kStaleLease);
+  EXPECT_EQ(S().StepList(claimed[0].run.id)->at(0).state, "pending");
+  EXPECT_EQ(S().StepList(claimed[1].run.id)->at(0).state, "failed");
+  EXPECT_EQ(S().StepList(claimed[2].run.id)->at(0).state, "running");
+  EXPECT_EQ(StateOf(claimed[2].run.id), RunState::kRunning);
+}
+
 // DESIGN.md, uncertain ends: an attempt that began an effect and never
 // settled it ends `unknown` even in a group commit with runs that succeed.
 TEST_P(StoreExec, AGroupCommitMakesARunWithAnUnsettledEffectUnknown) {

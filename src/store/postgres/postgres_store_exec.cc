@@ -464,23 +464,33 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
         .Int("token", writes[i].finish->token);
   }
   std::vector<std::size_t> refused;  // not fenced in: answered per row below
+  std::vector<bool> step_running(writes.size(), false);
   if (!finishing.empty()) {
     {
-      // DESIGN.md, uncertain ends: effects in doubt, as FinishLocked reads them.
+      // DESIGN.md, uncertain ends: effects in doubt, as FinishLocked reads
+      // them; and whether a step is still running (the batch's step results
+      // are in by now), which the end sets back to pending below. Only the
+      // rows with something to say come back: almost always none.
       ASSIGN_OR_RETURN(s, db().Prepare(
-          "SELECT i, doubted, own FROM (SELECT x.i, "
+          "SELECT i, doubted, own, step_running FROM (SELECT x.i, "
           "(SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
           "WHERE d.run_id = x.id AND d.token = x.token AND e.state = 'started' "
           "AND e.started_token = d.started_token AND e.started_token <> x.token "
           "ORDER BY e.key LIMIT 1) AS doubted, "
           "(SELECT key FROM effects WHERE run_id = x.id AND started_token = x.token "
-          "AND state = 'started' ORDER BY key LIMIT 1) AS own "
+          "AND state = 'started' ORDER BY key LIMIT 1) AS own, "
+          "EXISTS (SELECT 1 FROM run_steps WHERE run_id = x.id AND state = 'running') "
+          "AS step_running "
           "FROM json_to_recordset(?1::json) AS x(i bigint, id bigint, token bigint)) q "
-          "WHERE doubted IS NOT NULL OR own IS NOT NULL"));
+          "WHERE doubted IS NOT NULL OR own IS NOT NULL OR step_running"));
       s.Bind(1, std::move(fences).Take());
       RETURN_IF_ERROR(ForEachRow(s, [&] {
-        FinishParams& f = *writes[static_cast<std::size_t>(s.Int(0))].finish;
-        ApplyEffectsInDoubt(f, s.IsNull(1) ? "" : s.Text(1), s.IsNull(2) ? "" : s.TextView(2));
+        const auto i = static_cast<std::size_t>(s.Int(0));
+        FinishParams& f = *writes[i].finish;
+        if (!s.IsNull(1) || !s.IsNull(2)) {
+          ApplyEffectsInDoubt(f, s.IsNull(1) ? "" : s.Text(1), s.IsNull(2) ? "" : s.TextView(2));
+        }
+        if (s.Int(3) != 0) step_running[i] = true;
       }));
     }
     // A finish as the statements below read it; the attempts' and steps'
@@ -550,14 +560,20 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
       postgres::JsonRows ended;
       std::vector<int64_t> ended_ids;
       std::vector<int64_t> ended_tokens;
+      postgres::JsonRows left_running;  // runs whose step the attempt left running
+      std::vector<int64_t> left_running_ids;
       for (std::size_t k = 0; k < finishing.size(); ++k) {
-        if (!applied[finishing[k]]) continue;
-        finish_row(ended, finishing[k]);
+        const std::size_t i = finishing[k];
+        if (!applied[i]) continue;
+        finish_row(ended, i);
         ended_ids.push_back(ids[k]);
-        ended_tokens.push_back(writes[finishing[k]].finish->token);
+        ended_tokens.push_back(writes[i].finish->token);
+        if (step_running[i]) {
+          left_running.Row().Int("id", ids[k]).Int("now", Ms(writes[i].finish->now));
+          left_running_ids.push_back(ids[k]);
+        }
       }
       const std::string ended_param = std::move(ended).Take();
-      const std::string ended_ids_param = IdArray(ended_ids);
       {
         ASSIGN_OR_RETURN(s, db().Prepare(
             "WITH x AS MATERIALIZED (SELECT * FROM json_to_recordset(?1::json) AS t("
@@ -571,15 +587,17 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
         s.Bind(1, ended_param).Bind(2, IdArray(ended_tokens));
         RETURN_IF_ERROR(s.Run());
       }
-      {
-        // A step left running by an attempt that ended is not running any more.
+      if (!left_running_ids.empty()) {
+        // A step left running by an attempt that ended is not running any
+        // more. (Only the token's holder sets a step running, and it is
+        // this node's worker: nothing else can between the read and here.)
         ASSIGN_OR_RETURN(s, db().Prepare(
             "WITH x AS MATERIALIZED (SELECT * FROM json_to_recordset(?1::json) AS t("
             "id bigint, now bigint)) "
             "UPDATE run_steps s SET state = 'pending', updated_at = x.now FROM x "
             "WHERE s.run_id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
             "AND s.run_id = x.id AND s.state = 'running'"));
-        s.Bind(1, ended_param).Bind(2, ended_ids_param);
+        s.Bind(1, std::move(left_running).Take()).Bind(2, IdArray(left_running_ids));
         RETURN_IF_ERROR(s.Run());
       }
     }
