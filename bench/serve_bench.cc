@@ -29,8 +29,9 @@
 //    closed attempt and its events, and fails otherwise. It reports the mean
 //    runs per claim transaction and writes per group commit.
 //
-// items_per_second is runs per second. Timing is Google Benchmark's
-// (UseRealTime, setup under PauseTiming); nothing here reads a clock other
+// Each ledger first runs kWarmupIterations untimed iterations of its
+// benchmark's work. items_per_second is runs per second. Timing is Google
+// Benchmark's (UseRealTime, setup under PauseTiming); nothing here reads a clock other
 // than through cronledger::RealClock().
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -80,6 +81,12 @@ using std::chrono::seconds;
 using std::chrono::sys_seconds;
 
 constexpr int kRuns = 2048;  // runs per iteration (a multiple of 256)
+// Untimed iterations on a new ledger before its first timed one. The first
+// few thousand runs of a new file are 10 to 25% slower, the raw statements'
+// as much as the dispatcher's: the database and its write-ahead log grow on
+// the disk until the log is first reused (docs/benchmarks.md, session 15).
+// The figures are a serving ledger's, so every benchmark warms up alike.
+constexpr int kWarmupIterations = 4;
 constexpr const char* kJob = "noop";
 constexpr const char* kStep = "work";
 
@@ -203,6 +210,7 @@ struct RawFixture {
   Ledger ledger;
   std::unique_ptr<RawDb> raw;
   int64_t synchronous = -1;
+  int warmups = 0;  // untimed iterations done
 
   RawFixture(bool full, int batch) : ledger(full, "raw", batch) {
     raw = std::make_unique<RawDb>(ledger.path, full);
@@ -287,40 +295,66 @@ RawFixture& Raw(bool full, int batch) {
   return *f;
 }
 
+// The runs of a new occurrence, planned and released.
+struct RawOccurrence {
+  sys_seconds at;
+  std::vector<PendingRun> runs;
+};
+
+RawOccurrence PlanRaw(RawFixture& f) {
+  RawOccurrence o{f.ledger.PlanNext(), {}};
+  o.runs.reserve(kRuns);
+  for (int64_t id : f.raw->Ids(fmt::format(
+           "SELECT id FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at = {} "
+           "ORDER BY id",
+           Ms(o.at)))) {
+    o.runs.push_back({id, fmt::format("noop/{}", id)});
+  }
+  if (static_cast<int>(o.runs.size()) != kRuns) Die("the planned runs are missing");
+  return o;
+}
+
+// What an iteration times: every run claimed and completed, `batch` per
+// transaction.
+void RawCycle(RawDb& db, const RawOccurrence& o, int batch) {
+  const int64_t now_ms = Ms(o.at + seconds{2});
+  for (int i = 0; i < kRuns; i += batch) {
+    db.Exec("BEGIN IMMEDIATE");
+    for (int j = i; j < i + batch; ++j) RawClaim(db, o.runs[j], now_ms);
+    db.Exec("COMMIT");
+    db.Exec("BEGIN IMMEDIATE");
+    for (int j = i; j < i + batch; ++j) RawComplete(db, o.runs[j], now_ms);
+    db.Exec("COMMIT");
+  }
+}
+
+// Empty when every run of the occurrence succeeded.
+std::string VerifyRaw(RawDb& db, sys_seconds at) {
+  const int64_t done = db.Int(fmt::format(
+      "SELECT count(*) FROM runs WHERE scheduled_at = {} AND state = 'succeeded'", Ms(at)));
+  return done == kRuns ? "" : fmt::format("{} of {} runs succeeded", done, kRuns);
+}
+
 void BM_RawSql(benchmark::State& state) {
   const bool full = state.range(0) != 0;
   const int batch = static_cast<int>(state.range(1));
   RawFixture& f = Raw(full, batch);
   RawDb& db = *f.raw;
+  for (; f.warmups < kWarmupIterations; ++f.warmups) {
+    const RawOccurrence o = PlanRaw(f);
+    RawCycle(db, o, batch);
+    if (const std::string problem = VerifyRaw(db, o.at); !problem.empty()) Die(problem);
+  }
   for (auto _ : state) {
     state.PauseTiming();
-    const sys_seconds at = f.ledger.PlanNext();
-    std::vector<PendingRun> runs;
-    runs.reserve(kRuns);
-    for (int64_t id : db.Ids(fmt::format(
-             "SELECT id FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at = {} "
-             "ORDER BY id",
-             Ms(at)))) {
-      runs.push_back({id, fmt::format("noop/{}", id)});
-    }
-    if (static_cast<int>(runs.size()) != kRuns) Die("the planned runs are missing");
-    const int64_t now_ms = Ms(at + seconds{2});
+    const RawOccurrence o = PlanRaw(f);
     state.ResumeTiming();
 
-    for (int i = 0; i < kRuns; i += batch) {
-      db.Exec("BEGIN IMMEDIATE");
-      for (int j = i; j < i + batch; ++j) RawClaim(db, runs[j], now_ms);
-      db.Exec("COMMIT");
-      db.Exec("BEGIN IMMEDIATE");
-      for (int j = i; j < i + batch; ++j) RawComplete(db, runs[j], now_ms);
-      db.Exec("COMMIT");
-    }
+    RawCycle(db, o, batch);
 
     state.PauseTiming();
-    const int64_t done = db.Int(fmt::format(
-        "SELECT count(*) FROM runs WHERE scheduled_at = {} AND state = 'succeeded'", Ms(at)));
-    if (done != kRuns) {
-      state.SkipWithError(fmt::format("{} of {} runs succeeded", done, kRuns).c_str());
+    if (const std::string problem = VerifyRaw(db, o.at); !problem.empty()) {
+      state.SkipWithError(problem.c_str());
       break;
     }
     state.ResumeTiming();
@@ -342,6 +376,7 @@ struct DispatcherFixture {
   std::unique_ptr<RawDb> check;  // for verification only
   int workers;
   int batch;
+  int warmups = 0;  // untimed iterations done
 
   std::chrono::milliseconds claim_ahead{0};
 
@@ -415,8 +450,24 @@ std::string VerifyDispatched(RawDb& db, sys_seconds at) {
 
 // The dispatcher loop, timed until every run of an occurrence succeeded;
 // shared by BM_Dispatcher and BM_DispatcherWorkers.
+// Until every run started by `d` succeeded (counted after its batch
+// committed).
+void AwaitDispatched(engine::Dispatcher& d) {
+  d.Start();
+  while (d.counters().succeeded < kRuns) {
+    RealClock().SleepFor(std::chrono::microseconds(200), std::stop_token{});
+  }
+}
+
 void RunDispatcher(benchmark::State& state, DispatcherFixture& f) {
   const bool full = f.ledger.full;
+  for (; f.warmups < kWarmupIterations; ++f.warmups) {
+    const sys_seconds at = f.ledger.PlanNext();
+    auto d = f.NewDispatcher();
+    AwaitDispatched(*d);
+    d.reset();
+    if (const std::string problem = VerifyDispatched(*f.check, at); !problem.empty()) Die(problem);
+  }
   int64_t claims = 0, claimed = 0, commits = 0, writes = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -424,11 +475,7 @@ void RunDispatcher(benchmark::State& state, DispatcherFixture& f) {
     auto d = f.NewDispatcher();
     state.ResumeTiming();
 
-    d->Start();
-    // Finished runs are counted after their batch committed.
-    while (d->counters().succeeded < kRuns) {
-      RealClock().SleepFor(std::chrono::microseconds(200), std::stop_token{});
-    }
+    AwaitDispatched(*d);
 
     state.PauseTiming();
     claims += d->counters().claim_transactions;
@@ -484,54 +531,72 @@ void BM_DispatcherAhead(benchmark::State& state) {
 // commits are the dispatcher's serial part, so this is its ceiling on this
 // machine, and a steadier measure of what a store change saves than the
 // dispatcher's own figure.
+// What an iteration of BM_StoreCycle times: the occurrence's runs claimed
+// and their ends written, `claim.limit` at a time.
+void StoreCycleOnce(DispatcherFixture& f, store::ClaimParams& claim) {
+  store::Store& store = *f.ledger.store;
+  const config::JobConfig& job = f.ledger.config.jobs[0];
+  int done = 0;
+  while (done < kRuns) {
+    claim.now = store::ToInstant(RealClock().Now());
+    const auto claimed = Check(store.RunClaim(claim), "RunClaim");
+    if (claimed.empty()) Die("nothing to claim");
+    std::vector<store::WorkerWrite> writes;
+    writes.reserve(claimed.size());
+    for (const store::ClaimedRun& c : claimed) {
+      const store::Instant now = store::ToInstant(RealClock().Now());
+      store::WorkerWrite w;
+      w.step = store::StepParams{c.run.id, c.token, kStep, "succeeded", now, claim.node};
+      store::FinishParams finish;
+      finish.run_id = c.run.id;
+      finish.token = c.token;
+      finish.now = now;
+      finish.node = claim.node;
+      finish.exit_status = 0;
+      finish.step = kStep;
+      finish.log_path = fmt::format("{}/{}/{}/attempt-{}.log", f.ledger.config.server.log_dir,
+                                    c.run.job, c.run.id, c.attempt);
+      ledger::AttemptFacts facts;
+      facts.budget_attempts = c.budget_attempts;
+      facts.budget_started_at = c.budget_started_at;
+      facts.now = now;
+      finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
+      w.finish = std::move(finish);
+      writes.push_back(std::move(w));
+    }
+    for (const Status& r : Check(store.RunApplyWrites(writes), "RunApplyWrites")) {
+      if (!r.ok()) Die(r.ToString());
+    }
+    done += static_cast<int>(claimed.size());
+  }
+}
+
 void BM_StoreCycle(benchmark::State& state) {
   const bool full = state.range(0) != 0;
   const int batch = static_cast<int>(state.range(1));
-  DispatcherFixture& f = Disp(full, batch);
-  store::Store& store = *f.ledger.store;
+  // A ledger of its own: sharing BM_Dispatcher's would start it on a
+  // bigger file than the others' (every figure is on a ledger that has run
+  // kWarmupIterations, then the benchmark's repetitions).
+  static std::map<std::pair<bool, int>, std::unique_ptr<DispatcherFixture>> fixtures;
+  auto& owned = fixtures[{full, batch}];
+  if (!owned) owned = std::make_unique<DispatcherFixture>(full, batch);
+  DispatcherFixture& f = *owned;
   const config::JobConfig& job = f.ledger.config.jobs[0];
   store::ClaimParams claim;
   claim.node = "bench";
   claim.limit = batch;
   claim.rules = {engine::ClaimRuleFor(job)};
+  for (; f.warmups < kWarmupIterations; ++f.warmups) {
+    const sys_seconds at = f.ledger.PlanNext();
+    StoreCycleOnce(f, claim);
+    if (const std::string problem = VerifyDispatched(*f.check, at); !problem.empty()) Die(problem);
+  }
   for (auto _ : state) {
     state.PauseTiming();
     const sys_seconds at = f.ledger.PlanNext();
     state.ResumeTiming();
 
-    int done = 0;
-    while (done < kRuns) {
-      claim.now = store::ToInstant(RealClock().Now());
-      const auto claimed = Check(store.RunClaim(claim), "RunClaim");
-      if (claimed.empty()) Die("nothing to claim");
-      std::vector<store::WorkerWrite> writes;
-      writes.reserve(claimed.size());
-      for (const store::ClaimedRun& c : claimed) {
-        const store::Instant now = store::ToInstant(RealClock().Now());
-        store::WorkerWrite w;
-        w.step = store::StepParams{c.run.id, c.token, kStep, "succeeded", now, claim.node};
-        store::FinishParams finish;
-        finish.run_id = c.run.id;
-        finish.token = c.token;
-        finish.now = now;
-        finish.node = claim.node;
-        finish.exit_status = 0;
-        finish.step = kStep;
-        finish.log_path = fmt::format("{}/{}/{}/attempt-{}.log", f.ledger.config.server.log_dir,
-                                      c.run.job, c.run.id, c.attempt);
-        ledger::AttemptFacts facts;
-        facts.budget_attempts = c.budget_attempts;
-        facts.budget_started_at = c.budget_started_at;
-        facts.now = now;
-        finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
-        w.finish = std::move(finish);
-        writes.push_back(std::move(w));
-      }
-      for (const Status& r : Check(store.RunApplyWrites(writes), "RunApplyWrites")) {
-        if (!r.ok()) Die(r.ToString());
-      }
-      done += static_cast<int>(claimed.size());
-    }
+    StoreCycleOnce(f, claim);
 
     state.PauseTiming();
     const std::string problem = VerifyDispatched(*f.check, at);
