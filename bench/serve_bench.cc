@@ -30,9 +30,10 @@
 //    runs per claim transaction and writes per group commit.
 //
 // Each ledger first runs kWarmupIterations untimed iterations of its
-// benchmark's work. items_per_second is runs per second. Timing is Google
-// Benchmark's (UseRealTime, setup under PauseTiming); nothing here reads a clock other
-// than through cronledger::RealClock().
+// benchmark's work (not BM_DispatcherWorkers'). items_per_second is runs
+// per second. Timing is Google Benchmark's (UseRealTime, setup under
+// PauseTiming); nothing here reads a clock other than through
+// cronledger::RealClock().
 #include <sqlite3.h>
 #include <stdlib.h>
 
@@ -448,8 +449,6 @@ std::string VerifyDispatched(RawDb& db, sys_seconds at) {
       succeeded, attempts, closed, events, kRuns, kRuns, kRuns, 4 * kRuns);
 }
 
-// The dispatcher loop, timed until every run of an occurrence succeeded;
-// shared by BM_Dispatcher and BM_DispatcherWorkers.
 // Until every run started by `d` succeeded (counted after its batch
 // committed).
 void AwaitDispatched(engine::Dispatcher& d) {
@@ -459,9 +458,13 @@ void AwaitDispatched(engine::Dispatcher& d) {
   }
 }
 
-void RunDispatcher(benchmark::State& state, DispatcherFixture& f) {
+// The dispatcher loop, timed until every run of an occurrence succeeded;
+// shared by BM_Dispatcher, BM_DispatcherAhead and BM_DispatcherWorkers.
+// `warm`: warm the ledger up first (BM_DispatcherWorkers is measured cold,
+// as APScheduler is next to it in bench/apscheduler_bench.sh).
+void RunDispatcher(benchmark::State& state, DispatcherFixture& f, bool warm = true) {
   const bool full = f.ledger.full;
-  for (; f.warmups < kWarmupIterations; ++f.warmups) {
+  for (; warm && f.warmups < kWarmupIterations; ++f.warmups) {
     const sys_seconds at = f.ledger.PlanNext();
     auto d = f.NewDispatcher();
     AwaitDispatched(*d);
@@ -510,7 +513,7 @@ void BM_Dispatcher(benchmark::State& state) {
 void BM_DispatcherWorkers(benchmark::State& state) {
   const bool full = state.range(0) != 0;
   const int workers = static_cast<int>(state.range(1));
-  RunDispatcher(state, Disp(full, 32, workers));
+  RunDispatcher(state, Disp(full, 32, workers), /*warm=*/false);
 }
 
 // serve's 8 workers with server.claim_ahead = 1s: claims beyond the free

@@ -589,8 +589,11 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
       }
       if (!left_running_ids.empty()) {
         // A step left running by an attempt that ended is not running any
-        // more. (Only the token's holder sets a step running, and it is
-        // this node's worker: nothing else can between the read and here.)
+        // more. Only the token's holder sets a step running, and its writes
+        // through this node queue behind this transaction. (As before the
+        // read, a holder racing its own end through another node can leave
+        // a step marked running: the step write and the end read different
+        // rows.)
         ASSIGN_OR_RETURN(s, db().Prepare(
             "WITH x AS MATERIALIZED (SELECT * FROM json_to_recordset(?1::json) AS t("
             "id bigint, now bigint)) "
