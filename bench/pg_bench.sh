@@ -12,7 +12,9 @@
 #   --only LIST  comma-separated subset of: cl1x8, cl2x4, cl1x8-ahead,
 #                cl2x4-ahead, gw-default, gw-best,
 #                boss-default, boss-best, raw-queue, raw-ledger,
-#                raw-ledger-batched, fire, fire-ahead, gw-latency, idle, what-if
+#                raw-ledger-batched, raw-ledger-folded-batched,
+#                raw-runs-batched, raw-runs-min-batched, fire, fire-ahead,
+#                gw-latency, idle, what-if
 #                (default: all but what-if)
 #   --profile    also run cronledger 1x8 and 2x4 once more with the libpq
 #                round-trip profile (bench/pg_trace.h), after the rounds
@@ -31,11 +33,15 @@
 #                   (pg-boss's default is time-boxed at 30 s: one job per 2 s)
 #   raw-*           pgbench with bench/pg_raw/{queue,ledger}.sql, 8 clients,
 #                   N jobs: per job a FOR UPDATE SKIP LOCKED claim and a
-#                   completion fenced by the token, on cronledger's schema
-#                   plus an index on (scheduled_at, id) for the claim's order;
+#                   completion fenced by the token, on cronledger's schema;
 #                   raw-ledger-batched: every write cronledger makes (runs,
 #                   attempts, steps, four events) set-based, 32 runs per
-#                   claim statement and per completion statement
+#                   claim statement and per completion statement;
+#                   raw-ledger-folded-batched: the same without the step's
+#                   row and events (runs, attempt, claimed, succeeded);
+#                   raw-runs-batched: the runs row alone; raw-runs-min-batched:
+#                   the runs row alone with only the indexes a queue needs
+#                   (the ledger's readers' indexes dropped)
 #   fire            pg_bench fire: 1,000 runs due at one instant, p50 and p99
 #                   of scheduled-instant-to-handler-start (3 occurrences);
 #                   fire-ahead: the same with server.claim_ahead = 1s
@@ -53,7 +59,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 rounds=3
 runs=20000
-only="cl1x8,cl2x4,cl1x8-ahead,cl2x4-ahead,gw-default,gw-best,boss-default,boss-best,raw-queue,raw-ledger,raw-ledger-batched,fire,fire-ahead,gw-latency,idle"
+only="cl1x8,cl2x4,cl1x8-ahead,cl2x4-ahead,gw-default,gw-best,boss-default,boss-best,raw-queue,raw-ledger,raw-ledger-batched,raw-ledger-folded-batched,raw-runs-batched,raw-runs-min-batched,fire,fire-ahead,gw-latency,idle"
 profile=0
 out=""
 build="$root/build/bench"
@@ -107,6 +113,11 @@ echo "pg_bench: pg_test_fsync (one 8 kB write + fdatasync, 1 s): $("$pgbin/pg_te
   awk '/one 8kB write/ {one = 1} one && $1 == "fdatasync" {print $2, "ops/s,", $4, "us/op"; exit}')" >&2
 rm -f "$fsync_probe"
 
+# Every index of runs that only the ledger's readers use (status, gaps,
+# dashboard, retention), leaving the primary key, the run key's UNIQUE and
+# the two a queue needs: the claim's order and the reaper's expiry.
+readers_indexes_dropped="DROP INDEX runs_unreleased, runs_active, runs_attention, runs_skipped, runs_succeeded, runs_job_date, runs_updated;"
+
 db_seq=0
 fresh_db() {
   db_seq=$((db_seq + 1))
@@ -147,16 +158,15 @@ peer() {  # round command mode [extra args]
   collect "$round" node "$root/bench/pg_peers/peers.js" "$cmd" --url "$db" --jobs "$runs" --mode "$mode" "$@"
   drop_db "$db"
 }
-raw() {  # round script [runs per script transaction]
-  local round=$1 script=$2 batch=${3:-1} db clients=8 tps done per_client want
+raw() {  # round script [runs per script transaction [name [setup SQL]]]
+  local round=$1 script=$2 batch=${3:-1} name=${4:-raw-${2//_/-}} setup=${5:-} db clients=8 tps done per_client want
   per_client=$((runs / clients / batch))
   want=$((per_client * clients * batch))
   db=$(fresh_db)
   # More runs than jobs: SKIP LOCKED always finds an unlocked one.
   "$pg_bench" prepare --url "$db" --runs $((runs + 100)) >&2
-  # The ceiling gets the ideal index for its ORDER BY (cronledger's runs_due
-  # is on scheduled_at alone; see the analysis in docs/benchmarks.md).
-  psql "$db" -qc "CREATE SEQUENCE bench_tokens; $what_if_sql; ANALYZE" >/dev/null
+  # The claim's order has its index since migration 007 (runs_due_order).
+  psql "$db" -qc "CREATE SEQUENCE bench_tokens; $setup ANALYZE" >/dev/null
   tps=$(pgbench -n -M prepared -c "$clients" -j 2 -t "$per_client" \
           -f "$root/bench/pg_raw/$script.sql" "$db" 2>&1 | tee "$state/pgbench.log" |
         sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
@@ -166,7 +176,7 @@ raw() {  # round script [runs per script transaction]
     echo "pg_bench: raw $script: $done runs succeeded, want $want" >&2
     exit 1
   fi
-  record "$round" "raw-${script//_/-}" "$(awk -v t="$tps" -v b="$batch" 'BEGIN {printf "%.3f", t * b}')" "jobs/s"
+  record "$round" "$name" "$(awk -v t="$tps" -v b="$batch" 'BEGIN {printf "%.3f", t * b}')" "jobs/s"
   drop_db "$db"
 }
 idle() {  # round
@@ -195,6 +205,9 @@ for ((round = 1; round <= rounds; round++)); do
   want raw-queue && raw "$round" queue
   want raw-ledger && raw "$round" ledger
   want raw-ledger-batched && raw "$round" ledger_batched 32
+  want raw-ledger-folded-batched && raw "$round" ledger_folded_batched 32
+  want raw-runs-batched && raw "$round" runs_batched 32
+  want raw-runs-min-batched && raw "$round" runs_batched 32 raw-runs-min-batched "$readers_indexes_dropped"
   if want what-if; then
     cl_throughput "$round" 1 8 --label cronledger-1x8-what-if-analyze --setup-sql "ANALYZE"
     cl_throughput "$round" 1 8 --label cronledger-1x8-what-if-analyze-index --setup-sql "$what_if_sql; ANALYZE"
