@@ -43,6 +43,14 @@ rounds=$(ls -d "$results"/round-* 2>/dev/null | wc -l || true)
 # A copy without the raw rounds (docs/img/apscheduler-run): its settings line.
 ((rounds > 0)) || rounds=$(sed -n 's/.*rounds=\([0-9]*\).*/\1/p' "$results/machine.txt" 2>/dev/null | head -1 || true)
 jobs=$(sed -n 's/.*jobs=\([0-9]*\).*/\1/p' "$results/machine.txt" 2>/dev/null | head -1 || true)
+# The machine and how busy it was: a shared machine's figures read differently.
+machine_file=$(ls "$results/machine.txt" "$results/../machine.txt" 2>/dev/null | head -1 || true)
+cpu=$(sed -n 's/^cpu: //p' "$machine_file" 2>/dev/null | head -1 || true)
+load_from=$(sed -n 's/^load average at the start: \([0-9.]*\).*/\1/p' "$machine_file" 2>/dev/null | head -1 || true)
+load_to=$(sed -n 's/^load average at the end: \([0-9.]*\).*/\1/p' "$machine_file" 2>/dev/null | head -1 || true)
+# When the recorded PostgreSQL figures were measured: recorded-fire.dat says.
+recorded_when=$(sed -n 's/^# recorded: //p' "$here/recorded-fire.dat" | head -1)
+where="${cpu:-machine unknown}${load_from:+, load $load_from at the start}${load_to:+ and $load_to at the end}"
 jobs=$(echo "$jobs" | sed -e :a -e "s/\B[0-9]\{3\}\>/,&/;ta")
 echo "plots: from $results ($when, $rounds rounds) into $img" >&2
 
@@ -51,7 +59,7 @@ set terminal pngcairo size 1000,620 enhanced font "DejaVu Sans,11"
 set datafile missing "NaN"
 
 set output "$img/throughput-workers.png"
-set title "No-op jobs per second against worker count, SQLite, one node\n{/*0.8 median of $rounds rounds, $when, on a 2-core Xeon VM shared with other builds}\n{/*0.8 cronledger: 2 x 2,048 runs per measurement; APScheduler: ${jobs:-?} jobs per measurement}"
+set title "No-op jobs per second against worker count, SQLite, one node\n{/*0.8 median of $rounds rounds, $when, $where}\n{/*0.8 cronledger: 2 x 2,048 runs per measurement; APScheduler: ${jobs:-?} jobs per measurement}"
 set xlabel "workers (cronledger max\\\\_workers; APScheduler ThreadPoolExecutor threads)"
 set ylabel "throughput (jobs/s, log scale)"
 set logscale x 2
@@ -74,11 +82,11 @@ reset
 set terminal pngcairo size 1500,720 enhanced font "DejaVu Sans,11"
 set datafile missing "NaN"
 set output "$img/fire-percentiles.png"
-set title "Fire latency: from the scheduled instant to each job's start, 1,000 jobs due at one instant (unless noted)\n{/*0.8 'this run': SQLite, median of $rounds rounds, $when; 'recorded': the PostgreSQL figures of docs/benchmarks.md (2026-11-30, medians of 3 rounds), no p90 recorded}"
+set title "Fire latency: from the scheduled instant to each job's start, 1,000 jobs due at one instant (unless noted)\n{/*0.8 'this run': SQLite, median of $rounds rounds, $when; 'recorded': the PostgreSQL figures of docs/benchmarks.md ($recorded_when), no p90 recorded}"
 set ylabel "latency (ms, log scale)"
 set logscale y 10
-set yrange [5:30000]
-set format y "%.0f"
+set yrange [0.5:30000]
+set format y "%g"
 set grid ytics mytics
 set style data histograms
 set style histogram clustered gap 1.5
@@ -88,7 +96,7 @@ set xtics nomirror font ",9"
 set key top left box
 set bmargin 6
 w = 1.0 / 4.5
-lab(v) = (v == v) ? (v < 100 ? sprintf("%.0f", v) : sprintf("%.0f", v)) : ""
+lab(v) = (v == v) ? (v < 10 ? sprintf("%.1f", v) : sprintf("%.0f", v)) : ""
 data = "< cat '$results/fire-percentiles.dat' '$here/recorded-fire.dat'"
 plot data using 2:xtic(1) title "p50" lc rgb "#9ecae1", \
     "" using 3 title "p90" lc rgb "#4292c6", \
