@@ -72,6 +72,14 @@ int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err) {
         rc != kExitOk) {
       return rc;
     }
+    if (q.run_id) {
+      // As GET /v1/events answers: a run that is not there is not an
+      // empty history.
+      if (auto run = store->RunGet(*q.run_id); !run.ok()) {
+        err << "cronledger events: " << run.status().message() << "\n";
+        return ExitCodeFor(run.status());
+      }
+    }
     auto events = store->EventList(q);  // oldest first
     if (!events.ok()) {
       err << "cronledger events: " << events.status().message() << "\n";

@@ -28,10 +28,10 @@ int Usage(std::ostream& err, const std::string& message) {
 int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   std::optional<year_month_day> from, to;
   if (args.from && !(from = ParseBusinessDate(*args.from))) {
-    return Usage(err, "--from \"" + *args.from + "\" is not a date (YYYY-MM-DD)");
+    return Usage(err, NotADate("--from", *args.from));
   }
   if (args.to && !(to = ParseBusinessDate(*args.to))) {
-    return Usage(err, "--to \"" + *args.to + "\" is not a date (YYYY-MM-DD)");
+    return Usage(err, NotADate("--to", *args.to));
   }
   if (from && to && sys_days(*from) > sys_days(*to)) {
     return Usage(err, "--from " + *args.from + " is after --to " + *args.to);

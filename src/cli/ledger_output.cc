@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "cli/exit_codes.h"
 
 namespace cronledger::cli {
@@ -25,6 +27,10 @@ std::string Cell(std::string text) {
 }
 
 }  // namespace
+
+std::string NotADate(std::string_view flag, std::string_view value) {
+  return fmt::format("{} \"{}\" is not a date; use YYYY-MM-DD, e.g. 2026-11-28", flag, value);
+}
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {

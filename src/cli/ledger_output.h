@@ -26,6 +26,10 @@ using api::ParseBusinessDate;
 using api::RunJson;
 using api::StringOrNull;
 
+// The usage error for a date flag's value, worded alike by every command:
+// `--date "2026-1-1" is not a date; use YYYY-MM-DD, e.g. 2026-11-28`.
+std::string NotADate(std::string_view flag, std::string_view value);
+
 // The exit code for a failed store operation: 1 when the ledger's state
 // refused it (conflict, not found), 2 for an invalid argument, else 3.
 int ExitCodeFor(const Status& status);

@@ -332,7 +332,8 @@ int Main(int argc, char** argv) {
   TriggerArgs trigger;
   CLI::App* trigger_cmd = app.add_subcommand(
       "trigger",
-      "Run now: queue the job's latest due period; exit 1, changing nothing, when it exists");
+      "Run now: queue the job's latest due period; exit 1, changing nothing, when that "
+      "period's run already exists");
   trigger_cmd->add_option("--config", trigger_config, kConfigHelp);
   trigger_cmd->add_option("--server", trigger_server, kServerHelp);
   trigger_cmd->add_option("--job", trigger.job, "The job")->required();
@@ -359,8 +360,20 @@ int Main(int argc, char** argv) {
   migrate_cmd->add_option("--from", migrate.from, "sqlite:FILE")->required();
   migrate_cmd->add_option("--to", migrate.to, "postgresql://USER@HOST/DB")->required();
 
-  CLI::App* help_cmd = app.add_subcommand("help", "Show this help");
+  std::string help_topic;
+  CLI::App* help_cmd = app.add_subcommand("help", "List the commands, or show one command's help");
+  help_cmd->add_option("COMMAND", help_topic, "A command, e.g. serve");
 
+  // A parse error names its command, as every other message does.
+  app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
+    std::string command = "cronledger";
+    for (const CLI::App* sub = parsed; sub != nullptr;) {
+      const auto chosen = sub->get_subcommands();
+      sub = chosen.empty() ? nullptr : chosen.front();
+      if (sub != nullptr) command += " " + sub->get_name();
+    }
+    return command + ": " + e.what() + "\nRun with --help for more information.\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -456,7 +469,20 @@ int Main(int argc, char** argv) {
     return RunPause(resume, RealClock(), std::cout, std::cerr);
   }
   if (*help_cmd) {
-    std::cout << app.help();
+    // app.help() would describe the selected subcommand, `help` itself.
+    const CLI::App* topic = &app;
+    if (!help_topic.empty()) {
+      try {
+        topic = app.get_subcommand(help_topic);
+      } catch (const CLI::OptionNotFound&) {
+        std::cerr << "cronledger help: no command \"" << help_topic
+                  << "\"; `cronledger help` lists them\n";
+        return kExitUsage;
+      }
+    }
+    std::cout << app.get_formatter()->make_help(
+        topic, topic == &app ? "cronledger" : "cronledger " + topic->get_name(),
+        CLI::AppFormatMode::Normal);
     return kExitOk;
   }
   std::cerr << app.help();

@@ -44,6 +44,8 @@ void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, boo
   out << fmt::format("would queue {} run(s):\n", would_queue.size());
   for (const auto& k : would_queue) out << "  " << (k.is_string() ? k.get<std::string>() : "") << "\n";
   out << "preview digest " << Text(p, "preview_digest") << "\n";
+  out << (would_queue.empty() ? "nothing to queue: --yes would change nothing\n"
+                              : "nothing done: run again with --yes to queue them\n");
 }
 
 // Prints a refusal of a remote call as `command`; its exit code.
@@ -120,7 +122,6 @@ int RunRemoteImpact(const ImpactCommand& c, std::ostream& out, std::ostream& err
   if (!preview.ok()) return Refused(c.name, preview.status(), err);
   if (!c.yes) {
     PrintPreview(*preview, c.title, c.json, out);
-    if (!c.json) out << "nothing done: run again with --yes to queue them\n";
     return kExitOk;
   }
   body["yes"] = true;
@@ -164,7 +165,6 @@ int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
       return ExitCodeFor(preview.status());
     }
     PrintPreview(preview->Json(), c.title, c.json, out);
-    if (!c.json) out << "nothing done: run again with --yes to queue them\n";
     return kExitOk;
   }
   auto outcome = api::ApplyImpact(*ctx.store, *ctx.job, c.request, c.preview_digest,
@@ -207,8 +207,8 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   };
   const auto from = ParseBusinessDate(args.from);
   const auto to = ParseBusinessDate(args.to);
-  if (!from) return usage("--from \"" + args.from + "\" is not a date (YYYY-MM-DD)");
-  if (!to) return usage("--to \"" + args.to + "\" is not a date (YYYY-MM-DD)");
+  if (!from) return usage(NotADate("--from", args.from));
+  if (!to) return usage(NotADate("--to", args.to));
   if (std::chrono::sys_days(*from) > std::chrono::sys_days(*to)) {
     return usage("--from " + args.from + " is after --to " + args.to);
   }
@@ -231,7 +231,7 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
     return kExitUsage;
   };
   const auto date = ParseBusinessDate(args.date);
-  if (!date) return usage("--date \"" + args.date + "\" is not a date (YYYY-MM-DD)");
+  if (!date) return usage(NotADate("--date", args.date));
   const auto only = api::ParseRerunScope(args.only);
   if (!only) {
     return usage("--only \"" + args.only + "\" is not one of failed, missing, unknown, all");
@@ -260,10 +260,10 @@ int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::os
   };
   if (args.run && (args.from || args.to)) return usage("give --run or --from/--to, not both");
   if (args.from && !ParseBusinessDate(*args.from)) {
-    return usage("--from \"" + *args.from + "\" is not a date (YYYY-MM-DD)");
+    return usage(NotADate("--from", *args.from));
   }
   if (args.to && !ParseBusinessDate(*args.to)) {
-    return usage("--to \"" + *args.to + "\" is not a date (YYYY-MM-DD)");
+    return usage(NotADate("--to", *args.to));
   }
   if (Blank(args.reason)) {
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");

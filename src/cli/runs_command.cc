@@ -10,6 +10,7 @@
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
 #include "cli/remote_ledger.h"
+#include "config/config.h"
 #include "cronledger/schedule.h"
 #include "ledger/names.h"
 
@@ -159,9 +160,7 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
     }
     if (args.date) {
       if (!ParseBusinessDate(*args.date)) {
-        return Usage(err, fmt::format("--date \"{}\" is not a date; use YYYY-MM-DD, e.g. "
-                                      "2026-11-28",
-                                      *args.date));
+        return Usage(err, NotADate("--date", *args.date));
       }
       q.business_date = *args.date;
     }
@@ -169,6 +168,11 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
     if (limit < 1 || limit > kRunsMaxLimit) {
       return Usage(err,
                    fmt::format("--limit {} is out of range; use 1 to {}", limit, kRunsMaxLimit));
+    }
+    if (args.partition && !config::IsValidPartitionId(*args.partition)) {
+      return Usage(err, fmt::format("--partition \"{}\" is not a partition id (1-128 characters "
+                                    "from A-Z a-z 0-9 . _ - : @)",
+                                    *args.partition));
     }
     q.limit = static_cast<int>(limit);
     q.job = args.job;

@@ -29,7 +29,7 @@ std::string Dash(const ordered_json& object, std::string_view key) {
 
 int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   const auto date = ParseBusinessDate(args.date);
-  if (!date) return Usage(err, "--date \"" + args.date + "\" is not a date (YYYY-MM-DD)");
+  if (!date) return Usage(err, NotADate("--date", args.date));
   Result<ordered_json> report = ordered_json();
   if (!args.server.empty()) {
     std::unique_ptr<RemoteLedger> remote;
@@ -77,8 +77,19 @@ int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostr
       out << fmt::format("  {} {} by {} at {}: {}\n", Text(rerun, "type"), Text(rerun, "run_key"),
                          Text(rerun, "actor"), Text(rerun, "at"), Dash(rerun, "reason"));
     }
+    // Keys not due yet are one line: a minutely job's today would otherwise
+    // list every minute left in the day. --json lists each.
+    int64_t not_due = 0;
+    std::string first_not_due;
     for (const auto& m : Field(r, "missing")) {
+      if (Text(m, "cause") == "not_due") {
+        if (not_due++ == 0) first_not_due = Text(m, "run_key");
+        continue;
+      }
       out << fmt::format("  missing {} ({})\n", Text(m, "run_key"), Text(m, "cause"));
+    }
+    if (not_due > 0) {
+      out << fmt::format("  not due yet: {} run key(s), the first {}\n", not_due, first_not_due);
     }
   }
   return complete ? kExitOk : kExitFound;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/formatter.h>
 #include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cronledger/schedule.h"
@@ -41,6 +42,13 @@ class JsonFormatter final : public spdlog::formatter {
 }  // namespace
 
 Status ConfigureLogging(std::string_view format) {
+  if (format != "json" && format != "text") {
+    return InvalidArgument(fmt::format("--log-format: \"{}\" is not one of json, text", format));
+  }
+  // spdlog's default logger writes to stdout; a daemon's log belongs on
+  // stderr, where systemd and `2>serve.log` look for it.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "cronledger", std::make_shared<spdlog::sinks::stderr_sink_mt>()));
   if (format == "json") {
     spdlog::set_formatter(std::make_unique<JsonFormatter>());
     return Status::Ok();
@@ -48,9 +56,8 @@ Status ConfigureLogging(std::string_view format) {
   if (format == "text") {
     spdlog::set_formatter(std::make_unique<spdlog::pattern_formatter>(
         "%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc));
-    return Status::Ok();
   }
-  return InvalidArgument(fmt::format("--log-format: \"{}\" is not one of json, text", format));
+  return Status::Ok();
 }
 
 }  // namespace cronledger

@@ -136,6 +136,9 @@ std::optional<Value> ConvertString(const KeySpec<T>& spec, const Site& site) {
     }
     v.choice = static_cast<std::size_t>(it - spec.choices.begin());
   } else if (IsDuration(spec.kind)) {
+    if (spec.min > 0 && v.text.starts_with('-')) {
+      return site.Fail(fmt::format("must be greater than 0, got {}", Quote(v.text)));
+    }
     auto d = ParseDuration(v.text);
     if (!d.ok()) return site.Fail(d.status().message());
     if (spec.kind == Kind::kDuration && d->count() % 1000 != 0) {

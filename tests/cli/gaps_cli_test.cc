@@ -168,6 +168,19 @@ TEST_F(GapsCli, VerifyProvesADateCompleteOnlyWhenEveryKeySucceededOrIsWaived) {
       << r.out;
   EXPECT_NE(r.out.find("  missing report/us/2026-11-03 (failed)\n"), std::string::npos) << r.out;
 
+  // Keys not due yet: one line in the text, each one in the JSON.
+  r = verify("2099-01-01", /*json=*/false);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out.find("  missing "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  not due yet: 2 run key(s), the first report/eu/2099-01-01\n"),
+            std::string::npos)
+      << r.out;
+  r = verify("2099-01-01");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Json::parse(r.out)["missing"],
+            (Json::array({{{"run_key", "report/eu/2099-01-01"}, {"cause", "not_due"}},
+                          {{"run_key", "report/us/2099-01-01"}, {"cause", "not_due"}}})));
+
   r = verify("2026-10-01");  // before the job existed: nothing proves it
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(Json::parse(r.out)["expected"], 0);
@@ -238,7 +251,13 @@ TEST_F(GapsCli, BackfillShowsItsImpactFirstAndRefusesAStalePreview) {
     EXPECT_EQ(e["details"]["run_ids"].size(), 3u) << e.dump();
   }
   EXPECT_EQ(backfills, 1);
-  // Nothing left to queue.
+  // Nothing left to queue: the preview does not invite --yes.
+  r = Cronledger(base);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("would queue 0 run(s):\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing to queue: --yes would change nothing\n"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("run again with --yes"), std::string::npos) << r.out;
   args = base;
   args.push_back("--yes");
   EXPECT_EQ(Cronledger(args).exit_code, 1);
@@ -483,7 +502,9 @@ partitions = [)" + partitions + R"(]
 TEST_F(GapsCli, BadArgumentsExitTwoAndAMissingLedgerThree) {
   auto r = Gaps({"--from", "2026-02-30"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "cronledger gaps: --from \"2026-02-30\" is not a date (YYYY-MM-DD)\n");
+  EXPECT_EQ(r.err,
+            "cronledger gaps: --from \"2026-02-30\" is not a date; use YYYY-MM-DD, e.g. "
+            "2026-11-28\n");
   r = Gaps({"--from", "2026-11-05", "--to", "2026-11-01"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "cronledger gaps: --from 2026-11-05 is after --to 2026-11-01\n");

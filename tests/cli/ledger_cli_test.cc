@@ -618,6 +618,9 @@ TEST(LedgerCliErrors, FilterValidationIsPrecise) {
        "cronledger runs: --limit 100001 is out of range; use 1 to 100000\n"},
       {{"events", "--limit", "0"},
        "cronledger events: --limit 0 is out of range; use 1 to 100000\n"},
+      {{"runs", "--partition", "a b"},
+       "cronledger runs: --partition \"a b\" is not a partition id (1-128 characters from "
+       "A-Z a-z 0-9 . _ - : @)\n"},
   };
   for (const auto& c : cases) {
     auto args = c.args;
@@ -640,6 +643,14 @@ TEST(LedgerCliErrors, FilterValidationIsPrecise) {
                                  "--date", "2024-02-29", "--limit", "100000", "--json"});
   ASSERT_EQ(empty.exit_code, 0) << empty.err;
   EXPECT_EQ(Json::parse(empty.out), (Json{{"runs", Json::array()}}));
+  // A run that is not there is exit 1 for events as for runs (and as over
+  // --server), not an empty list.
+  for (const char* command : {"runs", "events"}) {
+    const auto missing = Cronledger({command, "--config", config, "--run", "999"});
+    EXPECT_EQ(missing.exit_code, 1) << command << ": " << missing.err;
+    EXPECT_EQ(missing.out, "") << command;
+    EXPECT_EQ(missing.err, std::string("cronledger ") + command + ": no run with id 999\n");
+  }
 }
 
 }  // namespace
@@ -698,6 +709,11 @@ TEST(ServeCli, UnavailableStoreExitsThree) {
   const auto r = Cronledger({"serve", "--config", config});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("cronledger serve: store unavailable"), std::string::npos) << r.err;
+  // SQLite's words once, not once more as its code's.
+  const std::string cause = "unable to open database file";
+  const auto at = r.err.find(cause);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(cause, at + 1), std::string::npos) << r.err;
 }
 
 TEST(ServeCli, RefusesADatabaseThatNeedsANewerRelease) {
@@ -720,12 +736,13 @@ TEST(ServeCli, RefusesADatabaseThatNeedsANewerRelease) {
   EXPECT_NE(r.err.find("upgrade cronledger"), std::string::npos) << r.err;
 }
 
-TEST(ServeCli, JsonLogsAreOneObjectPerLine) {
+TEST(ServeCli, JsonLogsAreOneObjectPerLineOnStderr) {
   TempDir dir;
   const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
   const std::string log = dir.File("serve.log");
+  const std::string out = dir.File("serve.out");
   {
-    ServeProcess serve(config, log, {"--log-format", "json"});
+    ServeProcess serve(config, log, {"--log-format", "json"}, {}, out);
     // "serve: planned N run(s)" is the first pass; "planned through" in the
     // start-up lines comes earlier and would stop serve before it planned.
     ASSERT_TRUE(
@@ -741,6 +758,8 @@ TEST(ServeCli, JsonLogsAreOneObjectPerLine) {
     EXPECT_EQ(Keys(j), (std::vector<std::string>{"ts", "level", "msg"})) << line;
     EXPECT_TRUE(j["ts"].get<std::string>().ends_with("Z")) << line;
   }
+  // The log is stderr's (docs/cli.md): stdout stays empty.
+  EXPECT_EQ(ReadFile(out), "");
   EXPECT_EQ(Cronledger({"serve", "--config", config, "--log-format", "xml"}).exit_code, 2);
 }
 

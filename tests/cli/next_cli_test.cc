@@ -1,6 +1,7 @@
 // `cronledger next`, run as a real subprocess.
 #include <string>
 #include <vector>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -134,13 +135,41 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"frobnicate"}, "frobnicate"},
         UsageCase{{}, "Usage"}));
 
+TEST(Cli, ParseErrorsNameTheirCommand) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"next", "0 9 * * *"}, "cronledger next: --tz is required\n"},
+      {{"retry", "abc"}, "cronledger retry: Could not convert: RUN_ID = abc\n"},
+      {{"runs", "--limit", "abc"}, "cronledger runs: Could not convert: --limit = abc\n"},
+      {{"frobnicate"}, "cronledger: The following argument was not expected: frobnicate\n"},
+  };
+  for (const auto& [args, first_line] : cases) {
+    const auto r = Cronledger(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1), first_line);
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 TEST(Cli, HelpAndVersionExitZero) {
   const auto help = Cronledger({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("next"), std::string::npos) << help.out;
+  // `help` lists the commands, as --help does, not its own options.
   const auto help_cmd = Cronledger({"help"});
   EXPECT_EQ(help_cmd.exit_code, 0);
+  EXPECT_EQ(help_cmd.out, help.out);
+  for (const char* command : {"next", "check", "serve", "status", "migrate-store", "help"}) {
+    EXPECT_NE(help_cmd.out.find(std::string("\n  ") + command + " "), std::string::npos)
+        << command << " missing from:\n" << help_cmd.out;
+  }
   EXPECT_NE(help_cmd.out.find("Exit codes"), std::string::npos) << help_cmd.out;
+  const auto help_serve = Cronledger({"help", "serve"});
+  EXPECT_EQ(help_serve.exit_code, 0);
+  EXPECT_NE(help_serve.out.find("--listen"), std::string::npos) << help_serve.out;
+  const auto help_unknown = Cronledger({"help", "frobnicate"});
+  EXPECT_EQ(help_unknown.exit_code, 2);
+  EXPECT_NE(help_unknown.err.find("no command \"frobnicate\""), std::string::npos)
+      << help_unknown.err;
   const auto next_help = Cronledger({"next", "--help"});
   EXPECT_EQ(next_help.exit_code, 0);
   EXPECT_NE(next_help.out.find("--dst-repeat"), std::string::npos);

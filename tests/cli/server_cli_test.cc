@@ -471,8 +471,9 @@ TEST_F(ServerCli, UsageErrorsAreExit2WhetherFoundHereOrByTheServer) {
       {{"verify", "--job", "report", "--date", "2024-02-30"}, "is not a date"},
       // The API's largest page of events (it has no cursor).
       {{"events", "--limit", "1001"}, "--limit 1001 is out of range; use 1 to 1000 with --server"},
-      // Found by the server: 400, and a job it does not have.
-      {{"runs", "--partition", "no such partition"}, "query parameter \"partition\""},
+      {{"runs", "--partition", "no such partition"},
+       "--partition \"no such partition\" is not a partition id"},
+      // Found by the server: a job it does not have.
       {{"verify", "--job", "nightly", "--date", "2024-02-29"}, "no job named \"nightly\""},
       {{"gaps", "--job", "nightly"}, "no job named \"nightly\""},
       // Not a URL.

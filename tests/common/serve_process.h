@@ -40,15 +40,16 @@ inline int ApiPortIn(const std::string& log) {
 }
 
 // `cronledger serve --config CONFIG [EXTRA...]` in the background, stdout
-// and stderr in `log`, with this process's environment plus `env`
-// ("NAME=value" entries, which replace inherited ones of the same name).
+// and stderr in `log` (stdout in `stdout_log` instead when one is given),
+// with this process's environment plus `env` ("NAME=value" entries, which
+// replace inherited ones of the same name).
 // The destructor SIGKILLs (after a SIGCONT, were it stopped) and reaps it,
 // so no test, not even a failing one, leaves it behind.
 class ServeProcess {
  public:
   ServeProcess(const std::string& config, const std::string& log,
                const std::vector<std::string>& extra = {},
-               const std::vector<std::string>& env = {})
+               const std::vector<std::string>& env = {}, const std::string& stdout_log = "")
       : log_(log) {
     // Everything the child needs is built before fork: it only execs.
     std::vector<std::string> argv = {CRONLEDGER_BIN, "serve", "--config", config};
@@ -68,16 +69,20 @@ class ServeProcess {
     for (auto& e : environment) envp.push_back(e.data());
     envp.push_back(nullptr);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int out_fd = stdout_log.empty()
+                           ? fd
+                           : open(stdout_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = fork();
     if (pid_ == 0) {
-      if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
+      if (fd >= 0 && out_fd >= 0) {
+        dup2(out_fd, STDOUT_FILENO);
         dup2(fd, STDERR_FILENO);
       }
       execve(args[0], args.data(), envp.data());
       _exit(127);
     }
     if (fd >= 0) close(fd);
+    if (out_fd >= 0 && out_fd != fd) close(out_fd);
     if (pid_ < 0) throw std::runtime_error("fork failed");
   }
   ~ServeProcess() { Kill9(); }

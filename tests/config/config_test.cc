@@ -737,6 +737,9 @@ TEST(ConfigProblems, DurationsInKeys) {
                    "90; use e.g. \"90s\""}));
   EXPECT_EQ(JobProblems("misfire_grace = \"0s\"\n"),
             (Lines{"c.toml:7: job[j].misfire_grace: must be greater than 0, got \"0s\""}));
+  // A key that must be above 0 says so for a negative value too, not "0 or more".
+  EXPECT_EQ(JobProblems("", "timeout = \"-5m\"\n"),
+            (Lines{"c.toml:10: job[j].step[s].timeout: must be greater than 0, got \"-5m\""}));
   EXPECT_EQ(JobProblems("", "timeout = \"1500ms\"\n"),
             (Lines{"c.toml:10: job[j].step[s].timeout: \"1500ms\" is not a whole number of "
                    "seconds"}));

@@ -52,7 +52,12 @@ Status WithCause(Status s, int rc, const std::string& path) {
 }  // namespace
 
 Status MapSqliteError(int rc, std::string_view message) {
-  const std::string text = fmt::format("sqlite: {} ({})", message, sqlite3_errstr(rc));
+  // SQLite's message is often its code's own words ("unable to open
+  // database file"): said once, not twice.
+  const std::string_view code_words = sqlite3_errstr(rc);
+  const std::string text = message.find(code_words) == std::string_view::npos
+                               ? fmt::format("sqlite: {} ({})", message, code_words)
+                               : fmt::format("sqlite: {}", message);
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
