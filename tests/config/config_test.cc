@@ -744,8 +744,7 @@ TEST(ConfigProblems, DurationsInKeys) {
             (Lines{"c.toml:10: job[j].step[s].timeout: \"1500ms\" is not a whole number of "
                    "seconds"}));
   EXPECT_EQ(JobProblems("alert = { max_lag = \"-5m\" }\n"),
-            (Lines{"c.toml:7: job[j].alert.max_lag: \"-5m\" is negative; durations are 0 or "
-                   "more"}));
+            (Lines{"c.toml:7: job[j].alert.max_lag: must be greater than 0, got \"-5m\""}));
   EXPECT_EQ(JobProblems("backfill = { horizon = \"4w\" }\n"),
             (Lines{"c.toml:7: job[j].backfill.horizon: \"4w\" has an unknown unit \"w\"; use ms, "
                    "s, m, h or d"}));
