@@ -140,6 +140,27 @@ async function noHorizontalScroll(page, what) {
     scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth}));
   assert(m.scroll <= m.client, `${what}: horizontal scroll at 1366x768 (scrollWidth ${m.scroll} > clientWidth ${m.client})`);
 }
+// Every word of the cells matching `selector` stays on one line: a table
+// squeezed so that a header reads "Expecte" over "d" is legible to no one.
+async function noWordBroken(page, selector, what) {
+  const broken = await page.evaluate((sel) => {
+    const out = [];
+    for (const cell of document.querySelectorAll(sel)) {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const m of node.data.matchAll(/\S+/g)) {
+          const range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+          if (tops.size > 1) out.push(m[0]);
+        }
+      }
+    }
+    return out;
+  }, selector);
+  assert(broken.length === 0, `${what}: words broken across lines at 1366x768: ${broken.join(', ')}`);
+}
 async function shot(page, name) {
   fs.mkdirSync(SHOTS, {recursive: true});
   await page.screenshot({path: path.join(SHOTS, `${name}.png`), fullPage: true});
@@ -222,6 +243,7 @@ async function main() {
     assertEq(await text(page, 'tr[data-job="daily_report"] [data-step="generate"]'), 'generate 1/3', 'generated');
     assertEq(await text(page, 'tr[data-job="daily_report"] [data-step="deliver"]'), 'deliver 1/3', 'delivered');
     await noHorizontalScroll(page, 'overview');
+    await noWordBroken(page, 'table.overview th, table.overview td:first-child', 'overview');
     await shot(page, 'overview');
   });
 
