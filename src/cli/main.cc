@@ -24,6 +24,7 @@
 #include "cli/verify_command.h"
 #include "cli/step_client.h"
 #include "cli/step_commands.h"
+#include "common/logging.h"
 #include "cronledger/clock.h"
 
 namespace cronledger::cli {
@@ -60,6 +61,7 @@ constexpr const char* kServerHelp =
     "cronledger.token beside the config file";
 
 int Main(int argc, char** argv) {
+  LogToStderr();
   CLI::App app{kDescription, "cronledger"};
   app.set_version_flag("--version", std::string("cronledger ") + CRONLEDGER_VERSION);
   app.require_subcommand(0, 1);

@@ -41,14 +41,18 @@ class JsonFormatter final : public spdlog::formatter {
 
 }  // namespace
 
+void LogToStderr() {
+  // A daemon's log belongs on stderr, where systemd and `2>serve.log` look
+  // for it; stdout is a command's answer.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "cronledger", std::make_shared<spdlog::sinks::stderr_sink_mt>()));
+}
+
 Status ConfigureLogging(std::string_view format) {
   if (format != "json" && format != "text") {
     return InvalidArgument(fmt::format("--log-format: \"{}\" is not one of json, text", format));
   }
-  // spdlog's default logger writes to stdout; a daemon's log belongs on
-  // stderr, where systemd and `2>serve.log` look for it.
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-      "cronledger", std::make_shared<spdlog::sinks::stderr_sink_mt>()));
+  LogToStderr();
   if (format == "json") {
     spdlog::set_formatter(std::make_unique<JsonFormatter>());
     return Status::Ok();

@@ -9,7 +9,11 @@
 
 namespace cronledger {
 
-// "text": `2026-11-29T09:00:00.123Z info message`; "json":
+// Sends spdlog's default logger to stderr (spdlog's own default is stdout,
+// where a command's --json output goes). Every command calls it first.
+void LogToStderr();
+
+// Also LogToStderr. "text": `2026-11-29T09:00:00.123Z info message`; "json":
 // `{"ts":"2026-11-29T09:00:00.123Z","level":"info","msg":"message"}` with
 // the message escaped. kInvalidArgument for any other format.
 Status ConfigureLogging(std::string_view format);
