@@ -668,6 +668,62 @@ TEST_P(StoreEffects, ResolvingAnEffectInDoubtPutsTheRunBackToPending) {
   }
 }
 
+// A step may swallow `effect run`'s failure and exit 0: the run still ends
+// unknown (its effect is in doubt), with the step recorded succeeded. When
+// the operator says the effect did not happen, the step that began it must
+// run again, or the run would succeed without the effect ever happening.
+TEST_P(StoreEffects, ResolvingAsFailedRunsTheStepThatBeganTheEffectAgain) {
+  AddJob("sw");
+  Plan("sw", {Occurrence("2026-11-05T09:00:00Z", {"a"})}, "2026-11-05T09:00:00Z",
+       "2026-11-05T08:00:00Z");
+  store::ReleaseParams rel;
+  rel.job = "sw";
+  rel.policy.misfire_grace = std::chrono::hours{24};
+  rel.now = InstantAt("2026-11-05T12:00:00Z");
+  ASSERT_TRUE(S().RunRelease(rel).ok());
+  store::ClaimRule rule;
+  rule.job = "sw";
+  rule.overlap = config::Overlap::kAllow;
+  rule.steps = {"generate", "pay", "notify"};
+  const auto c =
+      S().RunClaim({InstantAt("2026-11-05T12:00:00Z"), "n1", 1, {rule}})->at(0);
+  const auto step = [&](const store::ClaimedRun& run, const std::string& name,
+                        const std::string& state, const std::string& now) {
+    const Status s = S().StepUpdate({run.run.id, run.token, name, state, InstantAt(now), "n1"});
+    ASSERT_TRUE(s.ok()) << name << " " << state << ": " << s.ToString();
+  };
+  step(c, "generate", "succeeded", "2026-11-05T12:00:10Z");
+  step(c, "pay", "running", "2026-11-05T12:00:11Z");
+  ASSERT_EQ(Begin(c, "pay-a", "", "2026-11-05T12:00:12Z")->outcome, EffectBeginOutcome::kProceed);
+  // `effect run` was killed; the step swallowed it.
+  step(c, "pay", "succeeded", "2026-11-05T12:00:13Z");
+  step(c, "notify", "running", "2026-11-05T12:00:14Z");
+  step(c, "notify", "succeeded", "2026-11-05T12:00:15Z");
+  End(c, "2026-11-05T12:00:16Z", RunState::kSucceeded, EndClass::kSucceeded);
+  ASSERT_EQ(StateOf(c.run.id), RunState::kUnknown);
+
+  auto r = S().EffectResolve({c.run.id, "pay-a", EffectState::kFailed, "alice",
+                              "not in the bank's statement", InstantAt("2026-11-05T13:00:00Z")});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->run_state, RunState::kPending);
+  // The step that began it and every step after it run again; the one
+  // before stays done.
+  EXPECT_EQ(*S().StepList(c.run.id),
+            (std::vector<store::StepState>{
+                {"generate", "succeeded"}, {"pay", "pending"}, {"notify", "pending"}}));
+  const auto resolve = Events("sw", "resolve");
+  ASSERT_EQ(resolve.size(), 1u);
+  EXPECT_TRUE(Has(resolve[0].details, "\"redo_from_step\":\"pay\"")) << resolve[0].details;
+  const auto again =
+      S().RunClaim({InstantAt("2026-11-05T13:00:01Z"), "n1", 1, {rule}})->at(0);
+  ASSERT_EQ(again.run.id, c.run.id);
+  EXPECT_EQ(again.steps, (std::vector<store::StepState>{{"generate", "succeeded"},
+                                                        {"pay", "running"},
+                                                        {"notify", "pending"}}));
+  EXPECT_EQ(Begin(again, "pay-a", "", "2026-11-05T13:00:02Z")->outcome,
+            EffectBeginOutcome::kProceed);
+}
+
 TEST_P(StoreEffects, ARunWithTwoEffectsInDoubtStaysUnknownUntilBothAreResolved) {
   Setup({"a"});
   const auto c = ClaimOne("2026-11-05T12:00:00Z");

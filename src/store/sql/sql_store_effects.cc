@@ -264,6 +264,46 @@ std::string InProgress(const EffectRecord& e) {
       e.key, e.job, e.started_attempt, e.run_key, e.started_token);
 }
 
+// The step of `run_id` that is to do `key` again once it is resolved as not
+// having happened: the one running when the run last began the effect or
+// found it in doubt. Events say it (the effects table does not): the last
+// step_started of the run before that effect_started or effect_in_doubt.
+// The run's first step when the events do not say; nullopt for a run
+// without steps.
+Result<std::optional<std::string>> StepToRedo(Db& db, int64_t run_id, std::string_view key) {
+  int64_t began = 0;
+  {
+    ASSIGN_OR_RETURN(s, db.Prepare(
+        "SELECT id, details FROM events WHERE run_id = ? AND (type = 'effect_started' OR "
+        "type = 'effect_in_doubt') ORDER BY id DESC"));
+    s.Bind(1, run_id);
+    RETURN_IF_ERROR(ForEachRow(s, [&] {
+      if (began != 0) return;
+      const auto details = nlohmann::json::parse(s.Text(1), nullptr, false);
+      if (details.is_object() && details.value("key", "") == key) began = s.Int(0);
+    }));
+  }
+  if (began != 0) {
+    ASSIGN_OR_RETURN(s, db.Prepare(
+        "SELECT details FROM events WHERE run_id = ? AND type = 'step_started' AND id < ? "
+        "ORDER BY id DESC LIMIT 1"));
+    s.Bind(1, run_id).Bind(2, began);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (row) {
+      const auto details = nlohmann::json::parse(s.Text(0), nullptr, false);
+      if (details.is_object() && details.contains("step") && details["step"].is_string()) {
+        return std::optional<std::string>(details["step"].get<std::string>());
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(s, db.Prepare(
+      "SELECT step FROM run_steps WHERE run_id = ? ORDER BY position LIMIT 1"));
+  s.Bind(1, run_id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(s.Text(0));
+}
+
 }  // namespace
 
 // ---- begin ------------------------------------------------------------------
@@ -543,6 +583,23 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
     s.Bind(1, ledger::Name(p.as)).Bind(2, p.actor).Bind(3, Ms(p.now)).Bind(4, e.id);
     RETURN_IF_ERROR(s.Run());
   }
+  // It did not happen: the step that began it does it again, and the steps
+  // after it, which ran on its word. A step that swallowed `effect run`'s
+  // failure was recorded succeeded; resuming past it would end the run
+  // succeeded with the effect never done.
+  std::optional<std::string> redo_from;
+  if (p.as == ledger::EffectState::kFailed) {
+    ASSIGN_OR_RETURN(step, StepToRedo(*db_, p.run_id, e.key));
+    if (step) {
+      ASSIGN_OR_RETURN(s, db_->Prepare(
+          "UPDATE run_steps SET state = 'pending', updated_at = ?3 WHERE run_id = ?1 AND "
+          "state = 'succeeded' AND position >= (SELECT position FROM run_steps WHERE "
+          "run_id = ?1 AND step = ?2)"));
+      s.Bind(1, p.run_id).Bind(2, *step).Bind(3, Ms(p.now));
+      RETURN_IF_ERROR(s.Run());
+      redo_from = std::move(step);
+    }
+  }
   EffectResolveResult out;
   ASSIGN_OR_RETURN(still, InDoubtKeys(*db_, p.run_id));
   out.still_in_doubt = std::move(still);
@@ -560,13 +617,15 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
   ev.run_key = run->run_key;
   ev.actor = p.actor;
   ev.reason = p.reason;
-  ev.details = Dump(nlohmann::json{{"effect", e.key},
-                              {"as", ledger::Name(p.as)},
-                              {"started_run_id", e.run_id},
-                              {"started_token", e.started_token},
-                              {"from", "unknown"},
-                              {"to", ledger::Name(out.run_state)},
-                              {"still_in_doubt", out.still_in_doubt}});
+  nlohmann::json details{{"effect", e.key},
+                         {"as", ledger::Name(p.as)},
+                         {"started_run_id", e.run_id},
+                         {"started_token", e.started_token},
+                         {"from", "unknown"},
+                         {"to", ledger::Name(out.run_state)},
+                         {"still_in_doubt", out.still_in_doubt}};
+  if (redo_from) details["redo_from_step"] = *redo_from;
+  ev.details = Dump(details);
   if (out.run_state == ledger::RunState::kPending) {
     const int64_t ids[] = {p.run_id};
     RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());
