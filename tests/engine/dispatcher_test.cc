@@ -10,9 +10,12 @@
 #include <future>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "common/wrong_wall_clock.h"
 #include "engine/planner.h"
@@ -361,8 +364,22 @@ class EffectInDoubtTest : public DispatcherTest {
 };
 
 TEST_F(EffectInDoubtTest, WithoutReconcileTheRunEndsUnknown) {
+  std::ostringstream log;
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
   Scenario(-1);
+  spdlog::set_default_logger(previous);
   const auto run = OnlyRun();
+  // The log says what the ledger says, not only what the worker decided.
+  EXPECT_NE(log.str().find("run " + std::to_string(run.id) + ": effect \"mail\" is in doubt: "
+                           "the attempt (fencing token "),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("ends in_doubt and the run unknown, not succeeded as its worker "
+                           "decided"),
+            std::string::npos)
+      << log.str();
   EXPECT_EQ(run.state, RunState::kUnknown);
   EXPECT_EQ(store_->AttemptList(run.id)->at(1).end_class, "in_doubt");
   EXPECT_EQ(store_->EffectGet("j", "mail")->state, ledger::EffectState::kStarted);

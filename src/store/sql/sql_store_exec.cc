@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "cronledger/schedule.h"
 #include "store/sql/json_text.h"
@@ -482,6 +483,11 @@ void SqlStore::ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::st
   std::string in_doubt = std::move(doubted);
   if (in_doubt.empty() && Ends(p)) in_doubt = std::string(own);
   if (!in_doubt.empty() && p.decision.state != ledger::RunState::kUnknown) {
+    // The worker logged its own decision already ("-> succeeded"); this is
+    // the one that holds, and the line someone looking for unknowns finds.
+    spdlog::warn("run {}: effect \"{}\" is in doubt: the attempt (fencing token {}) ends "
+                 "in_doubt and the run unknown, not {} as its worker decided",
+                 p.run_id, in_doubt, p.token, ledger::Name(p.decision.state));
     p.end_class = ledger::EndClass::kInDoubt;
     p.decision.state = ledger::RunState::kUnknown;
     p.decision.next_attempt_at.reset();
