@@ -309,11 +309,27 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   // Drain: no new claims; running steps get drain_timeout to finish, then
   // are stopped (an idempotent one released, any other left to its lease).
   const int active = dispatcher.Active();
+  // A draining node is still working: it goes on beating, or status and
+  // monitors would call it dead 30 s into a longer drain_timeout.
+  std::stop_source drained;
+  std::thread drain_beat;
   if (active > 0) {
     spdlog::info("serve: waiting up to {}s for {} running run(s)",
                  config.server.drain_timeout.count(), active);
+    drain_beat = std::thread([&] {
+      store::NodeBeat beat = loop_options.node;
+      do {
+        beat.now = store::ToInstant(clock.Now());
+        if (Status s = store->NodeHeartbeat(beat); !s.ok()) {
+          spdlog::warn("serve: node heartbeat failed while draining, retrying: {}",
+                       s.ToString());
+        }
+      } while (clock.SleepFor(loop_options.node_beat_every, drained.get_token()));
+    });
   }
   dispatcher.Drain(config.server.drain_timeout);
+  drained.request_stop();
+  if (drain_beat.joinable()) drain_beat.join();
   {
     std::lock_guard lock(wake_target->mu);
     wake_target->dispatcher = nullptr;

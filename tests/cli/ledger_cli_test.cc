@@ -763,6 +763,61 @@ TEST(ServeCli, JsonLogsAreOneObjectPerLineOnStderr) {
   EXPECT_EQ(Cronledger({"serve", "--config", config, "--log-format", "xml"}).exit_code, 2);
 }
 
+// One integer from the ledger file (-1 when there is no row), read beside a
+// running serve as another process would.
+int64_t LedgerInt(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  int64_t value = -1;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      value = sqlite3_column_int64(stmt, 0);
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+// A node finishing its steps after SIGTERM is still working: it keeps
+// beating, so status and monitors do not call it dead while a drain longer
+// than the 30 s a beat keeps a node alive goes on.
+TEST(ServeCli, ADrainingNodeKeepsBeating) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", R"([server]
+listen = "127.0.0.1:0"
+store = "sqlite:ledger.db"
+drain_timeout = "60s"
+
+[[job]]
+name = "slow"
+schedule = "* * * * * *"
+timezone = "UTC"
+
+  [[job.step]]
+  name = "work"
+  command = ["/bin/sleep", "14"]
+)");
+  const std::string ledger = dir.File("ledger.db");
+  const std::string log = dir.File("serve.log");
+  ServeProcess serve(config, log);
+  ASSERT_TRUE(WaitFor(
+      [&] { return LedgerInt(ledger, "SELECT count(*) FROM runs WHERE state = 'running'") > 0; },
+      400))
+      << ReadFile(log);
+  const int64_t before = LedgerInt(ledger, "SELECT last_seen_at FROM nodes");
+  ASSERT_GT(before, 0);
+  serve.Signal(SIGTERM);
+  // The step takes its 14 s; serve then exits by itself.
+  ASSERT_TRUE(WaitFor([&] { return !serve.Running(); }, 600)) << ReadFile(log);
+  EXPECT_EQ(serve.Stop(), 0) << ReadFile(log);
+  EXPECT_EQ(LedgerInt(ledger, "SELECT count(*) FROM runs WHERE state = 'succeeded'"), 1);
+  // Beats every 5 s through the drain: at least two after the signal.
+  EXPECT_GE(LedgerInt(ledger, "SELECT last_seen_at FROM nodes") - before, 8000) << ReadFile(log);
+}
+
 TEST(ServeCli, ReportsWhereEachJobStandsAndStopsCleanly) {
   TempDir dir;
   const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
