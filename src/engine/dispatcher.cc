@@ -388,6 +388,10 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
     }
     ++counters_.write_batches;
     counters_.writes += static_cast<int64_t>(batch.size());
+    bool ended = false;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      ended = ended || (results.ok() && (*results)[i].ok() && writes[i].finish.has_value());
+    }
     for (std::size_t i = 0; i < batch.size(); ++i) {
       batch[i]->result = results.ok() ? (*results)[i] : results.status();
       if (batch[i]->on_commit) {
@@ -398,6 +402,11 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
       }
     }
     batch.clear();
+    // Runs that ended may let others be claimed: a job at its
+    // max_concurrency, the next run of a partition whose overlap queues.
+    // The worker's wake came before this commit, when a claim could not
+    // see that yet; without this one they would wait for the poll.
+    if (ended && claiming_ && WorthAClaim()) Wake();
   }
 }
 

@@ -164,6 +164,14 @@ class DispatcherTest : public ::testing::Test {
     return runs.at(0);
   }
 
+  int Count(RunState state) {
+    store::RunQuery q;
+    q.job = "j";
+    q.state = state;
+    q.limit = 1000;
+    return static_cast<int>(store_->RunList(q)->size());
+  }
+
   std::vector<store::EventRecord> Events(const std::string& type) {
     store::EventQuery q;
     q.job = "j";
@@ -503,6 +511,29 @@ TEST_F(DispatcherTest, WithoutClaimAheadAClaimTakesOnlyTheFreeWorkers) {
   EXPECT_EQ(RunDue(d), 2);
 }
 
+// A run that ends may let another be claimed (here max_concurrency = 1; the
+// next run of a partition whose overlap queues is the same). The worker's
+// wake comes before its end commits, when the claim cannot see that yet:
+// the commit wakes the claim loop again, or the next run would wait for
+// the poll (which the fake clock never reaches).
+TEST_F(DispatcherTest, ARunsEndWakesTheClaimForRunsItHeldBack) {
+  AddJob({Step("only")});
+  config_.jobs[0].partitions = {"p0", "p1", "p2"};
+  config_.jobs[0].max_concurrency = 1;
+  std::atomic<int> calls{0};
+  handlers_.Register("j", [&calls](const RunContext&) {
+    ++calls;
+    return 0;
+  });
+  PlanAndRelease();
+  Dispatcher& d = NewDispatcher();
+  d.Start();
+  for (int i = 0; i < 5'000 && Count(RunState::kSucceeded) < 3; ++i) usleep(1000);
+  EXPECT_EQ(Count(RunState::kSucceeded), 3) << "runs held back by the first waited for the poll";
+  d.Drain(milliseconds{0});
+  EXPECT_EQ(calls.load(), 3);
+}
+
 // A drain releases at once the runs claimed ahead that no worker started,
 // even those of a step nobody declared idempotent: nothing of them ran, so
 // they are pending again for the next node, not left to their leases (which
@@ -608,13 +639,6 @@ class DispatcherHoldTest : public DispatcherTest {
     d.Drain(milliseconds{0});
     EXPECT_EQ(Count(RunState::kSucceeded), 80);
     return seen;
-  }
-  int Count(RunState state) {
-    store::RunQuery q;
-    q.job = "j";
-    q.state = state;
-    q.limit = 1000;
-    return static_cast<int>(store_->RunList(q)->size());
   }
 };
 
