@@ -454,7 +454,7 @@ int Main(int argc, char** argv) {
     backup.config_path = ResolveConfigPath(backup_config);
     return RunBackup(backup, std::cout, std::cerr);
   }
-  if (*migrate_cmd) return RunMigrateStore(migrate, std::cout, std::cerr);
+  if (*migrate_cmd) return RunMigrateStore(migrate, RealClock(), std::cout, std::cerr);
   if (*resolve_cmd) {
     resolve.config_path = ResolveConfigPath(resolve_config);
     resolve.server = ResolveServer(resolve_server);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "cli/context.h"
+#include "api/json_shapes.h"
+#include "api/ledger_json.h"
 #include "cli/exit_codes.h"
 #include "store/open_store.h"
 #include "store/sql/sql_store.h"
@@ -60,7 +62,8 @@ int RunBackup(const BackupArgs& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int RunMigrateStore(const MigrateStoreArgs& args, std::ostream& out, std::ostream& err) {
+int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostream& out,
+                    std::ostream& err) {
   if (!args.from.starts_with("sqlite:")) {
     err << "cronledger migrate-store: --from must be a SQLite ledger, sqlite:FILE\n";
     return kExitUsage;
@@ -80,6 +83,23 @@ int RunMigrateStore(const MigrateStoreArgs& args, std::ostream& out, std::ostrea
   if (!from.ok()) {
     err << "cronledger migrate-store: " << from.status().message() << "\n";
     return kExitUnavailable;
+  }
+  {
+    auto nodes = (*from)->NodeList();
+    if (!nodes.ok()) {
+      err << "cronledger migrate-store: " << nodes.status().message() << "\n";
+      return ExitFor(nodes.status());
+    }
+    const store::Instant now = store::ToInstant(clock.Now());
+    for (const auto& n : *nodes) {
+      if (now - n.last_seen_at > api::kNodeAliveWithin) continue;
+      err << fmt::format(
+          "cronledger migrate-store: node {} is still serving this ledger (it beat at {}): stop "
+          "every `cronledger serve` on it first, then wait {} s; a copy taken while a node "
+          "writes misses what it writes next\n",
+          n.node, api::FormatInstant(n.last_seen_at), api::kNodeAliveWithin.count());
+      return kExitFound;
+    }
   }
   config::ServerConfig to_config;
   to_config.store = args.to;

@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string>
 
+#include "cronledger/clock.h"
+
 namespace cronledger::cli {
 
 struct BackupArgs {
@@ -27,10 +29,13 @@ struct MigrateStoreArgs {
 // `cronledger migrate-store --from sqlite:FILE --to postgresql://...`:
 // copies every table of the ledger into an empty PostgreSQL database,
 // continues the fencing sequence above the highest token copied, verifies
-// the counts, and prints them. Exit 0; 1 when the target is not empty or a
-// count disagrees (nothing is committed); 2 on usage errors; 3 when either
-// database cannot be reached.
-int RunMigrateStore(const MigrateStoreArgs& args, std::ostream& out, std::ostream& err);
+// the counts, and prints them. Exit 0; 1 when a `serve` node beat in the
+// source within the last 30 s (checked before the target is reached: a
+// copy taken while a node writes misses what it writes next), the target
+// is not empty or a count disagrees (nothing is committed); 2 on usage
+// errors; 3 when either database cannot be reached.
+int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostream& out,
+                    std::ostream& err);
 
 }  // namespace cronledger::cli
 

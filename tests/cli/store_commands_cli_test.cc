@@ -300,6 +300,27 @@ TEST(MigrateStoreCli, CopiesEveryTableAndFencingContinuesAboveTheCopiedTokens) {
   EXPECT_EQ(dst.RunList(all)->size(), runs_before.size() + 1);
 }
 
+// A ledger a node still writes to is not copied: what it writes after the
+// copy would be lost. Checked before the target is reached (this one is
+// not even listening).
+TEST(MigrateStoreCli, RefusesALedgerANodeStillServes) {
+  TempDir dir;
+  auto src = OpenSqlite(dir.File("ledger.db"));
+  // A beat ahead of any now this test runs at: alive.
+  ASSERT_TRUE(src->NodeHeartbeat({"web-1", "0.1.0", "127.0.0.1:8377", At("2100-01-01T00:00:00Z"),
+                                  At("2100-01-01T00:00:05Z")})
+                  .ok());
+  src.reset();
+  const auto r = Cronledger({"migrate-store", "--from", "sqlite:" + dir.File("ledger.db"), "--to",
+                             "postgresql://nobody@127.0.0.1:1/none"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("node web-1 is still serving this ledger (it beat at "
+                       "2100-01-01T00:00:05Z): stop every `cronledger serve` on it first"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(MigrateStoreCli, NamesWrongUrlsAsUsageErrors) {
   EXPECT_EQ(Cronledger({"migrate-store", "--from", "ledger.db", "--to", "postgresql://x/y"})
                 .exit_code,
