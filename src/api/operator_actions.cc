@@ -51,6 +51,15 @@ Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
                                              : std::string()));
 }
 
+std::string NothingDueMessage(const std::string& job, bool some_partitions,
+                              const TriggerOutcome& outcome) {
+  return fmt::format(
+      "nothing due yet for {}{}: no occurrence is due since the job was added (within its "
+      "backfill horizon){}",
+      job, some_partitions ? " in those partitions" : "",
+      outcome.next_at.empty() ? "" : "; the next is at " + outcome.next_at);
+}
+
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
                                const std::vector<std::string>& partitions, const std::string& actor,
                                const std::string& reason, Clock::TimePoint now) {
@@ -84,6 +93,12 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
   TriggerOutcome out;
   if (latest.empty()) {
     out.kind = TriggerOutcome::Kind::kNothingDue;
+    auto schedule = Schedule::Create(job.schedule, job.timezone, job.ScheduleOptionsFor());
+    if (schedule.ok()) {
+      if (auto next = schedule->Next(std::chrono::floor<std::chrono::seconds>(now))) {
+        out.next_at = FormatUtc(next->utc);
+      }
+    }
     return out;
   }
   out.period = latest.front().period;

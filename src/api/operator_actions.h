@@ -38,8 +38,14 @@ struct TriggerOutcome {
   std::string period;                 // of the latest due occurrence
   std::vector<std::string> run_keys;  // its keys (kDone)
   std::vector<std::string> existing;  // "job/partition/period (state, run ID)" (kExists)
+  std::string next_at;                // kNothingDue: the next occurrence (RFC 3339), or ""
   store::RequeueResult result;
 };
+
+// What the command line and the API say for kNothingDue, alike: why (a new
+// job's earlier occurrences are not expected), and when something will be.
+std::string NothingDueMessage(const std::string& job, bool some_partitions,
+                              const TriggerOutcome& outcome);
 
 // Queues the period of the job's latest due occurrence (within its backfill
 // horizon; only `partitions` when not empty) as one `trigger` event, unless

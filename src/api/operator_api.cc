@@ -423,9 +423,7 @@ ApiResponse OperatorApi::Trigger(const ApiRequest& request, const ApiToken& toke
   if (!outcome.ok()) return ActionError(outcome.status());
   switch (outcome->kind) {
     case TriggerOutcome::Kind::kNothingDue:
-      return Error(409, "nothing_to_do",
-                   fmt::format("nothing due yet for {}{}", job,
-                               partitions.empty() ? "" : " in those partitions"));
+      return Error(409, "nothing_to_do", NothingDueMessage(job, !partitions.empty(), *outcome));
     case TriggerOutcome::Kind::kExists: {
       std::string list;
       for (const auto& e : outcome->existing) list += (list.empty() ? "" : ", ") + e;

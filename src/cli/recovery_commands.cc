@@ -404,8 +404,8 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
                : ExitCodeFor(outcome.status());
   }
   if (outcome->kind == api::TriggerOutcome::Kind::kNothingDue) {
-    err << "cronledger trigger: nothing due yet for " << job->name
-        << (args.partitions.empty() ? "" : " in those partitions") << "\n";
+    err << "cronledger trigger: "
+        << api::NothingDueMessage(job->name, !args.partitions.empty(), *outcome) << "\n";
     return kExitFound;
   }
   if (outcome->kind == api::TriggerOutcome::Kind::kExists) {
