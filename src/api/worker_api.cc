@@ -337,6 +337,17 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   }
   const std::string node = Actor(worker, *caller.token, lease, token);
   if (!lease.ok() || lease->token != token) {
+    // Asked again after this very report ended the attempt (its answer was
+    // lost): the same answer, nothing written, as `complete` answers.
+    auto attempts = store_.AttemptList(run_id);
+    if (!attempts.ok()) return ErrorFor(attempts.status());
+    for (const auto& a : *attempts) {
+      if (a.token == token && EndedByWorker(a) && a.step == step_name &&
+          a.end_class != ledger::Name(EndClass::kSucceeded)) {
+        return AttemptAnswer(store_, run_id, token,
+                             {{"step", step_name}, {"step_state", "failed"}});
+      }
+    }
     // Not the run's current token: the store's fence refuses the write and
     // records it (stale_write_rejected).
     const Status s = store_.StepUpdate({run_id, token, step_name, "failed", now(), node});
@@ -347,7 +358,23 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   auto steps = store_.StepList(run_id);
   if (!steps.ok()) return ErrorFor(steps.status());
   const config::StepConfig* current = CurrentStep(job, *steps);
+  exec::StepOutcome o;
+  o.exit_status = exit_status.value_or(0);
+  const EndClass end = exit_status ? engine::ClassifyStep(o, job) : *outcome;
   if (current != &*step) {
+    const auto state = std::find_if(steps->begin(), steps->end(),
+                                    [&](const store::StepState& s) { return s.name == step_name; });
+    if (end == EndClass::kSucceeded && state != steps->end() && state->state == "succeeded") {
+      // Its success reported again (the answer was lost): the same answer.
+      ApiResponse r;
+      r.body = {{"run_id", run_id},
+                {"step", step_name},
+                {"step_state", "succeeded"},
+                {"end_class", "succeeded"},
+                {"next_step", current ? ordered_json(current->name) : ordered_json(nullptr)},
+                {"attempt_ended", false}};
+      return r;
+    }
     return Error(409, "conflict",
                  current == nullptr
                      ? fmt::format("run {}: every step has succeeded; complete the attempt with "
@@ -357,9 +384,6 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
                                    "is at step \"{}\"",
                                    run_id, step_name, current->name));
   }
-  exec::StepOutcome o;
-  o.exit_status = exit_status.value_or(0);
-  const EndClass end = exit_status ? engine::ClassifyStep(o, job) : *outcome;
   if (end == EndClass::kSucceeded) {
     if (Status s = store_.StepUpdate({run_id, token, step_name, "succeeded", now(), node});
         !s.ok()) {

@@ -363,6 +363,17 @@ TEST_P(WorkerApiTest, ARetryableStepEndsTheAttemptWithABackoffAndTheRetryResumes
                  json{{"fencing_token", run["fencing_token"]}, {"exit_status", 0}})
                 .status,
             200);
+  {
+    // The same success reported again (its answer was lost): the same
+    // answer, nothing written.
+    const std::string once = Footprint();
+    const auto again = Call(RunPath(id, "steps/generate"),
+                            json{{"fencing_token", run["fencing_token"]}, {"exit_status", 0}});
+    ASSERT_EQ(again.status, 200) << again.body;
+    EXPECT_EQ(again.body["step_state"], "succeeded");
+    EXPECT_EQ(again.body["next_step"], "deliver");
+    EXPECT_EQ(Footprint(), once);
+  }
   // 65 is permanent by default; this job's retry_exit_codes retry it.
   auto r = Call(RunPath(id, "steps/deliver"), json{{"fencing_token", run["fencing_token"]},
                                                    {"exit_status", 65},
@@ -382,10 +393,23 @@ TEST_P(WorkerApiTest, ARetryableStepEndsTheAttemptWithABackoffAndTheRetryResumes
       << scheduled[0].details;
   // Completing after the attempt ended: the same answer, nothing written.
   const std::string before = Footprint();
+  const std::size_t events = Events("x").size();
   r = Call(RunPath(id, "complete"), json{{"fencing_token", run["fencing_token"]}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body["end_class"], "retryable");
   EXPECT_EQ(Footprint(), before);
+  // The same step report again (its answer was lost): the same answer too,
+  // not a stale lease, and no stale_write_rejected (no late worker here).
+  r = Call(RunPath(id, "steps/deliver"), json{{"fencing_token", run["fencing_token"]},
+                                               {"exit_status", 65},
+                                               {"output_tail", "smtp 451\n"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["step"], "deliver");
+  EXPECT_EQ(r.body["step_state"], "failed");
+  EXPECT_EQ(r.body["end_class"], "retryable");
+  EXPECT_EQ(r.body["attempt_ended"], true);
+  EXPECT_EQ(Footprint(), before);
+  EXPECT_EQ(Events("x").size(), events);
   // Not before the backoff; then attempt 2 resumes at deliver.
   ASSERT_TRUE(ClaimX()["run"].is_object());  // the other partition's run
   EXPECT_TRUE(ClaimX()["run"].is_null());
