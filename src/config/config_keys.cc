@@ -455,7 +455,9 @@ const KeySpec<ServerConfig> kServerKeys[] = {
      SetDuration<&ServerConfig::log_retention>, 1},
     {"retention", Kind::kDuration, "", "400d",
      "Finished runs (succeeded, failed, skipped, cancelled) older than this are purged with their "
-     "attempts, events and effects; runs in any other state are kept.",
+     "attempts, events and effects; runs in any other state are kept. Never less than the "
+     "longest backfill.horizon of any job plus a day: a shorter value is raised to that, so a "
+     "purged run is never taken for a gap.",
      SetDuration<&ServerConfig::retention>, 1},
     {"output_cap", Kind::kSize, "", "1MiB",
      "Output of one attempt and stream written to its log; the rest is dropped.",
