@@ -313,6 +313,20 @@ ApiResponse AttemptAnswer(store::Store& store, int64_t run_id, int64_t token,
   return r;
 }
 
+// The answer to a step reported succeeded: the attempt goes on at `next`
+// (null after the last step: complete it).
+ApiResponse StepSucceededAnswer(int64_t run_id, const std::string& step,
+                                const config::StepConfig* next) {
+  ApiResponse r;
+  r.body = {{"run_id", run_id},
+            {"step", step},
+            {"step_state", "succeeded"},
+            {"end_class", "succeeded"},
+            {"next_step", next ? ordered_json(next->name) : ordered_json(nullptr)},
+            {"attempt_ended", false}};
+  return r;
+}
+
 }  // namespace
 
 ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int64_t run_id,
@@ -366,14 +380,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
                                     [&](const store::StepState& s) { return s.name == step_name; });
     if (end == EndClass::kSucceeded && state != steps->end() && state->state == "succeeded") {
       // Its success reported again (the answer was lost): the same answer.
-      ApiResponse r;
-      r.body = {{"run_id", run_id},
-                {"step", step_name},
-                {"step_state", "succeeded"},
-                {"end_class", "succeeded"},
-                {"next_step", current ? ordered_json(current->name) : ordered_json(nullptr)},
-                {"attempt_ended", false}};
-      return r;
+      return StepSucceededAnswer(run_id, step_name, current);
     }
     return Error(409, "conflict",
                  current == nullptr
@@ -402,14 +409,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
         return ErrorFor(s);
       }
     }
-    ApiResponse r;
-    r.body = {{"run_id", run_id},
-              {"step", step_name},
-              {"step_state", "succeeded"},
-              {"end_class", "succeeded"},
-              {"next_step", next ? ordered_json(next->name) : ordered_json(nullptr)},
-              {"attempt_ended", false}};
-    return r;
+    return StepSucceededAnswer(run_id, step_name, next);
   }
   // A step that did not succeed ends the attempt, in one transaction with
   // its result: what the dispatcher writes for a subprocess step.
