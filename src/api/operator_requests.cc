@@ -299,9 +299,8 @@ Parsed<RunsRequest> ParseRunsRequest(const ApiRequest& request) {
   query.partition = q.Text("partition");
   if (query.partition && !config::IsValidPartitionId(*query.partition)) {
     q.Fail(
-        fmt::format("query parameter \"partition\" must be a partition id (1-128 characters "
-                    "from A-Z a-z 0-9 . _ - : @), got {}",
-                    Shown(*query.partition)));
+        fmt::format("query parameter \"partition\" must be a partition id ({}), got {}",
+                    config::kPartitionIdRule, Shown(*query.partition)));
   }
   if (const auto cursor = q.Text("cursor")) {
     query.before_id = DecodeRunCursor(*cursor);

@@ -170,9 +170,8 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
                    fmt::format("--limit {} is out of range; use 1 to {}", limit, kRunsMaxLimit));
     }
     if (args.partition && !config::IsValidPartitionId(*args.partition)) {
-      return Usage(err, fmt::format("--partition \"{}\" is not a partition id (1-128 characters "
-                                    "from A-Z a-z 0-9 . _ - : @)",
-                                    *args.partition));
+      return Usage(err, fmt::format("--partition \"{}\" is not a partition id ({})",
+                                    *args.partition, config::kPartitionIdRule));
     }
     q.limit = static_cast<int>(limit);
     q.job = args.job;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -235,7 +236,8 @@ struct KeyDoc {
 };
 std::vector<KeyDoc> DocumentedKeys();
 
-// Valid partition id: 1-128 characters from A-Z a-z 0-9 . _ - : @
+// Valid partition id: kPartitionIdRule. Messages refusing one quote the rule.
+inline constexpr std::string_view kPartitionIdRule = "1-128 characters from A-Z a-z 0-9 . _ - : @";
 bool IsValidPartitionId(std::string_view id);
 // Valid job or step name: 1-64 characters from A-Z a-z 0-9 . _ -
 bool IsValidName(std::string_view name);

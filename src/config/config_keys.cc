@@ -581,9 +581,8 @@ void ApplyPartitions(const Value& v, const Site& site, JobConfig& job) {
     const std::string& id = v.strings[i];
     if (!IsValidPartitionId(id)) {
       site.ErrorAt(*v.elements[i],
-                   fmt::format("{} is not a valid partition id: use 1-128 characters from "
-                               "A-Z a-z 0-9 . _ - : @",
-                               Quote(id)));
+                   fmt::format("{} is not a valid partition id: use {}", Quote(id),
+                               kPartitionIdRule));
       ok = false;
     } else if (!seen.insert(id).second) {
       site.ErrorAt(*v.elements[i], fmt::format("duplicate partition {}", Quote(id)));

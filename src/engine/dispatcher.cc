@@ -388,12 +388,10 @@ void Dispatcher::CommitLoop(std::stop_token stop) {
     }
     ++counters_.write_batches;
     counters_.writes += static_cast<int64_t>(batch.size());
-    bool ended = false;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      ended = ended || (results.ok() && (*results)[i].ok() && writes[i].finish.has_value());
-    }
+    bool ended = false;  // some run's end committed
     for (std::size_t i = 0; i < batch.size(); ++i) {
       batch[i]->result = results.ok() ? (*results)[i] : results.status();
+      ended = ended || (batch[i]->result.ok() && writes[i].finish.has_value());
       if (batch[i]->on_commit) {
         std::unique_ptr<PendingWrite> owned(batch[i]);
         owned->on_commit(owned->result);
