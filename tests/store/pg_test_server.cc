@@ -22,4 +22,14 @@ std::string TestPostgresSchemaUrl(const std::string& schema) {
          "options=-csearch_path%3D" + schema;
 }
 
+std::string TestPostgresDatabaseUrl(const std::string& database) {
+  const std::string server = TestPostgresUrl();
+  const std::size_t host = server.find("://");
+  const std::size_t path = server.find('/', host == std::string::npos ? 0 : host + 3);
+  if (path == std::string::npos) return server + "/" + database;
+  const std::size_t query = server.find('?', path);
+  return server.substr(0, path + 1) + database +
+         (query == std::string::npos ? "" : server.substr(query));
+}
+
 }  // namespace cronledger::testing

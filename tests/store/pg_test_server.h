@@ -16,6 +16,10 @@ std::string TestPostgresUrl();
 // A URL of that server whose connections use `schema` (search_path). The
 // schema must exist: create it first.
 std::string TestPostgresSchemaUrl(const std::string& schema);
+// A URL of that server's database `database` (which must exist), for a test
+// that needs what is scoped to a database to itself: advisory locks and
+// LISTEN channels are shared by every schema of one database.
+std::string TestPostgresDatabaseUrl(const std::string& database);
 
 }  // namespace cronledger::testing
 

@@ -12,7 +12,9 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "store/conformance.h"
@@ -115,7 +117,7 @@ TEST_F(PostgresStoreTest, ANodesReleaseWakesAnotherNodesListener) {
 // another node's transaction would, and to see who waits for them.
 class LockHolder {
  public:
-  LockHolder() : c_(PQconnectdb(TestPostgresUrl().c_str())) {}
+  explicit LockHolder(const std::string& url) : c_(PQconnectdb(url.c_str())) {}
   ~LockHolder() { PQfinish(c_); }
   bool Exec(const std::string& sql) {
     PGresult* r = PQexec(c_, sql.c_str());
@@ -147,13 +149,33 @@ class LockHolder {
   PGconn* c_;
 };
 
+// A database of the test's own, dropped with whatever is still connected.
+class OwnDatabase {
+ public:
+  explicit OwnDatabase(std::string name) : name_(std::move(name)) {
+    Admin("CREATE DATABASE " + name_);
+  }
+  ~OwnDatabase() { Admin("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)"); }
+  std::string Url() const { return TestPostgresDatabaseUrl(name_); }
+
+ private:
+  std::string name_;
+};
+
 // Several nodes' group commits and one claim at a time write side by side
 // (sql::WriteKind): a node's finished runs do not queue behind another
 // node's claim. Claims still wait for each other, and whatever checks and
 // then writes (here a pause) waits for both.
+//
+// In a database of its own: the advisory locks are the database's, so a
+// test of another schema asking for the write lock exclusively while this
+// one holds it shared would queue this test's shared requests behind its
+// own, and the test would see that instead of what it checks.
 TEST_F(PostgresStoreTest, WorkerWritesRunBesideAClaimWhileClaimsAndOthersWait) {
+  const OwnDatabase database(schema_);
+  const std::string url = database.Url();
   PostgresOptions o;
-  o.url = TestPostgresSchemaUrl(schema_) + "&application_name=" + schema_;
+  o.url = url + (url.find('?') == std::string::npos ? "?" : "&") + "application_name=" + schema_;
   o.database_clock = false;
   auto opened = PostgresStore::Open(o);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
@@ -181,7 +203,7 @@ TEST_F(PostgresStoreTest, WorkerWritesRunBesideAClaimWhileClaimsAndOthersWait) {
   std::future<Result<std::vector<store::ClaimedRun>>> claiming;
   std::future<Status> pausing;
   // Another node is inside a claim.
-  LockHolder other;
+  LockHolder other(url);
   ASSERT_TRUE(other.Exec(fmt::format("BEGIN; SELECT pg_advisory_xact_lock_shared({}); "
                                      "SELECT pg_advisory_xact_lock({})",
                                      store::postgres::kWriteLockKey,
