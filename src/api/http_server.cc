@@ -68,8 +68,13 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   const auto route = [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" && req.path == "/healthz") {
-      Send(Health(), res);
+    if (req.path == "/healthz") {
+      Send(req.method == "GET"
+               ? Health()
+               : Error(405, "method_not_allowed",
+                       fmt::format("/healthz does not accept {}; it is read with GET",
+                                   req.method)),
+           res);
       return;
     }
     const ApiRequest request = FromHttplib(req);
@@ -105,6 +110,18 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
     }
     Send(Error(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)), res);
   };
+  // A request with neither Content-Length nor Transfer-Encoding has an
+  // empty body (RFC 9112, 6.3); httplib would refuse a POST like that
+  // (`curl -X POST`) with a bare 400 before the endpoint could answer,
+  // say, 405 for POST /metrics.
+  server_->set_pre_routing_handler([route](const httplib::Request& req, httplib::Response& res) {
+    if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") &&
+        !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      route(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   server_->Get(".*", route);
   server_->Post(".*", route);
   server_->Put(".*", route);

@@ -7,10 +7,13 @@
 // only (schedule "0 9 29 2 *", 2000..2024), then put in end states with SQL
 // before serve starts; the job is `external`, so serve (on the real clock)
 // never claims anything and the ledger-derived series are the seed's.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -103,6 +106,26 @@ Scrape Request(int port, const std::string& method, const std::string& token) {
   s.content_type = r->get_header_value("Content-Type");
   s.body = r->body;
   return s;
+}
+
+// The status line's code of `request` sent as it is, as curl sends
+// `-X POST` without `-d`: no Content-Length, no body.
+int RawStatus(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, n);
+  }
+  close(fd);
+  // "HTTP/1.1 405 Method Not Allowed"
+  return answer.size() > 12 ? std::atoi(answer.substr(9, 3).c_str()) : 0;
 }
 
 // "name{labels}" -> value, for every sample line.
@@ -302,6 +325,18 @@ TEST_F(MetricsServe, ATokenOfRoleReadOrOperateIsNeeded) {
   EXPECT_EQ(worker.status, 403);
   EXPECT_NE(worker.body.find("\"forbidden\""), std::string::npos) << worker.body;
   EXPECT_EQ(Request(port_, "POST", kReadSecret).status, 405);
+}
+
+// A POST without a body (no Content-Length) is routed like one with an
+// empty body: the endpoint's answer, not httplib's bare 400.
+TEST_F(MetricsServe, APostWithoutABodyGetsTheEndpointsAnswer) {
+  const std::string head = fmt::format(
+      "Host: 127.0.0.1\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n", kReadSecret);
+  EXPECT_EQ(RawStatus(port_, "POST /metrics HTTP/1.1\r\n" + head), 405);
+  EXPECT_EQ(RawStatus(port_, "POST /healthz HTTP/1.1\r\n" + head), 405);
+  EXPECT_EQ(RawStatus(port_, "POST /v1/nope HTTP/1.1\r\n" + head), 404);
+  // And a GET still is a GET.
+  EXPECT_EQ(RawStatus(port_, "GET /metrics HTTP/1.1\r\n" + head), 200);
 }
 
 TEST_F(MetricsServe, PromtoolAcceptsTheScrape) {
