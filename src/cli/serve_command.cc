@@ -234,14 +234,19 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     const std::string link = fmt::format(
         "{}/login?code={}", http.url(),
         sessions.IssueLoginCode(authenticator.Find(local_token->secret)));
+    // JSON lines go to a log collector: the link is in the log line. Text
+    // logs share stderr with the person who started serve: the link gets a
+    // plain line of its own, once.
+    const bool json = args.log_format == "json";
     spdlog::info(
         "serve: no [[auth.token]] configured: the operator token is in {} ({}); dashboard at "
-        "{}/ — one-time login link (valid {} min): {}",
+        "{}/{}{}",
         local_token->path, local_token->created ? "created now, mode 0600" : "as before",
-        http.url(), api::kLoginCodeTtl.count(), link);
-    // And plainly on stderr for the person who started serve, unless the
-    // output is JSON lines for a log collector (the log line has it then).
-    if (args.log_format != "json") {
+        http.url(),
+        json ? fmt::format(" — one-time login link (valid {} min): ", api::kLoginCodeTtl.count())
+             : "",
+        json ? link : "");
+    if (!json) {
       err << "cronledger serve: dashboard login (one-time link, valid "
           << api::kLoginCodeTtl.count() << " min): " << link << "\n";
     }
