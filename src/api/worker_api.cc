@@ -36,10 +36,17 @@ std::string NodeOf(const std::optional<std::string>& worker, const ApiToken& tok
 }
 
 // Who writes, for a route after the claim: the body's `worker`, else the
-// node the claim recorded when `token` holds the lease, else the token.
+// worker the claim that got `fencing_token` recorded (the lease's node
+// while it holds the lease, else its attempt's, from `attempts`), else the
+// token. A late writer is thus named as it claimed, not as its token.
 std::string Actor(const std::optional<std::string>& worker, const ApiToken& token,
-                  const Result<store::RunLease>& lease, int64_t fencing_token) {
-  if (!worker && lease.ok() && lease->token == fencing_token) return lease->node;
+                  const Result<store::RunLease>& lease, int64_t fencing_token,
+                  const std::vector<store::AttemptRecord>& attempts = {}) {
+  if (worker) return NodeOf(worker, token);
+  if (lease.ok() && lease->token == fencing_token) return lease->node;
+  for (const auto& a : attempts) {
+    if (a.token == fencing_token) return a.node;
+  }
   return NodeOf(worker, token);
 }
 
@@ -278,7 +285,19 @@ ApiResponse WorkerApi::Heartbeat(const ApiRequest& request, const Caller& caller
   const auto ttl = std::chrono::milliseconds(std::get<const config::JobConfig*>(job)
                                                  ->EffectiveLeaseTtl());
   const store::Instant now = store::ToInstant(clock_.Now());
-  const Status s = store_.RunHeartbeat({run_id, token, now, ttl, NodeOf(worker, *caller.token)});
+  // The actor matters only when the heartbeat is stale (its event).
+  auto lease = store_.RunGetLease(run_id);
+  if (!lease.ok() && lease.status().code() != StatusCode::kFailedPrecondition) {
+    return ErrorFor(lease.status());
+  }
+  std::vector<store::AttemptRecord> attempts;
+  if (!worker && (!lease.ok() || lease->token != token)) {
+    auto listed = store_.AttemptList(run_id);
+    if (!listed.ok()) return ErrorFor(listed.status());
+    attempts = std::move(*listed);
+  }
+  const Status s = store_.RunHeartbeat(
+      {run_id, token, now, ttl, Actor(worker, *caller.token, lease, token, attempts)});
   if (!s.ok()) return ErrorFor(s);
   ApiResponse r;
   r.body = {{"run_id", run_id},
@@ -364,7 +383,9 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
     }
     // Not the run's current token: the store's fence refuses the write and
     // records it (stale_write_rejected).
-    const Status s = store_.StepUpdate({run_id, token, step_name, "failed", now(), node});
+    const Status s = store_.StepUpdate(
+        {run_id, token, step_name, "failed", now(), Actor(worker, *caller.token, lease, token,
+                                                          *attempts)});
     if (!s.ok()) return ErrorFor(s);
     return Error(409, "stale_lease",
                  fmt::format("run {}: fencing token {} is not the current one", run_id, token));
@@ -479,6 +500,7 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
       }
     }
     // Otherwise the store's fence refuses it and records it.
+    finish.node = Actor(worker, *caller.token, lease, token, *attempts);
     auto results = store_.RunFinishAttempts({finish});
     if (!results.ok()) return ErrorFor(results.status());
     if (!results->at(0).ok()) return ErrorFor(results->at(0));
