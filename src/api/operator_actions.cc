@@ -60,6 +60,37 @@ std::string NothingDueMessage(const std::string& job, bool some_partitions,
       outcome.next_at.empty() ? "" : "; the next is at " + outcome.next_at);
 }
 
+namespace {
+
+// What repeats an existing run's work, for trigger's refusal: `trigger`
+// only queues keys that have no run yet.
+std::string RepeatHint(const store::RunRecord& run) {
+  const std::string rerun = fmt::format("cronledger rerun --job {} --date {} --partition {}",
+                                        run.job, run.business_date, run.partition);
+  switch (run.state) {
+    case ledger::RunState::kFailed:
+    case ledger::RunState::kUnknown:
+      return fmt::format("`cronledger retry {}` queues it again", run.id);
+    case ledger::RunState::kSucceeded:
+      return fmt::format("`{} --force` runs it again", rerun);
+    case ledger::RunState::kSkipped:
+      if (run.reason == ledger::SkipReason::kMisfired) {
+        return fmt::format("`{}` runs it", rerun);
+      }
+      return fmt::format("`{} --include-waived` runs it", rerun);
+    case ledger::RunState::kCancelled:
+      return fmt::format("`{} --include-waived` runs it", rerun);
+    case ledger::RunState::kAwaitingApproval:
+      return fmt::format("`cronledger approve --job {} --run {}` lets it run", run.job, run.id);
+    case ledger::RunState::kPending:
+    case ledger::RunState::kRunning:
+      break;
+  }
+  return "queued or running already";
+}
+
+}  // namespace
+
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
                                const std::vector<std::string>& partitions, const std::string& actor,
                                const std::string& reason, Clock::TimePoint now) {
@@ -105,8 +136,9 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
   for (std::size_t i = 0; i < latest.size(); ++i) {
     out.run_keys.push_back(job.name + "/" + latest[i].partition + "/" + latest[i].period);
     if (runs[i].id != 0) {
-      out.existing.push_back(fmt::format("{} ({}, run {})", out.run_keys.back(),
-                                         ledger::Name(runs[i].state), runs[i].id));
+      out.existing.push_back(fmt::format("{} ({}, run {}): {}", out.run_keys.back(),
+                                         ledger::Name(runs[i].state), runs[i].id,
+                                         RepeatHint(runs[i])));
     }
   }
   if (!out.existing.empty()) {

@@ -37,7 +37,7 @@ struct TriggerOutcome {
   Kind kind = Kind::kDone;
   std::string period;                 // of the latest due occurrence
   std::vector<std::string> run_keys;  // its keys (kDone)
-  std::vector<std::string> existing;  // "job/partition/period (state, run ID)" (kExists)
+  std::vector<std::string> existing;  // "job/partition/period (state, run ID): what repeats it" (kExists)
   std::string next_at;                // kNothingDue: the next occurrence (RFC 3339), or ""
   store::RequeueResult result;
 };

@@ -426,10 +426,10 @@ ApiResponse OperatorApi::Trigger(const ApiRequest& request, const ApiToken& toke
       return Error(409, "nothing_to_do", NothingDueMessage(job, !partitions.empty(), *outcome));
     case TriggerOutcome::Kind::kExists: {
       std::string list;
-      for (const auto& e : outcome->existing) list += (list.empty() ? "" : ", ") + e;
+      for (const auto& e : outcome->existing) list += (list.empty() ? "" : "; ") + e;
       return Error(409, "conflict",
-                   fmt::format("the latest due period exists already, nothing done (retry or "
-                               "rerun repeats work): {}",
+                   fmt::format("the latest due period exists already, nothing done; trigger "
+                               "only queues keys that have no run yet: {}",
                                list));
     }
     case TriggerOutcome::Kind::kDone:

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string_view>
 #include <variant>
 
 #include "cli/exit_codes.h"
@@ -24,12 +25,26 @@ int LoadConfigOrReport(const std::string& command, const std::string& path,
   return kExitOk;
 }
 
+namespace {
+
+// A SQLite ledger whose file is not there: serve creates it, commands that
+// read one do not. Only then is "has serve run?" the likely answer.
+bool NoLedgerFileYet(const std::string& store) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (store.rfind(kSqlite, 0) != 0) return false;
+  return access(store.substr(kSqlite.size()).c_str(), F_OK) != 0;
+}
+
+}  // namespace
+
 int OpenStoreOrReport(const std::string& command, const config::Config& config,
                       std::unique_ptr<store::Store>* out, std::ostream& err, StoreAccess access) {
   auto s = store::OpenStore(config.server, access == StoreAccess::kCreate);
   if (!s.ok()) {
     err << "cronledger " << command << ": store unavailable: " << s.status().message();
-    if (access == StoreAccess::kExisting) err << " (has `cronledger serve` run with this config?)";
+    if (access == StoreAccess::kExisting && NoLedgerFileYet(config.server.store)) {
+      err << " (has `cronledger serve` run with this config?)";
+    }
     err << "\n";
     return s.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitUnavailable;
   }

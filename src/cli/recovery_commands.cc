@@ -409,8 +409,8 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
     return kExitFound;
   }
   if (outcome->kind == api::TriggerOutcome::Kind::kExists) {
-    err << "cronledger trigger: the latest due period exists already, nothing done (use "
-           "`cronledger retry` or a rerun to repeat work):\n";
+    err << "cronledger trigger: the latest due period exists already, nothing done; trigger "
+           "only queues keys that have no run yet:\n";
     for (const auto& e : outcome->existing) err << "  " << e << "\n";
     return kExitFound;
   }

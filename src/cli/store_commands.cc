@@ -1,6 +1,7 @@
 #include "cli/store_commands.h"
 
 #include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -43,11 +44,17 @@ int RunBackup(const BackupArgs& args, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const std::string from = config.server.store.substr(std::string("sqlite:").size());
+  const std::filesystem::path to_path = std::filesystem::absolute(args.to).lexically_normal();
+  if (std::error_code ec; !std::filesystem::is_directory(to_path.parent_path(), ec)) {
+    err << "cronledger backup: --to " << args.to << ": no folder " << to_path.parent_path().string()
+        << " (create it first)\n";
+    return kExitUsage;
+  }
   if (!std::filesystem::exists(from)) {
     err << "cronledger backup: no ledger at " << from << "\n";
     return kExitUnavailable;
   }
-  const std::string to = std::filesystem::absolute(args.to).lexically_normal().string();
+  const std::string to = to_path.string();
   if (to == std::filesystem::absolute(from).lexically_normal().string()) {
     err << "cronledger backup: --to names the ledger itself\n";
     return kExitUsage;

@@ -449,6 +449,29 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
   EXPECT_NE(r.err.find("the latest due period exists already, nothing done"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("(pending, run "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("): queued or running already\n"), std::string::npos) << r.err;
+  // Each existing run's state says what repeats its work instead.
+  const std::size_t at = r.err.find("(pending, run ") + std::string("(pending, run ").size();
+  const std::string id = r.err.substr(at, r.err.find(')', at) - at);
+  const std::string date = Json::parse(Cronledger({"runs", "--config", config_path_, "--run", id,
+                                                   "--json"})
+                                           .out)["business_date"];
+  const std::string rerun =
+      "`cronledger rerun --job report --date " + date + " --partition eu";
+  for (const auto& [state, hint] : std::vector<std::pair<std::string, std::string>>{
+           {"failed", "`cronledger retry " + id + "` queues it again"},
+           {"unknown", "`cronledger retry " + id + "` queues it again"},
+           {"succeeded", rerun + " --force` runs it again"},
+           {"skipped', reason = 'misfired", rerun + "` runs it"},
+           {"skipped', reason = 'overlap", rerun + " --include-waived` runs it"},
+           {"cancelled", rerun + " --include-waived` runs it"},
+           {"awaiting_approval", "`cronledger approve --job report --run " + id + "` lets it run"}}) {
+    Sql("UPDATE runs SET state = '" + state + "' WHERE id = " + id);
+    r = Cronledger(trigger);
+    EXPECT_EQ(r.exit_code, 1) << state;
+    EXPECT_NE(r.err.find(", run " + id + "): " + hint + "\n"), std::string::npos)
+        << state << ": " << r.err;
+  }
 }
 
 // Gaps are printed as they are found: the JSON item by item, the table in

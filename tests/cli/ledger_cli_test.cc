@@ -580,6 +580,13 @@ TEST(LedgerCliErrors, ReadingCommandsDoNotInventALedger) {
         << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
+  // A database that does not answer is not a ledger serve has yet to make.
+  const std::string pg = dir.Write(
+      "pg.toml", ConfigText("postgresql://cronledger@127.0.0.1:1/cronledger?connect_timeout=5"));
+  const auto r = Cronledger({"status", "--config", pg});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err.rfind("cronledger status: store unavailable: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find("has `cronledger serve` run"), std::string::npos) << r.err;
 }
 
 TEST(LedgerCliErrors, ConfigErrorsExitTwo) {

@@ -142,6 +142,11 @@ TEST(BackupCli, RefusesWhatItCannotDoAndWritesNothing) {
   const auto none = Cronledger({"backup", "--config", missing, "--to", dir.File("x.db")});
   EXPECT_EQ(none.exit_code, 3) << none.err;
   EXPECT_FALSE(std::filesystem::exists(dir.File("x.db")));
+  const auto nowhere = Cronledger({"backup", "--config", missing, "--to", dir.File("nope/x.db")});
+  EXPECT_EQ(nowhere.exit_code, 2) << nowhere.err;
+  EXPECT_EQ(nowhere.err, "cronledger backup: --to " + dir.File("nope/x.db") + ": no folder " +
+                             dir.File("nope") + " (create it first)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.File("nope")));
   EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
 }
 
