@@ -162,9 +162,14 @@ class EffectRun {
       const auto& e = begun->body["effect"];
       out_ << e.value("result", "");
       out_.flush();
-      err_ << fmt::format("cronledger effect run: {}: already committed (by run {}); replayed "
+      // An operator who resolved it committed settled it, not an attempt.
+      const std::string by =
+          e.contains("settled_by") && e["settled_by"].is_string()
+              ? fmt::format("resolved committed by {}", e["settled_by"].get<std::string>())
+              : fmt::format("by run {}", e.value("run_id", int64_t{0}));
+      err_ << fmt::format("cronledger effect run: {}: already committed ({}); replayed "
                           "its stored result, CMD not run again\n",
-                          args_.key, e.value("run_id", int64_t{0}));
+                          args_.key, by);
       return 0;
     }
     if (outcome == "in_doubt") {

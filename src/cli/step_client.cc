@@ -17,9 +17,10 @@ std::optional<int64_t> PositiveId(const char* text) {
   return v;
 }
 
-// Tries: about 10 s in all, enough for a busy store; a server that is gone
-// for longer makes the step retry later.
-constexpr int kTries = 9;
+// Tries: about 10 s in all (CallWithRetries waits 50 ms, doubling up to
+// 2 s: 9.15 s before the tenth), enough for a busy store; a server that is
+// gone for longer makes the step retry later.
+constexpr int kTries = 10;
 
 }  // namespace
 

@@ -97,7 +97,10 @@ TEST_F(EffectCliTest, AReplayPrintsTheStoredResultAndNeverRunsTheCommandAgain) {
   EXPECT_NE(AttemptLog(first).find("message-id 42"), std::string::npos) << AttemptLog(first);
   const std::string replay = AttemptLog(later);
   EXPECT_NE(replay.find("message-id 42"), std::string::npos) << replay;
-  EXPECT_NE(replay.find("welcome: already committed"), std::string::npos) << replay;
+  EXPECT_NE(replay.find("welcome: already committed (by run " +
+                        std::to_string(first["id"].get<int64_t>()) + "); replayed"),
+            std::string::npos)
+      << replay;
   ASSERT_EQ(first["effects"].size(), 1u) << first.dump(2);
   EXPECT_EQ(first["effects"][0]["state"], "committed");
   EXPECT_EQ(first["effects"][0]["result"], "message-id 42\n");
@@ -260,6 +263,25 @@ TEST(EffectCli, OutsideAStepOrWithBadArgumentsItRunsNothingAndSays64) {
     EXPECT_EQ(r.exit_code, 64) << args[1] << " " << args[2] << ": " << r.err;
     EXPECT_FALSE(r.err.empty());
   }
+  EXPECT_FALSE(std::filesystem::exists(ran));
+}
+
+// A serve that does not answer (here: nothing listens) is retried for
+// about 10 s and then exits 75, retryable, without running CMD.
+TEST(EffectCli, AServerThatDoesNotAnswerIsRetryableAndRunsNothing) {
+  TempDir dir("cronledger-effect-cli");
+  const std::string ran = dir.File("ran");
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "CRONLEDGER_API=http://127.0.0.1:1/",
+                                        "CRONLEDGER_TOKEN=t", "CRONLEDGER_RUN_ID=1",
+                                        "CRONLEDGER_FENCING_TOKEN=1"};
+  const auto r =
+      RunProcess({CRONLEDGER_BIN, "effect", "run", "--key", "k", "--", "touch", ran}, env);
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_EQ(r.err.rfind("cronledger effect run: the server at http://127.0.0.1:1/ cannot be "
+                       "reached",
+                       0),
+            0u)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(ran));
 }
 

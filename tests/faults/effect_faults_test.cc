@@ -427,7 +427,9 @@ TEST(FaultEffectKill, NoReconcileRunUnknownThenResolvedCommittedNoFurtherDeliver
       << "no delivery after the kill";
   // The third attempt replayed the effect instead of running CMD.
   const std::string log = ReadFile(run["attempt_list"][2]["log_path"].get<std::string>());
-  EXPECT_NE(log.find(s.key() + ": already committed"), std::string::npos) << log;
+  EXPECT_NE(log.find(s.key() + ": already committed (resolved committed by tester); replayed"),
+            std::string::npos)
+      << log;
 
   Sql ledger(s.sc().LedgerDb());
   EXPECT_EQ(ledger.Rows("SELECT state, settled_attempt, settled_by FROM effects WHERE key = '" +
