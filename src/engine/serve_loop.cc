@@ -58,6 +58,7 @@ void ServeLoop::PurgeOnce(Clock::TimePoint now) {
   }
   store::PurgeParams p;
   p.before = store::ToInstant(now - keep);
+  p.nodes_seen_before = store::ToInstant(now - kForgetNodesAfter);
   store::PurgeResult total;
   for (;;) {
     auto r = options_.store->RunPurge(p);
@@ -69,6 +70,7 @@ void ServeLoop::PurgeOnce(Clock::TimePoint now) {
     total.attempts += r->attempts;
     total.events += r->events;
     total.effects += r->effects;
+    total.nodes += r->nodes;
     if (r->runs < p.limit || stop_.stop_requested()) break;
   }
   if (total.runs > 0 || total.events > 0) {
@@ -76,6 +78,10 @@ void ServeLoop::PurgeOnce(Clock::TimePoint now) {
                  "attempt(s), {} event(s) and {} effect(s)",
                  total.runs, FormatUtc(std::chrono::floor<std::chrono::seconds>(p.before)),
                  total.attempts, total.events, total.effects);
+  }
+  if (total.nodes > 0) {
+    spdlog::info("serve: forgot {} node(s) not seen for {}h", total.nodes,
+                 std::chrono::duration_cast<std::chrono::hours>(kForgetNodesAfter).count());
   }
 }
 

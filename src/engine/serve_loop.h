@@ -53,6 +53,12 @@ struct ServeLoopOptions {
   StoreHealth* health = nullptr;
 };
 
+// A node not seen for this long is dropped from the node table by the
+// retention pass: it stopped (or was renamed) for good, and status would
+// otherwise list it for ever. A node that comes back beats itself back in.
+// A day, as Nomad collects nodes that are down.
+inline constexpr std::chrono::hours kForgetNodesAfter{24};
+
 class ServeLoop {
  public:
   // Everything must outlive the loop.

@@ -654,12 +654,16 @@ struct PurgeParams {
   // whose last change is before this instant go, with what belongs to them.
   Instant before;
   int limit = 500;  // runs per call (one transaction)
+  // Nodes last seen before this instant are forgotten (status stops
+  // listing them), in the call that finishes the runs; none when unset.
+  std::optional<Instant> nodes_seen_before;
 };
 struct PurgeResult {
   int runs = 0;
   int attempts = 0;
   int events = 0;
   int effects = 0;
+  int nodes = 0;
 };
 
 // ---- the interface --------------------------------------------------------

@@ -1032,10 +1032,24 @@ TEST_F(DispatcherTest, ServeLoopBeatsForTheNodeAndPurgesFinishedRunsPastRetentio
   auto nodes = *store_->NodeList();
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].last_seen_at, store::ToInstant(At("2026-11-25T09:00:00Z")));
+  // Another node stopped for good after that pass; a third beat 23 h
+  // before the next.
+  ASSERT_TRUE(store_->NodeHeartbeat({"gone", "0.1.0", "127.0.0.1:8378",
+                                     store::ToInstant(At("2026-11-05T08:00:00Z")),
+                                     store::ToInstant(At("2026-11-25T09:00:05Z"))})
+                  .ok());
+  ASSERT_TRUE(store_->NodeHeartbeat({"quiet", "0.1.0", "127.0.0.1:8379",
+                                     store::ToInstant(At("2026-11-05T08:00:00Z")),
+                                     store::ToInstant(At("2026-12-06T11:00:00Z"))})
+                  .ok());
   // Past both (and the next hourly purge is due).
   (void)loop.PassOnce(At("2026-12-07T10:00:00Z"));
   EXPECT_EQ(store_->RunGet(id).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store_->NodeList()->at(0).last_seen_at, store::ToInstant(At("2026-12-07T10:00:00Z")));
+  nodes = *store_->NodeList();
+  ASSERT_EQ(nodes.size(), 2u) << "a node not seen for a day is forgotten";
+  EXPECT_EQ(nodes[0].node, "n1");
+  EXPECT_EQ(nodes[0].last_seen_at, store::ToInstant(At("2026-12-07T10:00:00Z")));
+  EXPECT_EQ(nodes[1].node, "quiet");
   d.Drain(milliseconds{0});
 }
 

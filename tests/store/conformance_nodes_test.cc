@@ -52,7 +52,7 @@ class StoreNodes : public StoreConformance {
   }
 
   store::PurgeResult Purge(const std::string& before, int limit = 500) {
-    auto r = S().RunPurge({InstantAt(before), limit});
+    auto r = S().RunPurge({InstantAt(before), limit, std::nullopt});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : store::PurgeResult{};
   }
@@ -80,6 +80,26 @@ TEST_P(StoreNodes, HeartbeatsRecordEachNodeOnceWithItsRunningLeases) {
   ASSERT_TRUE(
       S().NodeHeartbeat(Beat("n2", "2026-11-05T13:00:00Z", "2026-11-05T12:59:59Z")).ok());
   EXPECT_EQ(S().NodeList()->at(1).started_at, InstantAt("2026-11-05T12:59:59Z"));
+}
+
+// Retention forgets nodes not seen since the instant it is given, and
+// only when given one.
+TEST_P(StoreNodes, PurgeForgetsNodesNotSeenSinceTheGivenInstant) {
+  ASSERT_TRUE(S().NodeHeartbeat(Beat("old", "2026-11-04T11:59:59Z")).ok());
+  ASSERT_TRUE(S().NodeHeartbeat(Beat("edge", "2026-11-04T12:00:00Z")).ok());
+  ASSERT_TRUE(S().NodeHeartbeat(Beat("new", "2026-11-05T12:00:00Z")).ok());
+  auto kept = S().RunPurge({InstantAt("2026-11-05T12:00:00Z"), 500, std::nullopt});
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->nodes, 0);
+  EXPECT_EQ(S().NodeList()->size(), 3u);
+  auto forgot = S().RunPurge(
+      {InstantAt("2026-11-05T12:00:00Z"), 500, InstantAt("2026-11-04T12:00:00Z")});
+  ASSERT_TRUE(forgot.ok()) << forgot.status().ToString();
+  EXPECT_EQ(forgot->nodes, 1);
+  const auto nodes = *S().NodeList();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].node, "edge");
+  EXPECT_EQ(nodes[1].node, "new");
 }
 
 TEST_P(StoreNodes, ARoleIsHeldByOneNodeUntilItsLeaseExpires) {

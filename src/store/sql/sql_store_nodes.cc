@@ -135,6 +135,12 @@ Result<PurgeResult> SqlStore::RunPurge(const PurgeParams& p) {
     s.Bind(1, Ms(p.before));
     RETURN_IF_ERROR(s.Run());
     result.events += db_->Changes();
+    if (p.nodes_seen_before) {
+      ASSIGN_OR_RETURN(n, db_->Prepare("DELETE FROM nodes WHERE last_seen_at < ?1"));
+      n.Bind(1, Ms(*p.nodes_seen_before));
+      RETURN_IF_ERROR(n.Run());
+      result.nodes += db_->Changes();
+    }
   }
   RETURN_IF_ERROR(tx.Commit());
   return result;
