@@ -127,11 +127,14 @@ class LockHolder {
   }
   // Connections named `app` (application_name) waiting for advisory lock `key`.
   int Waiting(const std::string& app, int64_t key) {
-    PGresult* r = PQexec(c_, fmt::format("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
-                                         "ON a.pid = l.pid WHERE a.application_name = '{}' AND "
-                                         "l.locktype = 'advisory' AND l.objid = {} AND NOT l.granted",
-                                         app, key)
-                                 .c_str());
+    return Count(fmt::format("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
+                             "ON a.pid = l.pid WHERE a.application_name = '{}' AND "
+                             "l.locktype = 'advisory' AND l.objid = {} AND NOT l.granted",
+                             app, key));
+  }
+  // The one number `sql` answers; -1 on error.
+  int Count(const std::string& sql) {
+    PGresult* r = PQexec(c_, sql.c_str());
     const int n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoi(PQgetvalue(r, 0, 0)) : -1;
     PQclear(r);
     return n;
@@ -240,6 +243,31 @@ TEST_F(PostgresStoreTest, WorkerWritesRunBesideAClaimWhileClaimsAndOthersWait) {
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_EQ(second->size(), 1u);
   EXPECT_TRUE(pausing.get().ok());
+}
+
+// The database shows whose connections these are (pg_stat_activity), as
+// "cronledger" unless the URL names them itself.
+TEST_F(PostgresStoreTest, ConnectionsNameThemselvesToTheDatabase) {
+  const OwnDatabase database(schema_);
+  const std::string url = database.Url();
+  const std::string sep = url.find('?') == std::string::npos ? "?" : "&";
+  PostgresOptions o;
+  o.url = url;
+  auto plain = PostgresStore::Open(o);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  o.url = url + sep + "application_name=billing-node-1";
+  auto named = PostgresStore::Open(o);
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  LockHolder admin(TestPostgresUrl());
+  ASSERT_TRUE(admin.Exec("SELECT 1"));
+  EXPECT_EQ(admin.Count(fmt::format("SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' "
+                                    "AND application_name = 'cronledger'",
+                                    schema_)),
+            1);
+  EXPECT_EQ(admin.Count(fmt::format("SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' "
+                                    "AND application_name = 'billing-node-1'",
+                                    schema_)),
+            1);
 }
 
 TEST_F(PostgresStoreTest, NodesStartingTogetherMigrateOnce) {

@@ -220,9 +220,11 @@ void Statement::Reset() {
 Result<std::unique_ptr<Db>> Db::Connect(const std::string& url) {
   // A default connect timeout, so that reconnecting to a database host that
   // is gone fails within seconds instead of the OS's minutes; the URL's own
-  // connect_timeout, if any, comes later and wins.
-  const char* keywords[] = {"connect_timeout", "dbname", nullptr};
-  const char* values[] = {"10", url.c_str(), nullptr};
+  // connect_timeout, if any, comes later and wins. The name the database
+  // shows for the connection (pg_stat_activity, its logs) is "cronledger"
+  // unless the URL or PGAPPNAME names one.
+  const char* keywords[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
+  const char* values[] = {"10", "cronledger", url.c_str(), nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
     std::string message = conn ? PQerrorMessage(conn) : "out of memory";
