@@ -70,19 +70,10 @@ void LogStanding(const config::Config& config, store::Store& store, Clock::TimeP
 }
 
 // The operator API's tokens: the [[auth.token]] secrets from the
-// environment, or else the local operator token (created at the first start).
+// environment. Writes nothing: it runs before anything may be refused.
 int LoadApiTokens(const config::Config& config, std::vector<api::ApiToken>* tokens,
-                  std::optional<api::LocalToken>* local, std::ostream& err) {
-  if (config.auth.tokens.empty()) {
-    auto token = api::LoadOrCreateLocalToken(config.dir);
-    if (!token.ok()) {
-      err << "cronledger serve: " << token.status().message() << "\n";
-      return kExitUsage;
-    }
-    tokens->push_back({"local", config::TokenRole::kOperate, token->secret});
-    *local = std::move(*token);
-    return kExitOk;
-  }
+                  std::ostream& err) {
+  if (config.auth.tokens.empty()) return kExitOk;
   auto secrets = config::ResolveTokenSecrets(config, [](const char* name) {
     return static_cast<const char*>(std::getenv(name));
   });
@@ -93,6 +84,22 @@ int LoadApiTokens(const config::Config& config, std::vector<api::ApiToken>* toke
   for (const auto& s : std::get<std::vector<config::TokenSecret>>(secrets)) {
     tokens->push_back({s.token->name, s.token->role, s.secret});
   }
+  return kExitOk;
+}
+
+// Without [[auth.token]]: the local operator token, created at the first
+// start, once the store has opened (a serve that cannot start writes
+// nothing).
+int LoadLocalToken(const config::Config& config, std::vector<api::ApiToken>* tokens,
+                   std::optional<api::LocalToken>* local, std::ostream& err) {
+  if (!config.auth.tokens.empty()) return kExitOk;
+  auto token = api::LoadOrCreateLocalToken(config.dir);
+  if (!token.ok()) {
+    err << "cronledger serve: " << token.status().message() << "\n";
+    return kExitUsage;
+  }
+  tokens->push_back({"local", config::TokenRole::kOperate, token->secret});
+  *local = std::move(*token);
   return kExitOk;
 }
 
@@ -123,9 +130,7 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     }
   }
   std::vector<api::ApiToken> tokens;
-  std::optional<api::LocalToken> local_token;
-  if (int rc = LoadApiTokens(config, &tokens, &local_token, err); rc != kExitOk) return rc;
-  const api::TokenAuthenticator authenticator(std::move(tokens));
+  if (int rc = LoadApiTokens(config, &tokens, err); rc != kExitOk) return rc;
 
   // Bound before anything else starts, so that a taken port fails fast and
   // port 0 ("any free port") is known for the node id and the steps.
@@ -154,6 +159,9 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   if (store->WritesBesideClaims()) {
     if (int rc = OpenStoreOrReport("serve", config, &write_store, err); rc != kExitOk) return rc;
   }
+  std::optional<api::LocalToken> local_token;
+  if (int rc = LoadLocalToken(config, &tokens, &local_token, err); rc != kExitOk) return rc;
+  const api::TokenAuthenticator authenticator(std::move(tokens));
 
   spdlog::info("serve: node {} started with {} job(s), store {}", node_id, config.jobs.size(),
                store::RedactStoreUrl(config.server.store));

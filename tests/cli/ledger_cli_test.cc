@@ -721,6 +721,8 @@ TEST(ServeCli, UnavailableStoreExitsThree) {
   const auto at = r.err.find(cause);
   ASSERT_NE(at, std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(cause, at + 1), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("cronledger.token")))
+      << "a serve that could not start wrote its token";
 }
 
 TEST(ServeCli, RefusesADatabaseThatNeedsANewerRelease) {
