@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <toml++/toml.h>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <set>
 #include <span>
+#include <string_view>
 #include <type_traits>
 
 #include "config/config.h"
@@ -121,11 +123,42 @@ bool CheckPlaceholders(const Value& v, const Site& site) {
   return ok;
 }
 
+// What is wrong with a PostgreSQL URL, or "": libpq must read it, and it
+// must name the database, which libpq would otherwise take from the user
+// name or PGDATABASE. Never the URL itself: it may hold a password.
+std::string PostgresUrlProblem(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (options == nullptr) {
+    std::string why = error != nullptr ? error : "out of memory";
+    PQfreemem(error);
+    // libpq quotes the offending part, which may be the password.
+    why = why.substr(0, why.find(": \""));
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    return fmt::format("the PostgreSQL URL cannot be read ({}); use postgresql://USER@HOST/DB",
+                       why);
+  }
+  bool database = false;
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (std::string_view(o->keyword) == "dbname" && o->val != nullptr && *o->val != '\0') {
+      database = true;
+    }
+  }
+  PQconninfoFree(options);
+  if (!database) {
+    return "the PostgreSQL URL names no database; use postgresql://USER@HOST/DB";
+  }
+  return "";
+}
+
 // "sqlite:PATH" (PATH made absolute) or a PostgreSQL connection URI, kept
 // as written (libpq reads it; the password, if any, never reaches a log).
 void ApplyStore(const Value& v, const Site& site, ServerConfig& s) {
   const std::string& text = v.text;
   if (text.starts_with("postgresql://") || text.starts_with("postgres://")) {
+    if (std::string problem = PostgresUrlProblem(text); !problem.empty()) {
+      return site.Error(problem);
+    }
     s.store = text;
     return;
   }
@@ -424,7 +457,7 @@ void ApplyEnvFromHost(const Value& v, const Site& site, JobConfig& j) {
 const KeySpec<ServerConfig> kServerKeys[] = {
     {"store", Kind::kString, "string: sqlite:FILE or postgresql://USER@HOST/DB", "required",
      "The ledger's database. FILE is relative to the config's folder. A PostgreSQL URL (libpq "
-     "syntax) lets several nodes share one ledger (docs/deploy.md).",
+     "syntax, naming the database) lets several nodes share one ledger (docs/deploy.md).",
      ApplyStore},
     {"listen", Kind::kString, "string: host:port", "127.0.0.1:8377",
      "Address of the HTTP API, which steps reach as `CRONLEDGER_API`. Loopback hosts only "

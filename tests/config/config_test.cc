@@ -432,6 +432,25 @@ TEST(ConfigProblems, Store) {
   EXPECT_EQ(Problems("[server]\nstore = \"sqlite:\"\n"),
             (Lines{"c.toml:2: server.store: \"sqlite:\" names no file; use sqlite:FILE, e.g. "
                    "\"sqlite:cronledger.db\""}));
+  // libpq would read these as its defaults: the user's name as database.
+  for (const char* url : {"postgresql://", "postgres://cl@db.internal:5432",
+                          "postgresql://cl@db.internal/"}) {
+    EXPECT_EQ(Problems(std::string("[server]\nstore = \"") + url + "\"\n"),
+              (Lines{"c.toml:2: server.store: the PostgreSQL URL names no database; use "
+                     "postgresql://USER@HOST/DB"}))
+        << url;
+  }
+  // What libpq cannot read, without the password it may quote.
+  const auto bad = Problems("[server]\nstore = \"postgresql://cl:s3cr%zzet@db/cl\"\n");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].rfind("c.toml:2: server.store: the PostgreSQL URL cannot be read (", 0), 0u)
+      << bad[0];
+  EXPECT_EQ(bad[0].find("s3cr"), std::string::npos) << bad[0];
+  // Named in the path, or as a parameter; a local socket is fine.
+  for (const char* url : {"postgresql://cl@db.internal/cronledger", "postgresql:///cronledger",
+                          "postgresql://db.internal?dbname=cronledger"}) {
+    EXPECT_EQ(Problems(std::string("[server]\nstore = \"") + url + "\"\n"), Lines{}) << url;
+  }
 }
 
 TEST(ConfigProblems, ListenMustBeLoopbackWithAPort) {
