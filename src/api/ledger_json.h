@@ -32,7 +32,8 @@ inline constexpr std::chrono::seconds kNodeAliveWithin{30};
 
 // The `nodes` of `status` (beside `jobs`): [{"node", "alive", "last_seen_at",
 // "running", "version", "listen", "started_at"}], by name; alive when the
-// node beat within kNodeAliveWithin of `now` (the ledger's instant).
+// node beat within kNodeAliveWithin of `now` (the ledger's instant) and has
+// not stopped cleanly since.
 Result<nlohmann::ordered_json> NodesJson(store::Store& store, store::Instant now);
 
 // DESIGN.md `runs` item: id, run_key, job, partition, period, business_date,

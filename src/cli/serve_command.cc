@@ -28,6 +28,7 @@
 #include "cli/context.h"
 #include "common/logging.h"
 #include "cli/exit_codes.h"
+#include "cli/node_id_check.h"
 #include "engine/alert_delivery.h"
 #include "engine/alert_sender.h"
 #include "engine/alerter.h"
@@ -158,6 +159,11 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   std::unique_ptr<store::Store> write_store;
   if (store->WritesBesideClaims()) {
     if (int rc = OpenStoreOrReport("serve", config, &write_store, err); rc != kExitOk) return rc;
+  }
+  if (int rc = RefuseANodeIdInUse(*store, node_id, clock, engine::ServeLoopOptions{}.node_beat_every,
+                                  err);
+      rc != kExitOk) {
+    return rc;
   }
   std::optional<api::LocalToken> local_token;
   if (int rc = LoadLocalToken(config, &tokens, &local_token, err); rc != kExitOk) return rc;
@@ -355,6 +361,13 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   exiting = true;
   pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
+  // The node's last beat says it stopped: status shows it at once, and a
+  // serve started next under its name need not wait to see whether it runs.
+  store::NodeBeat last_beat = loop_options.node;
+  last_beat.now = store::ToInstant(clock.Now());
+  if (Status s = store->NodeStopped(last_beat); !s.ok()) {
+    spdlog::warn("serve: could not record the node's stop: {}", s.ToString());
+  }
   spdlog::info("serve: node {} stopped cleanly", node_id);
   return kExitOk;
 }

@@ -99,11 +99,11 @@ int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostre
     }
     const store::Instant now = store::ToInstant(clock.Now());
     for (const auto& n : *nodes) {
-      if (now - n.last_seen_at > api::kNodeAliveWithin) continue;
+      if (n.stopped_at || now - n.last_seen_at > api::kNodeAliveWithin) continue;
       err << fmt::format(
-          "cronledger migrate-store: node {} is still serving this ledger (it beat at {}): stop "
-          "every `cronledger serve` on it first, then wait {} s; a copy taken while a node "
-          "writes misses what it writes next\n",
+          "cronledger migrate-store: node {} is still serving this ledger (it beat at {} and did "
+          "not stop cleanly): stop every `cronledger serve` on it first (one killed: wait {} s); "
+          "a copy taken while a node writes misses what it writes next\n",
           n.node, api::FormatInstant(n.last_seen_at), api::kNodeAliveWithin.count());
       return kExitFound;
     }

@@ -639,6 +639,9 @@ struct NodeRecord {
   // The roles it holds or last held (RoleHold), each with the end of its
   // lease: held now when that is not past.
   std::vector<std::pair<std::string, Instant>> roles;
+  // When it stopped cleanly (NodeStopped); none while it runs or after a
+  // crash.
+  std::optional<Instant> stopped_at;
 };
 
 // A node asking to hold a role that one node at a time holds (alerting).
@@ -914,6 +917,10 @@ class Store {
 
   // Records that `node` is alive now (inserting it the first time).
   virtual Status NodeHeartbeat(const NodeBeat& b) = 0;
+  // Records that `node` stopped cleanly now: its last beat. Only the
+  // process that beats as it (the same started_at) is marked; another one
+  // with that name since is left alone.
+  virtual Status NodeStopped(const NodeBeat& b) = 0;
   // Every node that ever beat, by name, with the runs it holds leases on.
   virtual Result<std::vector<NodeRecord>> NodeList() = 0;
   // Takes the role for `node` when nobody holds it or its holder's lease

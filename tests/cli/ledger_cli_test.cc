@@ -857,6 +857,57 @@ TEST(ServeCli, ReportsWhereEachJobStandsAndStopsCleanly) {
   EXPECT_NE(text.find("serve: node web-7 stopped cleanly"), std::string::npos) << text;
 }
 
+// A node id is one process's. A second serve under a live node's id is
+// refused; after a clean stop the id is free at once; after a crash, once
+// its beats have stopped.
+TEST(ServeCli, ANodeIdInUseIsRefusedAndFreedByAStopOrACrash) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  const auto alive = [&] {
+    const auto r = Cronledger({"status", "--config", config, "--json"});
+    const Json doc = Json::parse(r.out, nullptr, false);
+    return doc.is_object() && doc["nodes"].size() == 1 && doc["nodes"][0]["node"] == "web-1" &&
+           doc["nodes"][0]["alive"] == true;
+  };
+  ServeProcess first(config, dir.File("first.log"), {"--node-id", "web-1"});
+  ASSERT_GT(first.WaitForApiPort(), 0) << first.Log();
+  ASSERT_TRUE(WaitFor(alive, 600)) << first.Log();
+
+  const auto second = Cronledger({"serve", "--config", config, "--node-id", "web-1"});
+  EXPECT_EQ(second.exit_code, 2) << second.err;
+  EXPECT_NE(second.err.find("cronledger serve: node id \"web-1\" is in use by another serve "
+                            "(started "),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("give each node its own --node-id or [server] node_id"),
+            std::string::npos)
+      << second.err;
+  EXPECT_TRUE(first.Running());
+
+  // A clean stop frees the id: no watching.
+  EXPECT_EQ(first.Stop(), 0) << first.Log();
+  {
+    const auto status = Cronledger({"status", "--config", config, "--json"});
+    EXPECT_EQ(Json::parse(status.out)["nodes"][0]["alive"], false) << status.out;
+  }
+  ServeProcess restarted(config, dir.File("restarted.log"), {"--node-id", "web-1"});
+  ASSERT_GT(restarted.WaitForApiPort(), 0) << restarted.Log();
+  EXPECT_EQ(restarted.Log().find("watching it"), std::string::npos) << restarted.Log();
+  ASSERT_TRUE(WaitFor(alive, 600)) << restarted.Log();
+
+  // A crash leaves a fresh beat: the next serve watches it, sees no new
+  // beat and takes the id over.
+  restarted.Kill9();
+  ServeProcess after_crash(config, dir.File("after-crash.log"), {"--node-id", "web-1"});
+  ASSERT_GT(after_crash.WaitForApiPort(), 0) << after_crash.Log();
+  const std::string log = after_crash.Log();
+  EXPECT_NE(log.find("serve: node id web-1 beat at "), std::string::npos) << log;
+  EXPECT_NE(log.find("serve: node id web-1 is free: its serve stopped beating at "),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(after_crash.Stop(), 0) << after_crash.Log();
+}
+
 }  // namespace
 }  // namespace cronledger
 

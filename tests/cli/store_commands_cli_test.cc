@@ -321,9 +321,21 @@ TEST(MigrateStoreCli, RefusesALedgerANodeStillServes) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("node web-1 is still serving this ledger (it beat at "
-                       "2100-01-01T00:00:05Z): stop every `cronledger serve` on it first"),
+                       "2100-01-01T00:00:05Z and did not stop cleanly): stop every `cronledger "
+                       "serve` on it first"),
             std::string::npos)
       << r.err;
+  // Once it has stopped cleanly, nothing waits for it: the copy goes on
+  // (here to a target that does not answer).
+  src = OpenSqlite(dir.File("ledger.db"));
+  ASSERT_TRUE(src->NodeStopped({"web-1", "0.1.0", "127.0.0.1:8377", At("2100-01-01T00:00:00Z"),
+                                At("2100-01-01T00:00:06Z")})
+                  .ok());
+  src.reset();
+  const auto stopped = Cronledger({"migrate-store", "--from", "sqlite:" + dir.File("ledger.db"),
+                                   "--to", "postgresql://nobody@127.0.0.1:1/none"});
+  EXPECT_EQ(stopped.exit_code, 3) << stopped.err;
+  EXPECT_EQ(stopped.err.find("still serving"), std::string::npos) << stopped.err;
 }
 
 TEST(MigrateStoreCli, NamesWrongUrlsAsUsageErrors) {
@@ -349,11 +361,16 @@ TEST(StatusCli, ListsTheNodesThatShareTheLedgerAndWhetherTheyAreAlive) {
   const store::Instant now = store::ToInstant(RealClock().Now());
   ASSERT_TRUE(s->NodeHeartbeat({"web-2", "0.1.0", "127.0.0.1:8378", now, now}).ok());
   ASSERT_TRUE(*s->RoleHold({"alerter", "web-2", now, std::chrono::hours{1}}));
+  // Stopped cleanly a moment ago: not alive, however recent its last beat.
+  ASSERT_TRUE(s->NodeHeartbeat({"web-3", "0.1.0", "127.0.0.1:8379", now, now}).ok());
+  ASSERT_TRUE(s->NodeStopped({"web-3", "0.1.0", "127.0.0.1:8379", now, now}).ok());
   s.reset();
   const auto json = Cronledger({"status", "--config", config, "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const Json doc = Json::parse(json.out);
-  ASSERT_EQ(doc["nodes"].size(), 2u);
+  ASSERT_EQ(doc["nodes"].size(), 3u);
+  EXPECT_EQ(doc["nodes"][2]["node"], "web-3");
+  EXPECT_EQ(doc["nodes"][2]["alive"], false);
   EXPECT_EQ(doc["nodes"][0]["node"], "web-1");
   EXPECT_EQ(doc["nodes"][0]["alive"], false);
   EXPECT_EQ(doc["nodes"][0]["last_seen_at"], "2026-01-01T00:00:05Z");

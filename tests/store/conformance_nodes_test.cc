@@ -82,6 +82,29 @@ TEST_P(StoreNodes, HeartbeatsRecordEachNodeOnceWithItsRunningLeases) {
   EXPECT_EQ(S().NodeList()->at(1).started_at, InstantAt("2026-11-05T12:59:59Z"));
 }
 
+// A clean stop is the node's last beat, marked as such until it (or a
+// process under its name) beats again; another process under its name
+// since is not marked.
+TEST_P(StoreNodes, AStopIsMarkedForTheProcessThatBeatOnly) {
+  ASSERT_TRUE(S().NodeHeartbeat(Beat("n1", "2026-11-05T12:00:00Z")).ok());
+  EXPECT_FALSE(S().NodeList()->at(0).stopped_at.has_value());
+  ASSERT_TRUE(S().NodeStopped(Beat("n1", "2026-11-05T12:00:03Z")).ok());
+  auto n = S().NodeList()->at(0);
+  EXPECT_EQ(n.stopped_at, InstantAt("2026-11-05T12:00:03Z"));
+  EXPECT_EQ(n.last_seen_at, InstantAt("2026-11-05T12:00:03Z"));
+  // Started again: running, not stopped.
+  ASSERT_TRUE(
+      S().NodeHeartbeat(Beat("n1", "2026-11-05T12:01:00Z", "2026-11-05T12:00:59Z")).ok());
+  EXPECT_FALSE(S().NodeList()->at(0).stopped_at.has_value());
+  // The process started at 11:00 stops late: the one started at 12:00:59
+  // still runs under the name, and is not marked.
+  ASSERT_TRUE(S().NodeStopped(Beat("n1", "2026-11-05T12:01:02Z")).ok());
+  n = S().NodeList()->at(0);
+  EXPECT_FALSE(n.stopped_at.has_value());
+  EXPECT_EQ(n.last_seen_at, InstantAt("2026-11-05T12:01:00Z"));
+  EXPECT_EQ(n.started_at, InstantAt("2026-11-05T12:00:59Z"));
+}
+
 // Retention forgets nodes not seen since the instant it is given, and
 // only when given one.
 TEST_P(StoreNodes, PurgeForgetsNodesNotSeenSinceTheGivenInstant) {

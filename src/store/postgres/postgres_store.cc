@@ -82,6 +82,7 @@ CRONLEDGER_ON_DATABASE_CLOCK(EffectFail, EffectFailParams)
 CRONLEDGER_ON_DATABASE_CLOCK(CheckpointSet, CheckpointSetParams)
 CRONLEDGER_ON_DATABASE_CLOCK(RunCancel, OperatorParams)
 CRONLEDGER_ON_DATABASE_CLOCK(NodeHeartbeat, NodeBeat)
+CRONLEDGER_ON_DATABASE_CLOCK(NodeStopped, NodeBeat)
 CRONLEDGER_ON_DATABASE_CLOCK(RoleHold, RoleParams)
 
 // The same, then NOTIFY when the call succeeded: it may have made runs

@@ -32,7 +32,7 @@ struct PostgresOptions {
 };
 
 // The same numbered migrations as SQLite, in PostgreSQL's spelling.
-inline constexpr int kPostgresSchemaVersion = 9;
+inline constexpr int kPostgresSchemaVersion = 10;
 inline constexpr int kPostgresCompatibleFrom = 1;
 
 class PostgresStore final : public SqlStore {
@@ -81,6 +81,7 @@ class PostgresStore final : public SqlStore {
   using Store::RunEffectBatch;
   Result<Instant> LedgerNow(Instant local) override { return Now(local); }
   Status NodeHeartbeat(const NodeBeat& b) override;
+  Status NodeStopped(const NodeBeat& b) override;
   Result<bool> RoleHold(const RoleParams& p) override;
   // LISTEN on a connection of its own, in a thread of its own.
   void WatchForWork(std::function<void()> wake) override;

@@ -110,6 +110,7 @@ class SqlStore : public Store {
 
   // sql_store_nodes.cc
   Status NodeHeartbeat(const NodeBeat& b) override;
+  Status NodeStopped(const NodeBeat& b) override;
   Result<std::vector<NodeRecord>> NodeList() override;
   Result<bool> RoleHold(const RoleParams& p) override;
   Status RoleRelease(const std::string& role, const std::string& node) override;

@@ -27,9 +27,18 @@ Status SqlStore::NodeHeartbeat(const NodeBeat& b) {
       "INSERT INTO nodes (name, version, listen, started_at, last_seen_at) "
       "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
       "version = excluded.version, listen = excluded.listen, "
-      "started_at = excluded.started_at, last_seen_at = excluded.last_seen_at"));
+      "started_at = excluded.started_at, last_seen_at = excluded.last_seen_at, "
+      "stopped_at = NULL"));
   s.Bind(1, b.node).Bind(2, b.version).Bind(3, b.listen).Bind(4, Ms(b.started_at))
       .Bind(5, Ms(b.now));
+  return s.Run();
+}
+
+Status SqlStore::NodeStopped(const NodeBeat& b) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(s, db_->Prepare(
+      "UPDATE nodes SET last_seen_at = ?3, stopped_at = ?3 WHERE name = ?1 AND started_at = ?2"));
+  s.Bind(1, b.node).Bind(2, Ms(b.started_at)).Bind(3, Ms(b.now));
   return s.Run();
 }
 
@@ -37,8 +46,8 @@ Result<std::vector<NodeRecord>> SqlStore::NodeList() {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "SELECT n.name, n.version, n.listen, n.started_at, n.last_seen_at, "
-      "(SELECT count(*) FROM runs r WHERE r.state = 'running' AND r.lease_node = n.name) "
-      "FROM nodes n ORDER BY n.name"));
+      "(SELECT count(*) FROM runs r WHERE r.state = 'running' AND r.lease_node = n.name), "
+      "n.stopped_at FROM nodes n ORDER BY n.name"));
   std::vector<NodeRecord> nodes;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
     NodeRecord n;
@@ -48,6 +57,7 @@ Result<std::vector<NodeRecord>> SqlStore::NodeList() {
     n.started_at = FromMs(s.Int(3));
     n.last_seen_at = FromMs(s.Int(4));
     n.running = static_cast<int>(s.Int(5));
+    if (!s.IsNull(6)) n.stopped_at = FromMs(s.Int(6));
     nodes.push_back(std::move(n));
   }));
   ASSIGN_OR_RETURN(r, db_->Prepare("SELECT node, name, expires_at FROM roles ORDER BY name"));

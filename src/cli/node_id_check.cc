@@ -1,0 +1,67 @@
+#include "cli/node_id_check.h"
+
+#include <optional>
+#include <stop_token>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "api/json_shapes.h"
+#include "api/ledger_json.h"
+#include "cli/exit_codes.h"
+
+namespace cronledger::cli {
+namespace {
+
+Result<std::optional<store::NodeRecord>> Find(store::Store& store, const std::string& node_id) {
+  auto nodes = store.NodeList();
+  if (!nodes.ok()) return nodes.status();
+  for (auto& n : *nodes) {
+    if (n.node == node_id) return std::optional<store::NodeRecord>(std::move(n));
+  }
+  return std::optional<store::NodeRecord>();
+}
+
+int Unavailable(const Status& s, std::ostream& err) {
+  err << "cronledger serve: store unavailable: " << s.message() << "\n";
+  return kExitUnavailable;
+}
+
+}  // namespace
+
+int RefuseANodeIdInUse(store::Store& store, const std::string& node_id, Clock& clock,
+                       std::chrono::seconds beat_every, std::ostream& err) {
+  auto seen = Find(store, node_id);
+  if (!seen.ok()) return Unavailable(seen.status(), err);
+  if (!seen->has_value() || (*seen)->stopped_at) return kExitOk;
+  const store::NodeRecord last = **seen;
+  auto now = store.LedgerNow(store::ToInstant(clock.Now()));
+  if (!now.ok()) return Unavailable(now.status(), err);
+  if (*now - last.last_seen_at > api::kNodeAliveWithin) return kExitOk;
+
+  const auto watch = 2 * beat_every + std::chrono::seconds{1};
+  spdlog::info("serve: node id {} beat at {} and did not stop cleanly; watching it for {} s in "
+               "case another serve still runs under it",
+               node_id, api::FormatInstant(last.last_seen_at), watch.count());
+  const std::stop_source never;
+  for (auto waited = std::chrono::seconds{0}; waited < watch; waited += std::chrono::seconds{1}) {
+    clock.SleepFor(std::chrono::seconds{1}, never.get_token());
+    auto again = Find(store, node_id);
+    if (!again.ok()) return Unavailable(again.status(), err);
+    if (!again->has_value() || (*again)->stopped_at) return kExitOk;
+    const store::NodeRecord& n = **again;
+    if (n.last_seen_at != last.last_seen_at || n.started_at != last.started_at) {
+      err << fmt::format(
+          "cronledger serve: node id \"{}\" is in use by another serve (started {}{}, beating "
+          "now); give each node its own --node-id or [server] node_id\n",
+          node_id, api::FormatInstant(n.started_at),
+          n.listen.empty() ? "" : ", listening on " + n.listen);
+      return kExitUsage;
+    }
+  }
+  spdlog::info("serve: node id {} is free: its serve stopped beating at {}", node_id,
+               api::FormatInstant(last.last_seen_at));
+  return kExitOk;
+}
+
+}  // namespace cronledger::cli
