@@ -1,5 +1,9 @@
 #include "cli/node_id_check.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <optional>
 #include <stop_token>
 
@@ -29,8 +33,17 @@ int Unavailable(const Status& s, std::ostream& err) {
 
 }  // namespace
 
-int RefuseANodeIdInUse(store::Store& store, const std::string& node_id, Clock& clock,
+bool ProcessGone(int64_t pid) {
+  if (pid <= 0) return false;
+  // Our own pid: the process that beat with it is gone (a container's
+  // pid 1 restarted, say).
+  if (pid == static_cast<int64_t>(getpid())) return true;
+  return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
                        std::chrono::seconds beat_every, std::ostream& err) {
+  const std::string& node_id = self.node;
   auto seen = Find(store, node_id);
   if (!seen.ok()) return Unavailable(seen.status(), err);
   if (!seen->has_value() || (*seen)->stopped_at) return kExitOk;
@@ -38,6 +51,11 @@ int RefuseANodeIdInUse(store::Store& store, const std::string& node_id, Clock& c
   auto now = store.LedgerNow(store::ToInstant(clock.Now()));
   if (!now.ok()) return Unavailable(now.status(), err);
   if (*now - last.last_seen_at > api::kNodeAliveWithin) return kExitOk;
+  if (!last.host.empty() && last.host == self.host && ProcessGone(last.pid)) {
+    spdlog::info("serve: node id {} was last used by process {} of this host, which is gone",
+                 node_id, last.pid);
+    return kExitOk;
+  }
 
   const auto watch = 2 * beat_every + std::chrono::seconds{1};
   spdlog::info("serve: node id {} beat at {} and did not stop cleanly; watching it for {} s in "
@@ -52,9 +70,10 @@ int RefuseANodeIdInUse(store::Store& store, const std::string& node_id, Clock& c
     const store::NodeRecord& n = **again;
     if (n.last_seen_at != last.last_seen_at || n.started_at != last.started_at) {
       err << fmt::format(
-          "cronledger serve: node id \"{}\" is in use by another serve (started {}{}, beating "
-          "now); give each node its own --node-id or [server] node_id\n",
+          "cronledger serve: node id \"{}\" is in use by another serve (started {}{}{}, "
+          "beating now); give each node its own --node-id or [server] node_id\n",
           node_id, api::FormatInstant(n.started_at),
+          n.host.empty() ? "" : fmt::format(", process {} on {}", n.pid, n.host),
           n.listen.empty() ? "" : ", listening on " + n.listen);
       return kExitUsage;
     }

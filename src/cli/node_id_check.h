@@ -14,13 +14,17 @@
 
 namespace cronledger::cli {
 
-// kExitOk when `node_id` is free: never seen, stopped cleanly, or not seen
-// for kNodeAliveWithin. A node seen more recently that did not stop cleanly
-// either crashed or still runs: it is watched for up to two beats
-// (`beat_every`) plus a second, and a new beat means another serve uses the
-// id: a message on `err` and kExitUsage. Otherwise the id is taken over.
-int RefuseANodeIdInUse(store::Store& store, const std::string& node_id, Clock& clock,
+// kExitOk when `self.node`'s id is free: never seen, stopped cleanly, not
+// seen for kNodeAliveWithin, or last beaten by a process of this host
+// (`self.host`) that no longer exists. Otherwise the last process under
+// it may have crashed elsewhere or still run: it is watched for up to two
+// beats (`beat_every`) plus a second, and a new beat means another serve
+// uses the id: a message on `err` and kExitUsage. No beat: taken over.
+int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
                        std::chrono::seconds beat_every, std::ostream& err);
+
+// Whether process `pid` of this host is gone (`self` is this process).
+bool ProcessGone(int64_t pid);
 
 }  // namespace cronledger::cli
 

@@ -160,7 +160,17 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   if (store->WritesBesideClaims()) {
     if (int rc = OpenStoreOrReport("serve", config, &write_store, err); rc != kExitOk) return rc;
   }
-  if (int rc = RefuseANodeIdInUse(*store, node_id, clock, engine::ServeLoopOptions{}.node_beat_every,
+  // The node table (status, the dashboard), and whether another process
+  // still runs under this node id.
+  engine::ServeLoopOptions loop_options;
+  loop_options.node.node = node_id;
+  loop_options.node.version = CRONLEDGER_VERSION;
+  loop_options.node.listen = config.server.listen.substr(0, config.server.listen.rfind(':')) +
+                             ":" + std::to_string(http.port());
+  loop_options.node.started_at = store::ToInstant(clock.Now());
+  loop_options.node.host = HostName();
+  loop_options.node.pid = getpid();
+  if (int rc = RefuseANodeIdInUse(*store, loop_options.node, clock, loop_options.node_beat_every,
                                   err);
       rc != kExitOk) {
     return rc;
@@ -290,7 +300,6 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   engine::GapWatchOptions gap_watch_options;
   gap_watch_options.node = node_id;
   engine::GapWatch gap_watch(config, *store, gap_watch_options);
-  engine::ServeLoopOptions loop_options;
   loop_options.gap_watch = &gap_watch;
   loop_options.metrics = &node_metrics;
   loop_options.health = &store_health;
@@ -312,13 +321,8 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
                  engine::UrlOrigin(config.server.heartbeat_url),
                  engine::HeartbeatPinger::kDefaultEvery.count());
   }
-  // The node table (status, the dashboard) and ledger retention.
+  // The node table (loop_options.node, above) and ledger retention.
   loop_options.store = store.get();
-  loop_options.node.node = node_id;
-  loop_options.node.version = CRONLEDGER_VERSION;
-  loop_options.node.listen = config.server.listen.substr(0, config.server.listen.rfind(':')) +
-                             ":" + std::to_string(http.port());
-  loop_options.node.started_at = store::ToInstant(clock.Now());
   engine::ServeLoop loop(config, planner, reaper, dispatcher, clock, loop_options);
   loop.Run(stop.get_token());
   if (heartbeat) heartbeat->Stop();

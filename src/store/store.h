@@ -627,6 +627,9 @@ struct NodeBeat {
   std::string listen;  // its API address, "" when it serves none
   Instant started_at;
   Instant now;
+  // The process that beats: its host name and process id.
+  std::string host = {};
+  int64_t pid = 0;
 };
 
 struct NodeRecord {
@@ -642,6 +645,9 @@ struct NodeRecord {
   // When it stopped cleanly (NodeStopped); none while it runs or after a
   // crash.
   std::optional<Instant> stopped_at;
+  // The process that beat last ("" and 0 before schema 10).
+  std::string host;
+  int64_t pid = 0;
 };
 
 // A node asking to hold a role that one node at a time holds (alerting).

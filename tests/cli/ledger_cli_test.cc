@@ -24,6 +24,8 @@
 #include "cli/subprocess.h"
 #include "common/serve_process.h"
 #include "common/temp_dir.h"
+#include "cronledger/clock.h"
+#include "store/sqlite/sqlite_store.h"
 
 namespace cronledger {
 namespace {
@@ -895,17 +897,37 @@ TEST(ServeCli, ANodeIdInUseIsRefusedAndFreedByAStopOrACrash) {
   EXPECT_EQ(restarted.Log().find("watching it"), std::string::npos) << restarted.Log();
   ASSERT_TRUE(WaitFor(alive, 600)) << restarted.Log();
 
-  // A crash leaves a fresh beat: the next serve watches it, sees no new
-  // beat and takes the id over.
+  // A crash on this host leaves a fresh beat by a process that is gone:
+  // the id is free at once.
+  const pid_t crashed = restarted.pid();
   restarted.Kill9();
   ServeProcess after_crash(config, dir.File("after-crash.log"), {"--node-id", "web-1"});
   ASSERT_GT(after_crash.WaitForApiPort(), 0) << after_crash.Log();
-  const std::string log = after_crash.Log();
+  EXPECT_NE(after_crash.Log().find("serve: node id web-1 was last used by process " +
+                                   std::to_string(crashed) + " of this host, which is gone"),
+            std::string::npos)
+      << after_crash.Log();
+  EXPECT_EQ(after_crash.Stop(), 0) << after_crash.Log();
+
+  // A fresh beat from another host, which stops beating (it crashed): the
+  // next serve watches it, sees no new beat and takes the id over.
+  {
+    store::SqliteOptions o;
+    o.path = dir.File("ledger.db");
+    auto s = store::SqliteStore::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    const store::Instant now = store::ToInstant(RealClock().Now());
+    ASSERT_TRUE((*s)->NodeHeartbeat({"web-1", "0.1.0", "10.0.0.9:8377", now, now, "elsewhere", 42})
+                    .ok());
+  }
+  ServeProcess taken_over(config, dir.File("taken-over.log"), {"--node-id", "web-1"});
+  ASSERT_GT(taken_over.WaitForApiPort(), 0) << taken_over.Log();
+  const std::string log = taken_over.Log();
   EXPECT_NE(log.find("serve: node id web-1 beat at "), std::string::npos) << log;
   EXPECT_NE(log.find("serve: node id web-1 is free: its serve stopped beating at "),
             std::string::npos)
       << log;
-  EXPECT_EQ(after_crash.Stop(), 0) << after_crash.Log();
+  EXPECT_EQ(taken_over.Stop(), 0) << taken_over.Log();
 }
 
 }  // namespace

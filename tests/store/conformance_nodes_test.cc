@@ -76,10 +76,15 @@ TEST_P(StoreNodes, HeartbeatsRecordEachNodeOnceWithItsRunningLeases) {
   EXPECT_EQ(nodes[1].node, "n2");
   EXPECT_EQ(nodes[1].last_seen_at, InstantAt("2026-11-05T12:00:01Z"));
   EXPECT_EQ(nodes[1].running, 1);
-  // A restart records its new start.
-  ASSERT_TRUE(
-      S().NodeHeartbeat(Beat("n2", "2026-11-05T13:00:00Z", "2026-11-05T12:59:59Z")).ok());
+  // A restart records its new start, and the process that beats.
+  store::NodeBeat restart = Beat("n2", "2026-11-05T13:00:00Z", "2026-11-05T12:59:59Z");
+  restart.host = "web-2.internal";
+  restart.pid = 4242;
+  ASSERT_TRUE(S().NodeHeartbeat(restart).ok());
   EXPECT_EQ(S().NodeList()->at(1).started_at, InstantAt("2026-11-05T12:59:59Z"));
+  EXPECT_EQ(S().NodeList()->at(1).host, "web-2.internal");
+  EXPECT_EQ(S().NodeList()->at(1).pid, 4242);
+  EXPECT_EQ(S().NodeList()->at(0).host, "");
 }
 
 // A clean stop is the node's last beat, marked as such until it (or a

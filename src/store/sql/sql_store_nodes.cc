@@ -24,13 +24,13 @@ Result<int> RunForId(sql::Db& db, std::string_view sql, int64_t id) {
 Status SqlStore::NodeHeartbeat(const NodeBeat& b) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare(
-      "INSERT INTO nodes (name, version, listen, started_at, last_seen_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
+      "INSERT INTO nodes (name, version, listen, started_at, last_seen_at, host, pid) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (name) DO UPDATE SET "
       "version = excluded.version, listen = excluded.listen, "
       "started_at = excluded.started_at, last_seen_at = excluded.last_seen_at, "
-      "stopped_at = NULL"));
+      "stopped_at = NULL, host = excluded.host, pid = excluded.pid"));
   s.Bind(1, b.node).Bind(2, b.version).Bind(3, b.listen).Bind(4, Ms(b.started_at))
-      .Bind(5, Ms(b.now));
+      .Bind(5, Ms(b.now)).Bind(6, b.host).Bind(7, b.pid);
   return s.Run();
 }
 
@@ -47,7 +47,7 @@ Result<std::vector<NodeRecord>> SqlStore::NodeList() {
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "SELECT n.name, n.version, n.listen, n.started_at, n.last_seen_at, "
       "(SELECT count(*) FROM runs r WHERE r.state = 'running' AND r.lease_node = n.name), "
-      "n.stopped_at FROM nodes n ORDER BY n.name"));
+      "n.stopped_at, n.host, n.pid FROM nodes n ORDER BY n.name"));
   std::vector<NodeRecord> nodes;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
     NodeRecord n;
@@ -58,6 +58,8 @@ Result<std::vector<NodeRecord>> SqlStore::NodeList() {
     n.last_seen_at = FromMs(s.Int(4));
     n.running = static_cast<int>(s.Int(5));
     if (!s.IsNull(6)) n.stopped_at = FromMs(s.Int(6));
+    n.host = s.Text(7);
+    n.pid = s.Int(8);
     nodes.push_back(std::move(n));
   }));
   ASSIGN_OR_RETURN(r, db_->Prepare("SELECT node, name, expires_at FROM roles ORDER BY name"));
