@@ -31,15 +31,16 @@ int Unavailable(const Status& s, std::ostream& err) {
   return kExitUnavailable;
 }
 
-}  // namespace
-
+// Whether process `pid` of this host is gone. This process's own pid
+// counts as gone: the one that beat with it has ended (a container's pid 1
+// restarted, say).
 bool ProcessGone(int64_t pid) {
   if (pid <= 0) return false;
-  // Our own pid: the process that beat with it is gone (a container's
-  // pid 1 restarted, say).
   if (pid == static_cast<int64_t>(getpid())) return true;
   return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
+
+}  // namespace
 
 int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
                        std::chrono::seconds beat_every, std::ostream& err) {

@@ -23,9 +23,6 @@ namespace cronledger::cli {
 int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
                        std::chrono::seconds beat_every, std::ostream& err);
 
-// Whether process `pid` of this host is gone (`self` is this process).
-bool ProcessGone(int64_t pid);
-
 }  // namespace cronledger::cli
 
 #endif  // CRONLEDGER_CLI_NODE_ID_CHECK_H_
