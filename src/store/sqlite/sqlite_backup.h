@@ -18,7 +18,7 @@ struct SqliteBackupReport {
 
 // Copies the database at `from` to `to` with SQLite's online backup API, in
 // one read transaction (WAL: a running `serve` keeps writing meanwhile), into
-// a temporary file beside `to` that is checked (PRAGMA quick_check) and then
+// a temporary file beside `to` that is checked (PRAGMA integrity_check) and then
 // renamed over `to`, so `to` is never a partial copy. kUnavailable when
 // `from` cannot be opened; kIOError when `to` cannot be written.
 Result<SqliteBackupReport> BackupSqlite(const std::string& from, const std::string& to);
