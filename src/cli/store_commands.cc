@@ -79,6 +79,10 @@ int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostre
     err << "cronledger migrate-store: --to must be a PostgreSQL URL, postgresql://USER@HOST/DB\n";
     return kExitUsage;
   }
+  if (const std::string problem = config::PostgresUrlProblem(args.to); !problem.empty()) {
+    err << "cronledger migrate-store: --to: " << problem << "\n";
+    return kExitUsage;
+  }
   const std::string file = args.from.substr(std::string("sqlite:").size());
   if (!std::filesystem::exists(file)) {
     err << "cronledger migrate-store: no ledger at " << file << "\n";

@@ -217,6 +217,11 @@ std::variant<std::vector<TokenSecret>, ConfigErrors> ResolveTokenSecrets(
 // can: 1-128 bytes of UTF-8 without spaces or control characters.
 std::string NodeIdProblem(std::string_view id);
 
+// What is wrong with a PostgreSQL URL (server.store, migrate-store --to),
+// "" when nothing: libpq must read it and it must name the database. The
+// message never repeats the URL, which may hold a password.
+std::string PostgresUrlProblem(const std::string& url);
+
 // Why `listen` (host:port) cannot be listened on, "" when it can: a
 // malformed address, or a host that is not loopback while no tokens are
 // configured (`tokens_configured`).

@@ -123,34 +123,6 @@ bool CheckPlaceholders(const Value& v, const Site& site) {
   return ok;
 }
 
-// What is wrong with a PostgreSQL URL, or "": libpq must read it, and it
-// must name the database, which libpq would otherwise take from the user
-// name or PGDATABASE. Never the URL itself: it may hold a password.
-std::string PostgresUrlProblem(const std::string& url) {
-  char* error = nullptr;
-  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
-  if (options == nullptr) {
-    std::string why = error != nullptr ? error : "out of memory";
-    PQfreemem(error);
-    // libpq quotes the offending part, which may be the password.
-    why = why.substr(0, why.find(": \""));
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-    return fmt::format("the PostgreSQL URL cannot be read ({}); use postgresql://USER@HOST/DB",
-                       why);
-  }
-  bool database = false;
-  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-    if (std::string_view(o->keyword) == "dbname" && o->val != nullptr && *o->val != '\0') {
-      database = true;
-    }
-  }
-  PQconninfoFree(options);
-  if (!database) {
-    return "the PostgreSQL URL names no database; use postgresql://USER@HOST/DB";
-  }
-  return "";
-}
-
 // "sqlite:PATH" (PATH made absolute) or a PostgreSQL connection URI, kept
 // as written (libpq reads it; the password, if any, never reaches a log).
 void ApplyStore(const Value& v, const Site& site, ServerConfig& s) {
@@ -163,10 +135,14 @@ void ApplyStore(const Value& v, const Site& site, ServerConfig& s) {
     return;
   }
   if (!text.starts_with("sqlite:")) {
+    // A mistyped PostgreSQL URL may hold a password: only its scheme shown.
+    const std::size_t secret = std::min(text.find(':'), text.find('@'));
+    const bool may_hold_secret = text.find('@') != std::string::npos ||
+                                 text.find("password") != std::string::npos;
     return site.Error(fmt::format(
         "{} is not a store; use sqlite:FILE, e.g. \"sqlite:cronledger.db\", or "
         "postgresql://USER@HOST/DB",
-        Quote(text)));
+        may_hold_secret ? Quote(text.substr(0, secret)) + " (the rest not shown)" : Quote(text)));
   }
   const std::string file = text.substr(7);
   if (file.empty()) {
@@ -951,6 +927,34 @@ void CheckAcrossSections(const toml::table& root, Reporter& reporter, const Conf
 }
 
 }  // namespace internal
+
+// What is wrong with a PostgreSQL URL, or "": libpq must read it, and it
+// must name the database, which libpq would otherwise take from the user
+// name or PGDATABASE. Never the URL itself: it may hold a password.
+std::string PostgresUrlProblem(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (options == nullptr) {
+    std::string why = error != nullptr ? error : "out of memory";
+    PQfreemem(error);
+    // libpq quotes the offending part, which may be the password.
+    why = why.substr(0, why.find(": \""));
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    return fmt::format("the PostgreSQL URL cannot be read ({}); use postgresql://USER@HOST/DB",
+                       why);
+  }
+  bool database = false;
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (std::string_view(o->keyword) == "dbname" && o->val != nullptr && *o->val != '\0') {
+      database = true;
+    }
+  }
+  PQconninfoFree(options);
+  if (!database) {
+    return "the PostgreSQL URL names no database; use postgresql://USER@HOST/DB";
+  }
+  return "";
+}
 
 std::string NodeIdProblem(std::string_view id) {
   // nlohmann's strict dump is the UTF-8 check: the id goes into the

@@ -374,6 +374,22 @@ TEST(MigrateStoreCli, NamesWrongUrlsAsUsageErrors) {
   EXPECT_EQ(Cronledger({"migrate-store", "--from", "sqlite:ledger.db", "--to", "sqlite:b.db"})
                 .exit_code,
             2);
+  // What libpq cannot read, or a URL without its database, is refused as
+  // server.store is, never with the password in the message.
+  const auto unread = Cronledger(
+      {"migrate-store", "--from", "sqlite:ledger.db", "--to", "postgresql://u:pwX@[::1/db"});
+  EXPECT_EQ(unread.exit_code, 2) << unread.err;
+  EXPECT_EQ(unread.err.rfind("cronledger migrate-store: --to: the PostgreSQL URL cannot be read",
+                             0),
+            0u)
+      << unread.err;
+  EXPECT_EQ(unread.err.find("pwX"), std::string::npos) << unread.err;
+  const auto no_db = Cronledger(
+      {"migrate-store", "--from", "sqlite:ledger.db", "--to", "postgresql://u@127.0.0.1:1"});
+  EXPECT_EQ(no_db.exit_code, 2) << no_db.err;
+  EXPECT_EQ(no_db.err,
+            "cronledger migrate-store: --to: the PostgreSQL URL names no database; use "
+            "postgresql://USER@HOST/DB\n");
 }
 
 TEST(StatusCli, ListsTheNodesThatShareTheLedgerAndWhetherTheyAreAlive) {

@@ -432,6 +432,13 @@ TEST(ConfigProblems, Store) {
   EXPECT_EQ(Problems("[server]\nstore = \"sqlite:\"\n"),
             (Lines{"c.toml:2: server.store: \"sqlite:\" names no file; use sqlite:FILE, e.g. "
                    "\"sqlite:cronledger.db\""}));
+  // A mistyped scheme: the rest, which may hold a password, is not shown.
+  for (const char* url : {"postgresq://u:pw2secret@h/db", "postgresql:/u:pw1secret@h/db"}) {
+    const auto p = Problems(std::string("[server]\nstore = \"") + url + "\"\n");
+    ASSERT_EQ(p.size(), 1u) << url;
+    EXPECT_EQ(p[0].find("secret"), std::string::npos) << p[0];
+    EXPECT_NE(p[0].find("(the rest not shown) is not a store"), std::string::npos) << p[0];
+  }
   // libpq would read these as its defaults: the user's name as database.
   for (const char* url : {"postgresql://", "postgres://cl@db.internal:5432",
                           "postgresql://cl@db.internal/"}) {

@@ -339,6 +339,12 @@ TEST_F(PostgresStoreTest, AnUnreachableServerIsUnavailableAndTheMessageHasNoPass
   EXPECT_EQ(s.status().message().find("s3cret"), std::string::npos) << s.status().message();
   EXPECT_NE(s.status().message().find("cl:***@127.0.0.1:1"), std::string::npos)
       << s.status().message();
+  // A URL libpq cannot read is quoted in libpq's own message.
+  o.url = "postgresql://cl:s3cret@[::1/cl";
+  auto unread = PostgresStore::Open(o);
+  ASSERT_FALSE(unread.ok());
+  EXPECT_EQ(unread.status().message().find("s3cret"), std::string::npos)
+      << unread.status().message();
 }
 
 TEST(PostgresSql, ParametersAreRewrittenOutsideQuotesAndSqliteHintsDropped) {

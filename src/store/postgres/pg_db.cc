@@ -232,8 +232,13 @@ Result<std::unique_ptr<Db>> Db::Connect(const std::string& url) {
       message.pop_back();
     }
     PQfinish(conn);
+    // libpq quotes the URL it could not read, password and all.
+    const std::string redacted = RedactUrl(url);
+    for (std::size_t at; !url.empty() && (at = message.find(url)) != std::string::npos;) {
+      message.replace(at, url.size(), redacted);
+    }
     return Status(StatusCode::kUnavailable,
-                  fmt::format("postgresql: cannot connect to {}: {}", RedactUrl(url), message));
+                  fmt::format("postgresql: cannot connect to {}: {}", redacted, message));
   }
   // Notices (e.g. "there is no transaction in progress") are not errors.
   PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
