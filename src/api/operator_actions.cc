@@ -63,25 +63,29 @@ std::string NothingDueMessage(const std::string& job, bool some_partitions,
 namespace {
 
 // What repeats an existing run's work, for trigger's refusal: `trigger`
-// only queues keys that have no run yet.
+// only queues keys that have no run yet. The commands are templates (TEXT,
+// and --config as the caller gave it); a rerun covers the run's whole
+// business date and previews first.
 std::string RepeatHint(const store::RunRecord& run) {
-  const std::string rerun = fmt::format("cronledger rerun --job {} --date {} --partition {}",
-                                        run.job, run.business_date, run.partition);
+  const auto rerun = [&](std::string_view extra) {
+    return fmt::format(
+        "`cronledger rerun --job {} --date {} --partition {}{} --reason TEXT` previews a rerun of "
+        "its date (add --yes to queue it)",
+        run.job, run.business_date, run.partition, extra);
+  };
   switch (run.state) {
     case ledger::RunState::kFailed:
     case ledger::RunState::kUnknown:
-      return fmt::format("`cronledger retry {}` queues it again", run.id);
+      return fmt::format("`cronledger retry {} --reason TEXT` queues it again", run.id);
     case ledger::RunState::kSucceeded:
-      return fmt::format("`{} --force` runs it again", rerun);
+      return rerun(" --force");
     case ledger::RunState::kSkipped:
-      if (run.reason == ledger::SkipReason::kMisfired) {
-        return fmt::format("`{}` runs it", rerun);
-      }
-      return fmt::format("`{} --include-waived` runs it", rerun);
+      return rerun(run.reason == ledger::SkipReason::kMisfired ? "" : " --include-waived");
     case ledger::RunState::kCancelled:
-      return fmt::format("`{} --include-waived` runs it", rerun);
+      return rerun(" --include-waived");
     case ledger::RunState::kAwaitingApproval:
-      return fmt::format("`cronledger approve --job {} --run {}` lets it run", run.job, run.id);
+      return fmt::format("`cronledger approve --job {} --run {} --reason TEXT` lets it run",
+                         run.job, run.id);
     case ledger::RunState::kPending:
     case ledger::RunState::kRunning:
       break;

@@ -214,7 +214,7 @@ std::variant<std::vector<TokenSecret>, ConfigErrors> ResolveTokenSecrets(
     const Config& config, const std::function<const char*(const char*)>& getenv);
 
 // Why `id` cannot name a node (server.node_id, serve --node-id), "" when it
-// can: 1-128 bytes of UTF-8 without spaces or control characters.
+// can: 1-128 characters of UTF-8 without ASCII spaces or control characters.
 std::string NodeIdProblem(std::string_view id);
 
 // What is wrong with a PostgreSQL URL (server.store, migrate-store --to),

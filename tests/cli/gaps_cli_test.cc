@@ -458,14 +458,16 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
                                            .out)["business_date"];
   const std::string rerun =
       "`cronledger rerun --job report --date " + date + " --partition eu";
+  const std::string previews = " --reason TEXT` previews a rerun of its date (add --yes to queue it)";
   for (const auto& [state, hint] : std::vector<std::pair<std::string, std::string>>{
-           {"failed", "`cronledger retry " + id + "` queues it again"},
-           {"unknown", "`cronledger retry " + id + "` queues it again"},
-           {"succeeded", rerun + " --force` runs it again"},
-           {"skipped', reason = 'misfired", rerun + "` runs it"},
-           {"skipped', reason = 'overlap", rerun + " --include-waived` runs it"},
-           {"cancelled", rerun + " --include-waived` runs it"},
-           {"awaiting_approval", "`cronledger approve --job report --run " + id + "` lets it run"}}) {
+           {"failed", "`cronledger retry " + id + " --reason TEXT` queues it again"},
+           {"unknown", "`cronledger retry " + id + " --reason TEXT` queues it again"},
+           {"succeeded", rerun + " --force" + previews},
+           {"skipped', reason = 'misfired", rerun + previews},
+           {"skipped', reason = 'overlap", rerun + " --include-waived" + previews},
+           {"cancelled", rerun + " --include-waived" + previews},
+           {"awaiting_approval",
+            "`cronledger approve --job report --run " + id + " --reason TEXT` lets it run"}}) {
     Sql("UPDATE runs SET state = '" + state + "' WHERE id = " + id);
     r = Cronledger(trigger);
     EXPECT_EQ(r.exit_code, 1) << state;
