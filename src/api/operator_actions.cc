@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cronledger/schedule.h"
@@ -98,6 +99,19 @@ std::string RepeatHint(const store::RunRecord& run) {
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
                                const std::vector<std::string>& partitions, const std::string& actor,
                                const std::string& reason, Clock::TimePoint now) {
+  // A partition the job never had would only ever be "nothing due yet".
+  if (!partitions.empty()) {
+    auto history = store.PartitionHistory(job.name);
+    if (!history.ok()) return history.status();
+    std::set<std::string> known;
+    for (const auto& h : *history) known.insert(h.partition);
+    for (const auto& p : partitions) {
+      if (!known.empty() && !known.contains(p)) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("job {} has no partition \"{}\"", job.name, p));
+      }
+    }
+  }
   // The latest due occurrence within the backfill horizon, by its keys.
   engine::GapScanner scanner(store);
   engine::GapScanParams params;

@@ -450,6 +450,12 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
       << r.err;
   EXPECT_NE(r.err.find("(pending, run "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("): queued or running already\n"), std::string::npos) << r.err;
+  // A partition the job never had is a usage error, not "nothing due".
+  auto unknown = trigger;
+  unknown[6] = "zz";
+  const auto refused = Cronledger(unknown);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_EQ(refused.err, "cronledger trigger: job report has no partition \"zz\"\n");
   // Each existing run's state says what repeats its work instead.
   const std::size_t at = r.err.find("(pending, run ") + std::string("(pending, run ").size();
   const std::string id = r.err.substr(at, r.err.find(')', at) - at);
