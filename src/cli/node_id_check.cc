@@ -40,10 +40,19 @@ bool ProcessGone(int64_t pid) {
   return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
+// Whether SIGTERM or SIGINT waits for this process (serve blocks both).
+bool StopSignalPending() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+}
+
 }  // namespace
 
 int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
-                       std::chrono::seconds beat_every, std::ostream& err) {
+                       std::chrono::seconds beat_every, std::ostream& err, bool* stopped) {
+  *stopped = false;
   const std::string& node_id = self.node;
   auto seen = Find(store, node_id);
   if (!seen.ok()) return Unavailable(seen.status(), err);
@@ -65,6 +74,10 @@ int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& 
   const std::stop_source never;
   for (auto waited = std::chrono::seconds{0}; waited < watch; waited += std::chrono::seconds{1}) {
     clock.SleepFor(std::chrono::seconds{1}, never.get_token());
+    if (StopSignalPending()) {
+      *stopped = true;
+      return kExitOk;
+    }
     auto again = Find(store, node_id);
     if (!again.ok()) return Unavailable(again.status(), err);
     if (!again->has_value() || (*again)->stopped_at) return kExitOk;

@@ -20,8 +20,10 @@ namespace cronledger::cli {
 // it may have crashed elsewhere or still run: it is watched for up to two
 // beats (`beat_every`) plus a second, and a new beat means another serve
 // uses the id: a message on `err` and kExitUsage. No beat: taken over.
+// SIGTERM or SIGINT (blocked, so pending) ends the watch: kExitOk with
+// `*stopped` set, and serve exits without starting.
 int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
-                       std::chrono::seconds beat_every, std::ostream& err);
+                       std::chrono::seconds beat_every, std::ostream& err, bool* stopped);
 
 }  // namespace cronledger::cli
 

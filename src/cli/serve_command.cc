@@ -170,10 +170,15 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   loop_options.node.started_at = store::ToInstant(clock.Now());
   loop_options.node.host = HostName();
   loop_options.node.pid = getpid();
+  bool stopped_early = false;
   if (int rc = RefuseANodeIdInUse(*store, loop_options.node, clock, loop_options.node_beat_every,
-                                  err);
+                                  err, &stopped_early);
       rc != kExitOk) {
     return rc;
+  }
+  if (stopped_early) {
+    spdlog::info("serve: stopped by a signal before it started (node {} not started)", node_id);
+    return kExitOk;
   }
   std::optional<api::LocalToken> local_token;
   if (int rc = LoadLocalToken(config, &tokens, &local_token, err); rc != kExitOk) return rc;

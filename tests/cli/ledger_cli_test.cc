@@ -928,6 +928,26 @@ TEST(ServeCli, ANodeIdInUseIsRefusedAndFreedByAStopOrACrash) {
             std::string::npos)
       << log;
   EXPECT_EQ(taken_over.Stop(), 0) << taken_over.Log();
+
+  // SIGTERM while it watches stops it there, without starting.
+  {
+    store::SqliteOptions o;
+    o.path = dir.File("ledger.db");
+    auto s = store::SqliteStore::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    const store::Instant now = store::ToInstant(RealClock().Now());
+    ASSERT_TRUE((*s)->NodeHeartbeat({"web-1", "0.1.0", "10.0.0.9:8377", now, now, "elsewhere", 42})
+                    .ok());
+  }
+  ServeProcess stopped(config, dir.File("stopped.log"), {"--node-id", "web-1"});
+  ASSERT_TRUE(WaitFor([&] { return stopped.Log().find("watching it") != std::string::npos; }, 600))
+      << stopped.Log();
+  stopped.Signal(SIGTERM);
+  ASSERT_TRUE(WaitFor([&] { return !stopped.Running(); }, 600)) << stopped.Log();
+  EXPECT_EQ(stopped.Stop(), 0) << stopped.Log();
+  EXPECT_NE(stopped.Log().find("serve: stopped by a signal before it started"), std::string::npos)
+      << stopped.Log();
+  EXPECT_EQ(stopped.Log().find("started with"), std::string::npos) << stopped.Log();
 }
 
 }  // namespace
