@@ -69,7 +69,7 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
   });
   const auto route = [this](const httplib::Request& req, httplib::Response& res) {
     if (req.path == "/healthz") {
-      Send(req.method == "GET"
+      Send(req.method == "GET" || req.method == "HEAD"
                ? Health()
                : Error(405, "method_not_allowed",
                        fmt::format("/healthz does not accept {}; it is read with GET",
@@ -127,6 +127,9 @@ HttpServer::HttpServer(std::size_t threads) : server_(std::make_unique<httplib::
   server_->Put(".*", route);
   server_->Delete(".*", route);
   server_->Patch(".*", route);
+  // So that OPTIONS of a known path is 405 like any other method it does
+  // not take, not httplib's 404.
+  server_->Options(".*", route);
   // What httplib answers by itself (an oversized body, a bad request line)
   // gets the API's error shape too.
   server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {

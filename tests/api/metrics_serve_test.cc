@@ -335,8 +335,12 @@ TEST_F(MetricsServe, APostWithoutABodyGetsTheEndpointsAnswer) {
   EXPECT_EQ(RawStatus(port_, "POST /metrics HTTP/1.1\r\n" + head), 405);
   EXPECT_EQ(RawStatus(port_, "POST /healthz HTTP/1.1\r\n" + head), 405);
   EXPECT_EQ(RawStatus(port_, "POST /v1/nope HTTP/1.1\r\n" + head), 404);
-  // And a GET still is a GET.
+  // And a GET still is a GET; HEAD /healthz is one too, OPTIONS is a
+  // method the path does not take.
   EXPECT_EQ(RawStatus(port_, "GET /metrics HTTP/1.1\r\n" + head), 200);
+  EXPECT_EQ(RawStatus(port_, "HEAD /healthz HTTP/1.1\r\n" + head), 200);
+  EXPECT_EQ(RawStatus(port_, "OPTIONS /healthz HTTP/1.1\r\n" + head), 405);
+  EXPECT_EQ(RawStatus(port_, "OPTIONS /metrics HTTP/1.1\r\n" + head), 405);
 }
 
 TEST_F(MetricsServe, PromtoolAcceptsTheScrape) {
