@@ -50,6 +50,12 @@ int RunBackup(const BackupArgs& args, std::ostream& out, std::ostream& err) {
         << " (create it first)\n";
     return kExitUsage;
   }
+  if (std::error_code ec; std::filesystem::is_directory(to_path, ec)) {
+    err << "cronledger backup: --to " << args.to
+        << " is a folder; name the file to write, e.g. " << (to_path / "cronledger.db").string()
+        << "\n";
+    return kExitUsage;
+  }
   if (!std::filesystem::exists(from)) {
     err << "cronledger backup: no ledger at " << from << "\n";
     return kExitUnavailable;

@@ -176,6 +176,13 @@ TEST(BackupCli, RefusesWhatItCannotDoAndWritesNothing) {
   EXPECT_EQ(nowhere.err, "cronledger backup: --to " + dir.File("nope/x.db") + ": no folder " +
                              dir.File("nope") + " (create it first)\n");
   EXPECT_FALSE(std::filesystem::exists(dir.File("nope")));
+  // A folder is not a file to write, with or without its slash.
+  for (const std::string& folder : {dir.path(), dir.path() + "/"}) {
+    const auto into = Cronledger({"backup", "--config", missing, "--to", folder});
+    EXPECT_EQ(into.exit_code, 2) << into.err;
+    EXPECT_NE(into.err.find(" is a folder; name the file to write"), std::string::npos)
+        << into.err;
+  }
   EXPECT_FALSE(std::filesystem::exists(dir.File("ledger.db")));
 }
 
