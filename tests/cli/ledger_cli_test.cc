@@ -859,6 +859,16 @@ TEST(ServeCli, ReportsWhereEachJobStandsAndStopsCleanly) {
   EXPECT_NE(text.find("serve: node web-7 stopped cleanly"), std::string::npos) << text;
 }
 
+// A beat of `node` now, by a process of another host, into the ledger.
+void BeatFromAnotherHost(const std::string& ledger, const std::string& node) {
+  store::SqliteOptions o;
+  o.path = ledger;
+  auto s = store::SqliteStore::Open(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const store::Instant now = store::ToInstant(RealClock().Now());
+  ASSERT_TRUE((*s)->NodeHeartbeat({node, "0.1.0", "10.0.0.9:8377", now, now, "elsewhere", 42}).ok());
+}
+
 // A node id is one process's. A second serve under a live node's id is
 // refused; after a clean stop the id is free at once; after a crash, once
 // its beats have stopped.
@@ -911,15 +921,7 @@ TEST(ServeCli, ANodeIdInUseIsRefusedAndFreedByAStopOrACrash) {
 
   // A fresh beat from another host, which stops beating (it crashed): the
   // next serve watches it, sees no new beat and takes the id over.
-  {
-    store::SqliteOptions o;
-    o.path = dir.File("ledger.db");
-    auto s = store::SqliteStore::Open(o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    const store::Instant now = store::ToInstant(RealClock().Now());
-    ASSERT_TRUE((*s)->NodeHeartbeat({"web-1", "0.1.0", "10.0.0.9:8377", now, now, "elsewhere", 42})
-                    .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(BeatFromAnotherHost(dir.File("ledger.db"), "web-1"));
   ServeProcess taken_over(config, dir.File("taken-over.log"), {"--node-id", "web-1"});
   ASSERT_GT(taken_over.WaitForApiPort(), 0) << taken_over.Log();
   const std::string log = taken_over.Log();
@@ -930,15 +932,7 @@ TEST(ServeCli, ANodeIdInUseIsRefusedAndFreedByAStopOrACrash) {
   EXPECT_EQ(taken_over.Stop(), 0) << taken_over.Log();
 
   // SIGTERM while it watches stops it there, without starting.
-  {
-    store::SqliteOptions o;
-    o.path = dir.File("ledger.db");
-    auto s = store::SqliteStore::Open(o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    const store::Instant now = store::ToInstant(RealClock().Now());
-    ASSERT_TRUE((*s)->NodeHeartbeat({"web-1", "0.1.0", "10.0.0.9:8377", now, now, "elsewhere", 42})
-                    .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(BeatFromAnotherHost(dir.File("ledger.db"), "web-1"));
   ServeProcess stopped(config, dir.File("stopped.log"), {"--node-id", "web-1"});
   ASSERT_TRUE(WaitFor([&] { return stopped.Log().find("watching it") != std::string::npos; }, 600))
       << stopped.Log();
