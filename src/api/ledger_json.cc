@@ -300,7 +300,7 @@ Result<ordered_json> NodesJson(store::Store& store, store::Instant now) {
   for (const auto& n : *nodes) {
     ordered_json j;
     j["node"] = n.node;
-    j["alive"] = !n.stopped_at && now - n.last_seen_at <= kNodeAliveWithin;
+    j["alive"] = NodeAlive(n, now);
     j["last_seen_at"] = FormatInstant(n.last_seen_at);
     j["running"] = n.running;
     j["version"] = n.version;

@@ -30,6 +30,12 @@ nlohmann::ordered_json JobStatusJson(const engine::JobStatus& status);
 // every 5 s).
 inline constexpr std::chrono::seconds kNodeAliveWithin{30};
 
+// Whether `node` runs at `now` (the ledger's instant): it beat within
+// kNodeAliveWithin and has not stopped cleanly since.
+inline bool NodeAlive(const store::NodeRecord& node, store::Instant now) {
+  return !node.stopped_at && now - node.last_seen_at <= kNodeAliveWithin;
+}
+
 // The `nodes` of `status` (beside `jobs`): [{"node", "alive", "last_seen_at",
 // "running", "version", "listen", "started_at"}], by name; alive when the
 // node beat within kNodeAliveWithin of `now` (the ledger's instant) and has

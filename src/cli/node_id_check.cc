@@ -56,11 +56,11 @@ int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& 
   const std::string& node_id = self.node;
   auto seen = Find(store, node_id);
   if (!seen.ok()) return Unavailable(seen.status(), err);
-  if (!seen->has_value() || (*seen)->stopped_at) return kExitOk;
+  if (!seen->has_value()) return kExitOk;
   const store::NodeRecord last = **seen;
   auto now = store.LedgerNow(store::ToInstant(clock.Now()));
   if (!now.ok()) return Unavailable(now.status(), err);
-  if (*now - last.last_seen_at > api::kNodeAliveWithin) return kExitOk;
+  if (!api::NodeAlive(last, *now)) return kExitOk;
   if (!last.host.empty() && last.host == self.host && ProcessGone(last.pid)) {
     spdlog::info("serve: node id {} was last used by process {} of this host, which is gone",
                  node_id, last.pid);

@@ -269,12 +269,12 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
     const bool json = args.log_format == "json";
     spdlog::info(
         "serve: no [[auth.token]] configured: the operator token is in {} ({}); dashboard at "
-        "{}/{}{}",
+        "{}/{}",
         local_token->path, local_token->created ? "created now, mode 0600" : "as before",
         http.url(),
-        json ? fmt::format(" — one-time login link (valid {} min): ", api::kLoginCodeTtl.count())
-             : "",
-        json ? link : "");
+        json ? fmt::format(" — one-time login link (valid {} min): {}", api::kLoginCodeTtl.count(),
+                           link)
+             : "");
     if (!json) {
       err << "cronledger serve: dashboard login (one-time link, valid "
           << api::kLoginCodeTtl.count() << " min): " << link << "\n";

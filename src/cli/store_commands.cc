@@ -109,7 +109,7 @@ int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostre
     }
     const store::Instant now = store::ToInstant(clock.Now());
     for (const auto& n : *nodes) {
-      if (n.stopped_at || now - n.last_seen_at > api::kNodeAliveWithin) continue;
+      if (!api::NodeAlive(n, now)) continue;
       err << fmt::format(
           "cronledger migrate-store: node {} is still serving this ledger (it beat at {} and did "
           "not stop cleanly): stop every `cronledger serve` on it first (one killed: wait {} s); "
