@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config ccache tzdata git
+  build-essential cmake ninja-build pkg-config ccache tzdata git
   libsqlite3-dev libpq-dev libpqxx-dev postgresql
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev libtomlplusplus-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
@@ -21,6 +21,7 @@ packages=(
   # idle CPU figure (bench/idle_serve.sh --pg-datadir). graphile-worker and
   # pg-boss come from npm (bench/pg_peers/package-lock.json, npm ci).
   postgresql-15 postgresql-client-15 procps
+  python3     # tests/embed/check_installed_package.sh reads the ledger's JSON
   faketime    # libfaketime: a node's clock an hour off in the multi-node fault tests
   # bench/apscheduler_bench.sh (bench/run.sh apscheduler): APScheduler 3 with its
   # SQLAlchemy job store on SQLite, the single-node peer, run by Debian's python3

@@ -9,7 +9,6 @@ namespace cronledger::api {
 namespace {
 
 constexpr const char* kScopeChoices = "must be \"run\" or \"partition\"";
-constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
 
 // nullopt when absent, -1 when not a positive integer.
 std::optional<int64_t> QueryId(const ApiRequest& r, const char* name) {

@@ -456,7 +456,7 @@ Parsed<ApproveRequest> ParseApproveRequest(const ApiRequest& request, const ApiT
   const auto job = body.String("job", true, 256);
   const auto from = ReadDate(body, "from", false);
   const auto to = ReadDate(body, "to", false);
-  const auto run = body.Integer("run", false, 1, std::numeric_limits<int64_t>::max());
+  const auto run = body.Integer("run", false, 1, kMaxId);
   ActionActor who = ReadActor(body, token);
   if (run && (from || to)) body.Invalid("run", "cannot be given with \"from\" or \"to\"");
   if (from && to && std::chrono::sys_days(*from) > std::chrono::sys_days(*to)) {

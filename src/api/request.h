@@ -5,6 +5,7 @@
 #define CRONLEDGER_API_REQUEST_H_
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -47,6 +48,9 @@ ApiResponse ErrorFor(const Status& status);
 
 // A positive decimal integer and nothing else (ids in paths and queries).
 std::optional<int64_t> PositiveInteger(std::string_view text);
+
+// The largest id or fencing token a request may name.
+inline constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
 
 // A JSON request body read field by field: the first problem found is kept
 // (naming the field), and fields the route does not know are a problem too.

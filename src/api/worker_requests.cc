@@ -10,7 +10,6 @@ namespace {
 
 using ledger::EndClass;
 
-constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
 constexpr std::size_t kMaxClaimJobs = 100;
 constexpr std::size_t kMaxJobNameBytes = 64;
 constexpr const char* kOutcomes = "succeeded, retryable, permanent, timeout or signal";

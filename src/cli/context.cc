@@ -12,6 +12,11 @@
 
 namespace cronledger::cli {
 
+int UsageError(std::ostream& err, const std::string& command, const std::string& message) {
+  err << "cronledger " << command << ": " << message << "\n";
+  return kExitUsage;
+}
+
 int LoadConfigOrReport(const std::string& command, const std::string& path,
                        config::Config* out, std::ostream& err) {
   auto loaded = config::LoadConfig(path);

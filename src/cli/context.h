@@ -17,6 +17,9 @@ namespace cronledger::cli {
 int LoadConfigOrReport(const std::string& command, const std::string& path,
                        config::Config* out, std::ostream& err);
 
+// Prints "cronledger COMMAND: MESSAGE" to `err`; returns kExitUsage.
+int UsageError(std::ostream& err, const std::string& command, const std::string& message);
+
 // Whether a command may create the ledger when it does not exist yet.
 enum class StoreAccess { kCreate, kExisting };
 

@@ -14,24 +14,19 @@
 namespace cronledger::cli {
 namespace {
 
-int Usage(std::ostream& err, const std::string& message) {
-  err << "cronledger events: " << message << "\n";
-  return kExitUsage;
-}
-
 }  // namespace
 
 int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err) {
   store::EventQuery q;
   q.job = args.job;
   if (args.run) {
-    if (*args.run <= 0) return Usage(err, fmt::format("--run {}: run ids are positive", *args.run));
+    if (*args.run <= 0) return UsageError(err, "events", fmt::format("--run {}: run ids are positive", *args.run));
     q.run_id = *args.run;
   }
   if (args.since) {
     auto since = ParseRfc3339(*args.since);
     if (!since.ok()) {
-      return Usage(err, "--since: " + since.status().message());
+      return UsageError(err, "events", "--since: " + since.status().message());
     }
     q.since = store::Instant(*since);
   }
@@ -39,7 +34,7 @@ int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err) {
   // Over --server, GET /v1/events's largest `limit` (it has no cursor).
   const int64_t max_limit = args.server.empty() ? kEventsMaxLimit : api::kMaxPageLimit;
   if (limit < 1 || limit > max_limit) {
-    return Usage(err, fmt::format("--limit {} is out of range; use 1 to {}{}", limit, max_limit,
+    return UsageError(err, "events", fmt::format("--limit {} is out of range; use 1 to {}{}", limit, max_limit,
                                   args.server.empty() ? "" : " with --server"));
   }
   q.limit = static_cast<int>(limit);

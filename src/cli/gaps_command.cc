@@ -18,23 +18,18 @@ namespace {
 using std::chrono::sys_days;
 using std::chrono::year_month_day;
 
-int Usage(std::ostream& err, const std::string& message) {
-  err << "cronledger gaps: " << message << "\n";
-  return kExitUsage;
-}
-
 }  // namespace
 
 int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   std::optional<year_month_day> from, to;
   if (args.from && !(from = ParseBusinessDate(*args.from))) {
-    return Usage(err, NotADate("--from", *args.from));
+    return UsageError(err, "gaps", NotADate("--from", *args.from));
   }
   if (args.to && !(to = ParseBusinessDate(*args.to))) {
-    return Usage(err, NotADate("--to", *args.to));
+    return UsageError(err, "gaps", NotADate("--to", *args.to));
   }
   if (from && to && sys_days(*from) > sys_days(*to)) {
-    return Usage(err, "--from " + *args.from + " is after --to " + *args.to);
+    return UsageError(err, "gaps", "--from " + *args.from + " is after --to " + *args.to);
   }
   // Gaps are printed as they are found, never all held: a ledger missing a
   // whole window can have millions (the server's answer is one document).
@@ -96,7 +91,7 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
       if (!args.job || j.name == *args.job) jobs.push_back(&j);
     }
     if (args.job && jobs.empty()) {
-      return Usage(err, "no job named \"" + *args.job + "\" in " + args.config_path);
+      return UsageError(err, "gaps", "no job named \"" + *args.job + "\" in " + args.config_path);
     }
     std::unique_ptr<store::Store> store;
     if (int rc = OpenStoreOrReport("gaps", config, &store, err, StoreAccess::kExisting);

@@ -18,7 +18,7 @@ constexpr const char* kEffectAs = "committed or failed";
 constexpr const char* kRunAs = "succeeded, failed or retry";
 
 // The run as it is after the resolution (RunJson).
-Result<nlohmann::ordered_json> LocalRun(store::Store& store, int64_t run_id) {
+Result<nlohmann::ordered_json> ResolvedRun(store::Store& store, int64_t run_id) {
   auto run = store.RunGet(run_id);
   if (!run.ok()) return run.status();
   auto steps = store.StepList(run_id);
@@ -119,7 +119,7 @@ int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::os
       return ExitCodeFor(s);
     }
     if (args.json) {
-      auto run = LocalRun(*store, args.run_id);
+      auto run = ResolvedRun(*store, args.run_id);
       if (!run.ok()) {
         err << "cronledger resolve: " << run.status().message() << "\n";
         return ExitCodeFor(run.status());

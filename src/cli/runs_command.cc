@@ -22,11 +22,6 @@ using nlohmann::ordered_json;
 constexpr const char* kAllStates =
     "pending, running, succeeded, failed, unknown, skipped, awaiting_approval, cancelled";
 
-int Usage(std::ostream& err, const std::string& message) {
-  err << "cronledger runs: " << message << "\n";
-  return kExitUsage;
-}
-
 // A single run's document (RunDetailJson) as text.
 void PrintRun(const ordered_json& run, std::ostream& out) {
   const int64_t id = Integer(run, "id");
@@ -144,33 +139,33 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
   store::RunQuery q;
   if (args.run) {
     if (args.job || args.date || args.state || args.partition || args.limit) {
-      return Usage(err,
+      return UsageError(err, "runs",
                    "--run ID shows one run; do not combine it with --job, --date, --state, "
                    "--partition or --limit");
     }
-    if (*args.run <= 0) return Usage(err, fmt::format("--run {}: run ids are positive", *args.run));
+    if (*args.run <= 0) return UsageError(err, "runs", fmt::format("--run {}: run ids are positive", *args.run));
   } else {
     if (args.state) {
       auto state = ledger::ParseRunState(*args.state);
       if (!state) {
-        return Usage(err, fmt::format("--state \"{}\" is not a run state; use one of {}",
+        return UsageError(err, "runs", fmt::format("--state \"{}\" is not a run state; use one of {}",
                                       *args.state, kAllStates));
       }
       q.state = *state;
     }
     if (args.date) {
       if (!ParseBusinessDate(*args.date)) {
-        return Usage(err, NotADate("--date", *args.date));
+        return UsageError(err, "runs", NotADate("--date", *args.date));
       }
       q.business_date = *args.date;
     }
     const int64_t limit = args.limit.value_or(kRunsDefaultLimit);
     if (limit < 1 || limit > kRunsMaxLimit) {
-      return Usage(err,
+      return UsageError(err, "runs",
                    fmt::format("--limit {} is out of range; use 1 to {}", limit, kRunsMaxLimit));
     }
     if (args.partition && !config::IsValidPartitionId(*args.partition)) {
-      return Usage(err, fmt::format("--partition \"{}\" is not a partition id ({})",
+      return UsageError(err, "runs", fmt::format("--partition \"{}\" is not a partition id ({})",
                                     *args.partition, config::kPartitionIdRule));
     }
     q.limit = static_cast<int>(limit);

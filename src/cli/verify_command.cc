@@ -14,11 +14,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-int Usage(std::ostream& err, const std::string& message) {
-  err << "cronledger verify: " << message << "\n";
-  return kExitUsage;
-}
-
 // A field of the report, "-" when null.
 std::string Dash(const ordered_json& object, std::string_view key) {
   const std::string text = Text(object, key);
@@ -29,7 +24,7 @@ std::string Dash(const ordered_json& object, std::string_view key) {
 
 int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   const auto date = ParseBusinessDate(args.date);
-  if (!date) return Usage(err, NotADate("--date", args.date));
+  if (!date) return UsageError(err, "verify", NotADate("--date", args.date));
   Result<ordered_json> report = ordered_json();
   if (!args.server.empty()) {
     std::unique_ptr<RemoteLedger> remote;

@@ -17,7 +17,7 @@ using namespace sql_util;  // NOLINT: the store's own helpers
 
 constexpr const char* kWorkChannel = "cronledger_work";
 
-constexpr Migration kMigrations[] = {
+constexpr Migration kPostgresMigrations[] = {
 #include "postgres_migrations.inc"
 };
 
@@ -30,7 +30,7 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const PostgresOptions
       new PostgresStore(std::move(db), options.url, options.database_clock));
   store->pg_ = handle;
   const int version = options.schema_version > 0 ? options.schema_version : kPostgresSchemaVersion;
-  RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kMigrations, version), version,
+  RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kPostgresMigrations, version), version,
                                   kPostgresCompatibleFrom,
                                   postgres::RedactUrl(options.url)));
   handle->SetStatementHook(options.statement_hook);

@@ -10,7 +10,7 @@
 namespace cronledger::store {
 namespace {
 
-constexpr Migration kMigrations[] = {
+constexpr Migration kSqliteMigrations[] = {
 #include "sqlite_migrations.inc"
 };
 
@@ -67,7 +67,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenOnce(const SqliteOptions& 
   // checked instead.
   RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = OFF"));
   const int version = options.schema_version > 0 ? options.schema_version : kSqliteSchemaVersion;
-  RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kMigrations, version), version,
+  RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kSqliteMigrations, version), version,
                                   kSqliteCompatibleFrom, options.path,
                                   [&d] { return CheckForeignKeys(d); }));
   RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = ON"));
