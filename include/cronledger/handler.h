@@ -1,5 +1,5 @@
 // In-process step handlers: the embedding API for jobs with
-// executor = "inprocess" (DESIGN.md). A handler is called once per step
+// executor = "inprocess" (docs/embedding.md). A handler is called once per step
 // attempt on a worker thread and returns an exit status with the same
 // meaning as a subprocess's (0 success, 75 retryable, 64/65/66/77/78
 // permanent, anything else retryable until the limits).
@@ -31,20 +31,31 @@ struct EffectResult {
 using EffectFn = std::function<EffectResult()>;
 
 // RunContext::Effect's answers besides the effect's own exit status, the
-// sysexits-style codes of `cronledger effect run` (DESIGN.md).
+// sysexits-style codes of `cronledger effect run` (docs/effects.md).
 inline constexpr int kEffectUsage = 64;        // no effect ledger, or a bad key
 inline constexpr int kEffectMismatch = 65;     // the key was used with another fingerprint
 inline constexpr int kEffectInDoubt = 69;      // in doubt and not reconciled: the run ends unknown
 inline constexpr int kEffectUnavailable = 75;  // the ledger could not be reached (retryable)
 inline constexpr int kEffectFenced = 76;       // the attempt's lease moved on: stop
 
-// The server side of RunContext::Effect (the engine provides it).
+// Whose watermark a checkpoint is: the run's own, or its job and
+// partition's, shared by every run of that partition (docs/effects.md).
+enum class CheckpointScope { kRun, kPartition };
+
+// The server side of RunContext::Effect and the checkpoints (the engine
+// provides it).
 class EffectLedger {
  public:
   virtual ~EffectLedger() = default;
   virtual int Run(const RunContext& ctx, std::string_view key, std::string_view fingerprint,
                   const EffectFn& effect, const EffectFn& reconcile,
                   std::string* output) const = 0;
+  virtual int SetCheckpoint(const RunContext&, CheckpointScope, std::string_view) const {
+    return kEffectUsage;
+  }
+  virtual int GetCheckpoint(const RunContext&, CheckpointScope, std::string*) const {
+    return kEffectUsage;
+  }
 };
 
 // What a handler may know about the attempt it runs for.
@@ -81,6 +92,22 @@ struct RunContext {
              const EffectFn& reconcile = {}, std::string* output = nullptr) const {
     if (effects == nullptr) return kEffectUsage;
     return effects->Run(*this, key, fingerprint, effect, reconcile, output);
+  }
+
+  // Writes `value` as the watermark of `scope`, fenced like an effect
+  // (`cronledger checkpoint set`): 0, or kEffectFenced once the lease has
+  // moved on, kEffectUnavailable when the ledger cannot be reached,
+  // kEffectUsage without a ledger.
+  int Checkpoint(std::string_view value, CheckpointScope scope = CheckpointScope::kRun) const {
+    if (effects == nullptr) return kEffectUsage;
+    return effects->SetCheckpoint(*this, scope, value);
+  }
+  // The watermark of `scope` last written (by this run, or for kPartition
+  // by any run of the partition) into `*value`, empty if none: 0, or
+  // kEffectUnavailable, kEffectUsage as Checkpoint.
+  int ReadCheckpoint(std::string* value, CheckpointScope scope = CheckpointScope::kRun) const {
+    if (effects == nullptr) return kEffectUsage;
+    return effects->GetCheckpoint(*this, scope, value);
   }
 };
 

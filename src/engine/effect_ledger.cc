@@ -111,4 +111,34 @@ int StoreEffectLedger::Run(const RunContext& ctx, std::string_view key,
   return Settle(ctx, key, r, output);
 }
 
+namespace {
+ledger::CheckpointScope ToLedger(CheckpointScope scope) {
+  return scope == CheckpointScope::kPartition ? ledger::CheckpointScope::kPartition
+                                              : ledger::CheckpointScope::kRun;
+}
+}  // namespace
+
+int StoreEffectLedger::SetCheckpoint(const RunContext& ctx, CheckpointScope scope,
+                                     std::string_view value) const {
+  store::CheckpointSetParams p;
+  p.run_id = ctx.run_id;
+  p.token = ctx.fencing_token;
+  p.scope = ToLedger(scope);
+  p.value = std::string(value);
+  p.now = store::ToInstant(clock_.Now());
+  p.node = node_;
+  if (Status s = writer_.SetCheckpoint(p); !s.ok()) return Refused(ctx, "(checkpoint)", s);
+  return 0;
+}
+
+int StoreEffectLedger::GetCheckpoint(const RunContext& ctx, CheckpointScope scope,
+                                     std::string* value) const {
+  auto checkpoints = writer_.Checkpoints(ctx.run_id);
+  if (!checkpoints.ok()) return Refused(ctx, "(checkpoint)", checkpoints.status());
+  const auto& record = scope == CheckpointScope::kPartition ? checkpoints->partition
+                                                            : checkpoints->run;
+  if (value) *value = record ? record->value : "";
+  return 0;
+}
+
 }  // namespace cronledger::engine

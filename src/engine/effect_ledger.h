@@ -24,6 +24,10 @@ class StoreEffectLedger final : public EffectLedger {
 
   int Run(const RunContext& ctx, std::string_view key, std::string_view fingerprint,
           const EffectFn& effect, const EffectFn& reconcile, std::string* output) const override;
+  int SetCheckpoint(const RunContext& ctx, CheckpointScope scope,
+                    std::string_view value) const override;
+  int GetCheckpoint(const RunContext& ctx, CheckpointScope scope,
+                    std::string* value) const override;
 
  private:
   // Commits (exit 0) or fails the key with `r`; the answer for the caller.

@@ -60,6 +60,8 @@ class EffectWriter {
   Status Commit(const store::EffectCommitParams& p);
   Status Fail(const store::EffectFailParams& p);
   Status SetCheckpoint(const store::CheckpointSetParams& p);
+  // Store::CheckpointGet, read at once (reads are not batched).
+  Result<store::Checkpoints> Checkpoints(int64_t run_id) { return store_.CheckpointGet(run_id); }
 
   const EffectWriterCounters& counters() const { return counters_; }
   // Ops waiting for the next batch (not those being committed).

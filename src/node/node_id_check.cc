@@ -1,4 +1,4 @@
-#include "cli/node_id_check.h"
+#include "node/node_id_check.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,9 +12,8 @@
 
 #include "api/json_shapes.h"
 #include "api/ledger_json.h"
-#include "cli/exit_codes.h"
 
-namespace cronledger::cli {
+namespace cronledger::node {
 namespace {
 
 Result<std::optional<store::NodeRecord>> Find(store::Store& store, const std::string& node_id) {
@@ -26,9 +25,8 @@ Result<std::optional<store::NodeRecord>> Find(store::Store& store, const std::st
   return std::optional<store::NodeRecord>();
 }
 
-int Unavailable(const Status& s, std::ostream& err) {
-  err << "cronledger serve: store unavailable: " << s.message() << "\n";
-  return kExitUnavailable;
+Status Unavailable(const Status& s) {
+  return Status(StatusCode::kUnavailable, "store unavailable: " + s.message());
 }
 
 // Whether process `pid` of this host is gone. This process's own pid
@@ -40,61 +38,50 @@ bool ProcessGone(int64_t pid) {
   return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-// Whether SIGTERM or SIGINT waits for this process (serve blocks both).
-bool StopSignalPending() {
-  sigset_t pending;
-  sigemptyset(&pending);
-  if (sigpending(&pending) != 0) return false;
-  return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
-}
-
 }  // namespace
 
-int RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
-                       std::chrono::seconds beat_every, std::ostream& err, bool* stopped) {
+Status RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Clock& clock,
+                          std::chrono::seconds beat_every, std::stop_token stop, bool* stopped) {
   *stopped = false;
   const std::string& node_id = self.node;
   auto seen = Find(store, node_id);
-  if (!seen.ok()) return Unavailable(seen.status(), err);
-  if (!seen->has_value()) return kExitOk;
+  if (!seen.ok()) return Unavailable(seen.status());
+  if (!seen->has_value()) return Status::Ok();
   const store::NodeRecord last = **seen;
   auto now = store.LedgerNow(store::ToInstant(clock.Now()));
-  if (!now.ok()) return Unavailable(now.status(), err);
-  if (!api::NodeAlive(last, *now)) return kExitOk;
+  if (!now.ok()) return Unavailable(now.status());
+  if (!api::NodeAlive(last, *now)) return Status::Ok();
   if (!last.host.empty() && last.host == self.host && ProcessGone(last.pid)) {
     spdlog::info("serve: node id {} was last used by process {} of this host, which is gone",
                  node_id, last.pid);
-    return kExitOk;
+    return Status::Ok();
   }
 
   const auto watch = 2 * beat_every + std::chrono::seconds{1};
   spdlog::info("serve: node id {} beat at {} and did not stop cleanly; watching it for {} s in "
                "case another serve still runs under it",
                node_id, api::FormatInstant(last.last_seen_at), watch.count());
-  const std::stop_source never;
   for (auto waited = std::chrono::seconds{0}; waited < watch; waited += std::chrono::seconds{1}) {
-    clock.SleepFor(std::chrono::seconds{1}, never.get_token());
-    if (StopSignalPending()) {
+    if (!clock.SleepFor(std::chrono::seconds{1}, stop)) {
       *stopped = true;
-      return kExitOk;
+      return Status::Ok();
     }
     auto again = Find(store, node_id);
-    if (!again.ok()) return Unavailable(again.status(), err);
-    if (!again->has_value() || (*again)->stopped_at) return kExitOk;
+    if (!again.ok()) return Unavailable(again.status());
+    if (!again->has_value() || (*again)->stopped_at) return Status::Ok();
     const store::NodeRecord& n = **again;
     if (n.last_seen_at != last.last_seen_at || n.started_at != last.started_at) {
-      err << fmt::format(
-          "cronledger serve: node id \"{}\" is in use by another serve (started {}{}{}, "
-          "beating now); give each node its own --node-id or [server] node_id\n",
+      return InvalidArgument(fmt::format(
+          "node id \"{}\" is in use by another serve (started {}{}{}, "
+          "beating now); give each node its own --node-id or [server] node_id",
           node_id, api::FormatInstant(n.started_at),
           n.host.empty() ? "" : fmt::format(", process {} on {}", n.pid, n.host),
-          n.listen.empty() ? "" : ", listening on " + n.listen);
-      return kExitUsage;
+          n.listen.empty() ? "" : ", listening on " + n.listen));
     }
   }
   spdlog::info("serve: node id {} is free: its serve stopped beating at {}", node_id,
                api::FormatInstant(last.last_seen_at));
-  return kExitOk;
+  return Status::Ok();
 }
 
-}  // namespace cronledger::cli
+}  // namespace cronledger::node
