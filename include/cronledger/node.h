@@ -61,12 +61,12 @@ class Config {
 struct NodeOptions {
   // The ledger, instead of the config's [server] store: "sqlite:FILE"
   // (relative to the current directory) or "postgresql://...".
-  std::string store;
+  std::optional<std::string> store;
   // Instead of [server] listen; "127.0.0.1:0" takes any free port (see
   // Node::url). Without [[auth.token]] entries only loopback is allowed.
-  std::string listen;
+  std::optional<std::string> listen;
   // Instead of [server] node_id (default: host name and listen port).
-  std::string node_id;
+  std::optional<std::string> node_id;
   // Every instant the node reads or waits for; RealClock() when null. Must
   // outlive the node.
   Clock* clock = nullptr;

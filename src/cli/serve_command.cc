@@ -63,8 +63,8 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   NodeOptions options;
-  options.listen = args.listen.value_or("");
-  options.node_id = args.node_id.value_or("");
+  options.listen = args.listen;
+  options.node_id = args.node_id;
   options.clock = &clock;
   options.cronledger_bin = FrontPath();
   // JSON lines go to a log collector: the login link is in the log line.

@@ -140,19 +140,19 @@ Result<std::unique_ptr<Node>> Node::Open(const Config& config, NodeOptions optio
   impl->config = detail::ConfigOf(config);
   impl->clock = options.clock != nullptr ? options.clock : &RealClock();
   config::Config& c = impl->config;
-  if (!options.listen.empty()) {
+  if (options.listen) {
     // The rule of server.listen in the file: loopback only without tokens.
-    const std::string problem = config::ListenProblem(options.listen, !c.auth.tokens.empty());
+    const std::string problem = config::ListenProblem(*options.listen, !c.auth.tokens.empty());
     if (!problem.empty()) return InvalidArgument("--listen: " + problem);
-    c.server.listen = options.listen;
+    c.server.listen = *options.listen;
   }
-  if (!options.node_id.empty()) {
-    if (std::string problem = config::NodeIdProblem(options.node_id); !problem.empty()) {
+  if (options.node_id) {
+    if (std::string problem = config::NodeIdProblem(*options.node_id); !problem.empty()) {
       return InvalidArgument("--node-id: " + problem);
     }
   }
-  if (!options.store.empty()) {
-    auto store = StoreOverride(options.store);
+  if (options.store) {
+    auto store = StoreOverride(*options.store);
     if (!store.ok()) return store.status();
     c.server.store = *store;
   }
@@ -165,7 +165,7 @@ Result<std::unique_ptr<Node>> Node::Open(const Config& config, NodeOptions optio
     return InvalidArgument(s.message() +
                            " (server.listen or --listen; port 0 takes any free port)");
   }
-  impl->node_id = !options.node_id.empty() ? options.node_id : c.server.node_id;
+  impl->node_id = options.node_id.value_or(c.server.node_id);
   if (impl->node_id.empty()) impl->node_id = HostName() + ":" + std::to_string(impl->http->port());
 
   auto store = store::OpenStore(c.server, /*create=*/true);
