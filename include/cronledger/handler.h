@@ -1,5 +1,5 @@
 // In-process step handlers: the embedding API for jobs with
-// executor = "inprocess" (DESIGN.md). A handler is called once per step
+// executor = "inprocess" (docs/execution.md). A handler is called once per step
 // attempt on a worker thread and returns an exit status with the same
 // meaning as a subprocess's (0 success, 75 retryable, 64/65/66/77/78
 // permanent, anything else retryable until the limits).
@@ -31,7 +31,7 @@ struct EffectResult {
 using EffectFn = std::function<EffectResult()>;
 
 // RunContext::Effect's answers besides the effect's own exit status, the
-// sysexits-style codes of `cronledger effect run` (DESIGN.md).
+// sysexits-style codes of `cronledger effect run` (docs/effects.md).
 inline constexpr int kEffectUsage = 64;        // no effect ledger, or a bad key
 inline constexpr int kEffectMismatch = 65;     // the key was used with another fingerprint
 inline constexpr int kEffectInDoubt = 69;      // in doubt and not reconciled: the run ends unknown
