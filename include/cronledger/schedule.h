@@ -1,8 +1,8 @@
 // Schedules: a cron expression evaluated in a business timezone.
 //
 // A Schedule turns an expression such as "0 9 * * *" and an IANA zone such
-// as "Asia/Seoul" into exact UTC instants, with the DST rules of DESIGN.md
-// (Time) and docs/schedule.md. It is a pure value: no clock, no I/O after
+// as "Asia/Seoul" into exact UTC instants, with the DST rules of
+// docs/schedule.md. It is a pure value: no clock, no I/O after
 // Create() has loaded the zone. Immutable and safe to share between threads.
 #ifndef CRONLEDGER_SCHEDULE_H_
 #define CRONLEDGER_SCHEDULE_H_

@@ -1,5 +1,5 @@
-// The endpoints a running step calls (DESIGN.md, contract with job
-// commands; docs/api.md): effects and checkpoints, each authorised by the
+// The endpoints a running step calls (docs/api.md, Step credentials;
+// docs/effects.md): effects and checkpoints, each authorised by the
 // attempt's credential and fenced by its token.
 //   POST /v1/effects/begin   POST /v1/effects/commit   POST /v1/effects/fail
 //   GET  /v1/checkpoints     PUT  /v1/checkpoints

@@ -1,9 +1,9 @@
-// Per-attempt credentials (DESIGN.md, contract with job commands): what a
-// step presents as CRONLEDGER_TOKEN when it calls the effect and checkpoint
-// endpoints. A credential names one attempt (run id and fencing token) and
-// is signed with a key only this server process knows, so a step cannot
-// forge another run's; whether the attempt still holds its lease is the
-// store's fencing, checked on every call.
+// Per-attempt credentials (docs/api.md, Step credentials): what a step presents
+// as CRONLEDGER_TOKEN when it calls the effect and checkpoint endpoints. A
+// credential names one attempt (run id and fencing token) and is signed with a
+// key only this server process knows, so a step cannot forge another run's;
+// whether the attempt still holds its lease is the store's fencing, checked on
+// every call.
 #ifndef CRONLEDGER_API_CREDENTIAL_H_
 #define CRONLEDGER_API_CREDENTIAL_H_
 

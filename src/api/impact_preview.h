@@ -1,7 +1,7 @@
-// Impact first (DESIGN.md: operator actions with a wide impact): what a
-// backfill or a rerun of a window would find and queue, with a digest of
-// the ledger it saw, and the action itself, which is refused whole when the
-// ledger moved since. The command line and the HTTP API share it.
+// Impact first (docs/gaps.md): what a backfill or a rerun of a window would
+// find and queue, with a digest of the ledger it saw, and the action itself,
+// which is refused whole when the ledger moved since. The command line and the
+// HTTP API share it.
 #ifndef CRONLEDGER_API_IMPACT_PREVIEW_H_
 #define CRONLEDGER_API_IMPACT_PREVIEW_H_
 
@@ -45,7 +45,7 @@ struct ImpactPreview {
   std::vector<std::string> would_queue;  // their run keys
   std::string digest;  // sha256 over every expected key's state and the request
 
-  // DESIGN.md's preview shape; a rerun's adds succeeded_left_alone.
+  // The preview document (docs/api.md); a rerun's adds succeeded_left_alone.
   nlohmann::ordered_json Json() const;
 };
 

@@ -24,7 +24,7 @@ struct Key {
   std::optional<store::RunRecord> run;
 };
 
-// The bucket of DESIGN.md's status counts a key falls in.
+// The bucket of the status counts a key falls in (docs/api.md, history).
 std::string Bucket(const Key& k) {
   if (!k.run) return "missing";  // never planned
   switch (k.run->state) {

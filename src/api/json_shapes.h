@@ -1,5 +1,5 @@
 // JSON shapes shared by the command line's --json output and the HTTP API
-// (DESIGN.md, JSON shapes): one definition of each, so the two never drift.
+// (docs/cli.md, docs/api.md): one definition of each, so the two never drift.
 #ifndef CRONLEDGER_API_JSON_SHAPES_H_
 #define CRONLEDGER_API_JSON_SHAPES_H_
 

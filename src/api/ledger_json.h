@@ -1,5 +1,5 @@
-// The ledger documents of DESIGN.md (JSON shapes: status, runs, a single
-// run, events, gaps, verify), built once for both the command line's --json
+// The ledger documents (status, runs, a single run, events, gaps, verify;
+// docs/cli.md and docs/api.md), built once for both the command line's --json
 // output and the HTTP API, so the two never drift. The values both take as
 // input (business dates) are parsed in input_values.h.
 #ifndef CRONLEDGER_API_LEDGER_JSON_H_
@@ -22,8 +22,8 @@
 
 namespace cronledger::api {
 
-// DESIGN.md `status` item: name, state, last_success_at, ..., steps, then
-// planned_through, in_flight, expired_leases, unknown_runs.
+// The `status` item (docs/cli.md): name, state, last_success_at, ..., steps,
+// then planned_through, in_flight, expired_leases, unknown_runs.
 nlohmann::ordered_json JobStatusJson(const engine::JobStatus& status);
 
 // A node not heard from for this long is shown as not alive (serve beats
@@ -42,20 +42,21 @@ inline bool NodeAlive(const store::NodeRecord& node, store::Instant now) {
 // not stopped cleanly since.
 Result<nlohmann::ordered_json> NodesJson(store::Store& store, store::Instant now);
 
-// DESIGN.md `runs` item: id, run_key, job, partition, period, business_date,
-// scheduled_at, state, reason (null unless skipped), attempts, steps.
+// The `runs` item (docs/api.md): id, run_key, job, partition, period,
+// business_date, scheduled_at, state, reason (null unless skipped), attempts,
+// steps.
 nlohmann::ordered_json RunJson(const store::RunRecord& run,
                                const std::vector<store::StepState>& steps = {});
 
-// An attempt in the `attempt_list` shape of DESIGN.md, with its step,
-// duration and output tail (the end of its log).
+// An attempt in the `attempt_list` of GET /v1/runs/{id} (docs/api.md), with its
+// step, duration and output tail (the end of its log).
 nlohmann::ordered_json AttemptJson(const store::AttemptRecord& attempt);
 
-// DESIGN.md `events` item: id, at, type, job, run_id, run_key, actor,
+// The `events` item (docs/api.md): id, at, type, job, run_id, run_key, actor,
 // reason, details (the stored JSON object; empty texts and absent ids null).
 nlohmann::ordered_json EventJson(const store::EventRecord& event);
 
-// DESIGN.md `gaps` item: run_key, job, partition, business_date,
+// The `gaps` item (docs/api.md): run_key, job, partition, business_date,
 // scheduled_at, cause, waived, then run_id (null when never planned).
 nlohmann::ordered_json GapJson(const engine::Gap& gap);
 
@@ -93,9 +94,9 @@ Status ForEachGap(store::Store& store, const GapQuery& query, store::Instant now
 Result<std::vector<engine::Gap>> ScanGaps(store::Store& store, const GapQuery& query,
                                           store::Instant now);
 
-// DESIGN.md `verify` for one business date of `job`: job, business_date,
-// complete, expected, succeeded, waived, steps, first_scheduled_at,
-// last_completed_at, attempts, reruns, missing.
+// The `verify` document (docs/cli.md) for one business date of `job`: job,
+// business_date, complete, expected, succeeded, waived, steps,
+// first_scheduled_at, last_completed_at, attempts, reruns, missing.
 Result<nlohmann::ordered_json> VerifyJson(store::Store& store, const config::JobConfig& job,
                                           const std::string& business_date,
                                           std::chrono::year_month_day date, store::Instant now);

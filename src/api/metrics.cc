@@ -19,7 +19,8 @@ constexpr std::array<std::string_view, 8> kRunStates = {
 constexpr std::array<std::string_view, 9> kEndClasses = {
     "succeeded",     "retryable",    "permanent", "timeout", "signal",
     "lease_expired", "spawn_failed", "in_doubt",  "stale"};
-// Operator (and policy) actions that recover a run: DESIGN.md's event types.
+// Operator (and policy) actions that recover a run: their event types
+// (docs/events.md).
 constexpr std::array<std::string_view, 7> kRecoveryEvents = {
     "retry", "resolve", "approve", "backfill", "rerun", "cancel", "trigger"};
 // The gap scanner's own backfills are automatic, not manual.

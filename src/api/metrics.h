@@ -70,7 +70,7 @@ std::string RenderNodeMetrics(const engine::NodeSnapshot& node);
 
 // Missing run keys (never planned, misfired, awaiting approval) of `job`
 // on its closed business dates within backfill.horizon: dates whose last
-// occurrence is older than alert.max_lag (DESIGN.md, Time).
+// occurrence is older than alert.max_lag (docs/alerts.md).
 Result<int64_t> MissingOnClosedDates(const config::JobConfig& job, store::Store& store,
                                      Clock::TimePoint now);
 

@@ -1,4 +1,4 @@
-// The operator API (docs/api.md): the ledger documents of DESIGN.md over
+// The operator API (docs/api.md): the ledger documents (ledger_json.h) over
 // HTTP, for operators, scripts and the dashboard, and the operator actions.
 //   GET /v1/jobs         GET /v1/jobs/{name}   GET /v1/runs   GET /v1/runs/{id}
 //   GET /v1/events       GET /v1/gaps          GET /v1/verify

@@ -523,7 +523,7 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
   facts.jitter_sample = JitterSample();
   finish.step = job.steps.empty() ? "" : job.steps.back().name;
   // Succeeded, unless an effect of the attempt is in doubt: the store then
-  // records the run `unknown` (DESIGN.md, uncertain ends).
+  // records the run `unknown` (docs/effects.md, At the end of an attempt).
   finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
   auto results = store_.RunFinishAttempts({finish});
   if (!results.ok()) return ErrorFor(results.status());

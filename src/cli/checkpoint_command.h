@@ -1,5 +1,5 @@
 // `cronledger checkpoint get|set`: a step's watermarks, fenced by its lease
-// (DESIGN.md, checkpoint; docs/effects.md).
+// (docs/effects.md, Checkpoints).
 #ifndef CRONLEDGER_CLI_CHECKPOINT_COMMAND_H_
 #define CRONLEDGER_CLI_CHECKPOINT_COMMAND_H_
 

@@ -1,5 +1,5 @@
 // What every ledger command does first: load the configuration and open the
-// store, mapping failures to DESIGN.md's exit codes.
+// store, mapping failures to the exit codes of docs/cli.md.
 #ifndef CRONLEDGER_CLI_CONTEXT_H_
 #define CRONLEDGER_CLI_CONTEXT_H_
 

@@ -1,5 +1,5 @@
 // `cronledger effect run`: runs CMD at most once in effect for an
-// idempotency key (DESIGN.md, contract with job commands; docs/effects.md).
+// idempotency key (docs/effects.md).
 #ifndef CRONLEDGER_CLI_EFFECT_COMMAND_H_
 #define CRONLEDGER_CLI_EFFECT_COMMAND_H_
 

@@ -3,7 +3,7 @@
 
 namespace cronledger::cli {
 
-// Exit codes of the cronledger command (DESIGN.md, the command line).
+// Exit codes of the cronledger command (docs/cli.md, Exit codes).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFound = 1;        // the check found something / state refused
 inline constexpr int kExitUsage = 2;        // usage or config error

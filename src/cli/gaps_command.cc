@@ -39,13 +39,13 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
   TextTable table({"RUN_KEY", "BUSINESS_DATE", "SCHEDULED_AT", "CAUSE", "RUN_ID"});
   constexpr std::size_t kTableBlock = 1000;  // rows aligned together
   std::string line;
-  // One item of DESIGN.md's gaps document (GapJson).
+  // One item of the gaps document (GapJson; docs/cli.md).
   const auto print = [&](const nlohmann::ordered_json& g) {
     const bool waived = Field(g, "waived") == true;
     const std::string cause = Text(g, "cause");
     if (args.json) {
-      // The items of DESIGN.md's {"gaps": [...]}, as api::Dump with indent
-      // 2 lays out the whole object.
+      // The items of {"gaps": [...]}, as api::Dump with indent 2 lays out the
+      // whole object.
       line = total == 0 ? "{\n  \"gaps\": [\n    " : ",\n    ";
       for (const char c : api::Dump(g, 2)) {
         line += c;

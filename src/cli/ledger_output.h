@@ -1,6 +1,6 @@
-// What the ledger commands print: aligned text tables, and the JSON shapes
-// of DESIGN.md, which are built in api/ledger_json.h for the command line
-// and the HTTP API alike. Shared by `runs`, `events`, `status` and the rest.
+// What the ledger commands print: aligned text tables, and the JSON documents
+// of docs/cli.md, which are built in api/ledger_json.h for the command line and
+// the HTTP API alike. Shared by `runs`, `events`, `status` and the rest.
 #ifndef CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 #define CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 
@@ -58,7 +58,7 @@ class TextTable {
   std::vector<std::size_t> flushed_widths_;     // empty until the first Flush
 };
 
-// Reading a ledger document (DESIGN.md's JSON shapes, built locally or
+// Reading a ledger document (the JSON of docs/cli.md, built locally or
 // answered by a server) to print it as text. A missing key reads as null.
 const nlohmann::ordered_json& Field(const nlohmann::ordered_json& object, std::string_view key);
 // A string as it is, a number or boolean as JSON writes it, null as "".

@@ -34,7 +34,7 @@ constexpr const char* kDescription =
     "cronledger runs scheduled work so that every expected unit of work completes "
     "exactly once in effect, and proves it.";
 
-// --config, else $CRONLEDGER_CONFIG, else ./cronledger.toml (DESIGN.md).
+// --config, else $CRONLEDGER_CONFIG, else ./cronledger.toml (docs/cli.md).
 std::string ResolveConfigPath(const std::optional<std::string>& flag) {
   if (flag) return *flag;
   if (const char* env = std::getenv("CRONLEDGER_CONFIG"); env != nullptr && *env != '\0') {
@@ -130,7 +130,7 @@ int Main(int argc, char** argv) {
       "status", "Show where each job stands: state, counts for its business date, lag, next run");
   status_cmd->add_option("--config", status_config, kConfigHelp);
   status_cmd->add_option("--server", status_server, kServerHelp);
-  status_cmd->add_flag("--json", status.json, "Print DESIGN.md's status JSON");
+  status_cmd->add_flag("--json", status.json, "Print the status JSON of docs/cli.md");
 
   // --- runs -------------------------------------------------------------------
   std::optional<std::string> runs_config;
@@ -148,7 +148,7 @@ int Main(int argc, char** argv) {
   runs_cmd->add_option("--partition", runs.partition, "Only this partition's runs");
   runs_cmd->add_option("--limit", runs.limit, "At most N runs (1-100000, default 100)");
   runs_cmd->add_option("--run", runs.run, "Show this run (by id) with its attempts, effects and events");
-  runs_cmd->add_flag("--json", runs.json, "Print DESIGN.md's runs JSON");
+  runs_cmd->add_flag("--json", runs.json, "Print the runs JSON of docs/cli.md");
 
   // --- events -----------------------------------------------------------------
   std::optional<std::string> events_config;
@@ -164,7 +164,7 @@ int Main(int argc, char** argv) {
                          "The first events at or after this RFC 3339 instant (default: the "
                          "newest)");
   events_cmd->add_option("--limit", events.limit, "At most N events (1-100000, default 100)");
-  events_cmd->add_flag("--json", events.json, "Print DESIGN.md's events JSON");
+  events_cmd->add_flag("--json", events.json, "Print the events JSON of docs/cli.md");
 
   // --- pause, resume ----------------------------------------------------------
   std::optional<std::string> pause_config, pause_server;
@@ -239,7 +239,7 @@ int Main(int argc, char** argv) {
   gaps_cmd->add_flag("--include-waived", gaps.include_waived,
                      "Also list keys not done on purpose (coalesced, catchup_none, overlap, "
                      "paused, cancelled)");
-  gaps_cmd->add_flag("--json", gaps.json, "Print DESIGN.md's gaps JSON");
+  gaps_cmd->add_flag("--json", gaps.json, "Print the gaps JSON of docs/cli.md");
 
   // --- verify -----------------------------------------------------------------
   std::optional<std::string> verify_config;
@@ -253,7 +253,7 @@ int Main(int argc, char** argv) {
   verify_cmd->add_option("--server", verify_server, kServerHelp);
   verify_cmd->add_option("--job", verify.job, "The job")->required();
   verify_cmd->add_option("--date", verify.date, "The business date, YYYY-MM-DD")->required();
-  verify_cmd->add_flag("--json", verify.json, "Print DESIGN.md's completion report");
+  verify_cmd->add_flag("--json", verify.json, "Print the completion report of docs/cli.md");
 
   // --- backfill, approve --------------------------------------------------------
   std::optional<std::string> backfill_config;

@@ -151,7 +151,7 @@ int RunRemoteImpact(const ImpactCommand& c, std::ostream& out, std::ostream& err
   return kExitOk;
 }
 
-// Impact first: prints the preview, or with --yes acts on it (DESIGN.md).
+// Impact first: prints the preview, or with --yes acts on it (docs/gaps.md).
 int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
                      std::ostream& err) {
   if (!c.server.empty()) return RunRemoteImpact(c, out, err);

@@ -30,8 +30,8 @@ struct BackfillArgs {
   bool json = false;
 };
 
-// Prints the impact (DESIGN.md's preview: counts, committed effects, the
-// run keys it would queue, a digest); with --yes queues them (never-planned
+// Prints the impact (the preview of docs/gaps.md: counts, committed effects,
+// the run keys it would queue, a digest); with --yes queues them (never-planned
 // and misfired keys; skipped ones with --include-waived) as one `backfill`
 // event, refusing with exit 1 and the new preview when the ledger no longer
 // matches --preview-digest, or changes under it.

@@ -173,7 +173,7 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
     q.partition = args.partition;
   }
 
-  // The document to print: one run (RunDetailJson) or DESIGN.md's runs.
+  // The document to print: one run (RunDetailJson) or the runs (docs/cli.md).
   Result<ordered_json> doc = ordered_json();
   if (!args.server.empty()) {
     std::unique_ptr<RemoteLedger> remote;

@@ -26,7 +26,7 @@ std::string FormatLag(int64_t seconds) {
 }  // namespace
 
 int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
-  // DESIGN.md's status document, from the store or from the server.
+  // The status document (docs/cli.md), from the store or from the server.
   ordered_json doc;
   if (!args.server.empty()) {
     std::unique_ptr<RemoteLedger> remote;

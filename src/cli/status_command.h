@@ -14,10 +14,10 @@ struct StatusArgs {
   bool json = false;
 };
 
-// `cronledger status`: where each configured job stands (DESIGN.md's
-// `status` shape with --json, else an aligned table). Exit 0; 2 on a config
-// error; 3 when the store is unavailable. With `server`, the same through
-// its GET /v1/jobs.
+// `cronledger status`: where each configured job stands (the `status` shape of
+// docs/cli.md with --json, else an aligned table). Exit 0; 2 on a config error;
+// 3 when the store is unavailable. With `server`, the same through its GET
+// /v1/jobs.
 int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli

@@ -2,7 +2,7 @@
 // server from inside a step: the step's environment (CRONLEDGER_API,
 // CRONLEDGER_TOKEN, CRONLEDGER_RUN_ID, CRONLEDGER_FENCING_TOKEN) and HTTP
 // calls that retry while the server cannot be reached. Their exit codes
-// follow sysexits (DESIGN.md, contract with job commands).
+// follow sysexits (docs/effects.md), so a step's exit-code classes apply.
 #ifndef CRONLEDGER_CLI_STEP_CLIENT_H_
 #define CRONLEDGER_CLI_STEP_CLIENT_H_
 

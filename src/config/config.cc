@@ -1,13 +1,12 @@
 // Loading and validating cronledger.toml: the engine.
 //
-// Table-driven (STYLE.md, lesson 14): every accepted key is one KeySpec row
-// in config_keys.cc — its section, type, default and meaning, plus the
-// function that stores the checked value. This file turns TOML values into
-// checked Values by their kind (config_internal.h), walks a table through its
-// rows (unknown keys, types, ranges, required keys) and holds the public
-// entry points. The same rows word the messages and feed DocumentedKeys(),
-// which a test compares with docs/config.md. A key a later release
-// implements is added as one row there.
+// Table-driven: every accepted key is one KeySpec row in config_keys.cc — its
+// section, type, default and meaning, plus the function that stores the checked
+// value. This file turns TOML values into checked Values by their kind
+// (config_internal.h), walks a table through its rows (unknown keys, types,
+// ranges, required keys) and holds the public entry points. The same rows word
+// the messages and feed DocumentedKeys(), which a test compares with
+// docs/config.md. A key a later release implements is added as one row there.
 #include "config/config.h"
 
 #include <fmt/format.h>

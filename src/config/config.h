@@ -52,7 +52,7 @@ struct ServerConfig {
   std::string heartbeat_url;
 };
 
-// Retry policy (DESIGN.md, Configuration): max_attempts counts the first;
+// Retry policy (docs/execution.md, Outcomes): max_attempts counts the first;
 // backoff before attempt n+1 is min(max_backoff, initial_backoff *
 // multiplier^(n-1)) scaled by a uniform factor in [1 - jitter, 1 + jitter];
 // max_retry_duration counts from the first attempt's start.

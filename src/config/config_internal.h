@@ -129,9 +129,9 @@ struct KeySpec {
 };
 
 // Applies every key of `table` through `specs`, reports unknown and missing
-// keys. `later` names keys of DESIGN.md that a later release implements (an
-// unknown key that says so); `section` is the documented section
-// ("job.step"), `path` the table's key path ("" at the top level).
+// keys. `later` names keys that a later release implements (an unknown key that
+// says so; docs/architecture.md, Not built yet); `section` is the documented
+// section ("job.step"), `path` the table's key path ("" at the top level).
 // Instantiated in config.cc for each section struct.
 template <typename T>
 void ApplyTable(const toml::table& table, std::span<const KeySpec<T>> specs,

@@ -1,7 +1,7 @@
 // The alerter inside `serve` (docs/alerts.md): per job with an alert
 // target (alert.webhook, alert.command), it watches four kinds of
 // condition —
-//   lag           the job's lag (DESIGN.md, Time) is over alert.max_lag;
+//   lag           the job's lag (docs/architecture.md) is over alert.max_lag;
 //   missing_runs  a closed business date has missing run keys (one
 //                 condition per date);
 //   run_failed,   a run is in that state (one condition per run and

@@ -14,7 +14,7 @@ using std::chrono::seconds;
 using std::chrono::sys_days;
 using std::chrono::sys_seconds;
 
-// Causes that count as missing (DESIGN.md, status counts).
+// Causes that count as missing on a closed date (docs/alerts.md, missing_runs).
 constexpr std::array<std::string_view, 3> kMissingCauses = {"never_planned", "misfired",
                                                             "awaiting_approval"};
 

@@ -1,4 +1,4 @@
-// Missing run keys on a job's closed business dates (DESIGN.md, Time): a
+// Missing run keys on a job's closed business dates (docs/alerts.md): a
 // date is closed once its last occurrence is older than the job's
 // alert.max_lag, and a key that is then never planned, misfired or awaiting
 // approval is missing. GET /metrics counts them (cronledger_missing_runs)

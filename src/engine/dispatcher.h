@@ -80,7 +80,7 @@ struct DispatcherOptions {
   int max_held_writes = 0;
   uint64_t jitter_seed = 0;  // 0: nondeterministic
   // In-process jobs are claimed only when every one of their steps has a
-  // handler here (DESIGN.md: only by handlers registered through the API).
+  // handler here (docs/execution.md, Claims and leases).
   const HandlerRegistry* handlers = nullptr;
   // Told of every store call's result (outages, GET /metrics); none: not.
   StoreHealth* health = nullptr;

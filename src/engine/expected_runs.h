@@ -1,5 +1,5 @@
 // The run keys a job is expected to have, computed from its definition
-// versions and its partition membership history alone (DESIGN.md: the past
+// versions and its partition membership history alone (docs/gaps.md: the past
 // is judged by the version then in force, a partition is expected only
 // while it is a member). The planner plans exactly these; the gap scanner
 // recomputes them to check the ledger independently of what was planned.

@@ -1,5 +1,5 @@
-// The gap scanner (DESIGN.md: gap, waived, invariant 4): recomputes the run
-// keys a job was expected to have from its definition versions and
+// The gap scanner (docs/gaps.md; docs/architecture.md, invariant 4): recomputes
+// the run keys a job was expected to have from its definition versions and
 // partition history alone, compares them with the ledger, and reports every
 // due key that is neither succeeded nor in flight (unless stuck), and, when
 // asked, every waived key.

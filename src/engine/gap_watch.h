@@ -1,4 +1,4 @@
-// The gap scanner inside `serve` (DESIGN.md, Time: backfill): each pass
+// The gap scanner inside `serve` (docs/gaps.md): each pass
 // finds the gaps that are new since the last one, records each as a
 // gap_found event, and recovers never-planned and misfired ones — queued at
 // once when younger than backfill.auto_within (a `backfill` event, actor

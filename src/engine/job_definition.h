@@ -1,7 +1,6 @@
 // A job's schedule-defining settings as a canonical JSON text: what the
-// ledger versions (DESIGN.md: definitions are versioned and the past is
-// judged by the version in force), and how a stored version becomes a
-// Schedule again.
+// ledger versions (docs/ledger.md, Job versions: the past is judged by the
+// version in force), and how a stored version becomes a Schedule again.
 #ifndef CRONLEDGER_ENGINE_JOB_DEFINITION_H_
 #define CRONLEDGER_ENGINE_JOB_DEFINITION_H_
 

@@ -1,4 +1,4 @@
-// Where each job stands: the `status` shape of DESIGN.md, computed from the
+// Where each job stands: the `status` shape of docs/cli.md, computed from the
 // configuration (schedules) and the ledger. Used by `cronledger status`,
 // serve's start-up log and (later) the API.
 #ifndef CRONLEDGER_ENGINE_STATUS_REPORT_H_
@@ -22,7 +22,7 @@ struct JobStatus {
   std::string last_success_at;             // RFC 3339, empty when none
   std::string last_success_business_date;  // empty when none
   std::string business_date;  // of the latest occurrence at or before now (else the next)
-  // Counts for business_date (DESIGN.md, status counts).
+  // Counts for business_date (docs/cli.md, cronledger status).
   int expected = 0;
   int succeeded = 0;
   int failed = 0;

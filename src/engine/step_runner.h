@@ -18,7 +18,7 @@
 
 namespace cronledger::engine {
 
-// The end class of a step's outcome (DESIGN.md, exit status): an exit
+// The end class of a step's outcome (docs/execution.md, Outcomes): an exit
 // status by its class (ledger::ClassifyExit with the job's
 // retry_exit_codes / fail_exit_codes), a timeout, signal or cancel as an
 // uncertain end, a failed start as spawn_failed. The one classification of

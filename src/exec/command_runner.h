@@ -35,7 +35,8 @@ struct CommandResult {
   bool out_truncated = false;
 };
 
-// The minimal environment of DESIGN.md: PATH, HOME, LANG, TZ=UTC.
+// The base environment of every step (docs/execution.md): PATH, HOME, LANG,
+// TZ=UTC.
 std::vector<std::string> BaseEnvironment();
 
 // Runs `spec` to completion (or its timeout, then SIGKILL to the group).

@@ -1,6 +1,7 @@
 // Runs subprocess steps: argv only, placeholders per element, the clean
-// environment of DESIGN.md (Contract with job commands), its own process
-// group, a timeout with SIGTERM then SIGKILL, output to a per-attempt log.
+// environment of docs/execution.md (The environment of a step), its own
+// process group, a timeout with SIGTERM then SIGKILL, output to a
+// per-attempt log.
 #ifndef CRONLEDGER_EXEC_SUBPROCESS_EXECUTOR_H_
 #define CRONLEDGER_EXEC_SUBPROCESS_EXECUTOR_H_
 

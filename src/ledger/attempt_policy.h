@@ -1,6 +1,6 @@
 // How an attempt's end decides what its run becomes: exit-code classes,
-// uncertain ends, retries with backoff (DESIGN.md: Run states, Uncertain
-// ends, Configuration: retry). Pure logic.
+// uncertain ends, retries with backoff (docs/execution.md, Outcomes;
+// docs/architecture.md, Run states). Pure logic.
 #ifndef CRONLEDGER_LEDGER_ATTEMPT_POLICY_H_
 #define CRONLEDGER_LEDGER_ATTEMPT_POLICY_H_
 

@@ -1,6 +1,6 @@
-// The stable lowercase names of DESIGN.md: run states, skip reasons, event
-// types. They are stored, printed as JSON, logged and exported as metrics,
-// so they never change once released; add new ones, never rename.
+// The stable lowercase names (docs/architecture.md): run states, skip reasons,
+// event types. They are stored, printed as JSON, logged and exported as
+// metrics, so they never change once released; add new ones, never rename.
 #ifndef CRONLEDGER_LEDGER_NAMES_H_
 #define CRONLEDGER_LEDGER_NAMES_H_
 
@@ -28,7 +28,7 @@ std::string_view Name(SkipReason r);
 std::optional<RunState> ParseRunState(std::string_view s);
 std::optional<SkipReason> ParseSkipReason(std::string_view s);
 
-// Effect states (DESIGN.md "effect"; docs/effects.md): started -> committed
+// Effect states (docs/effects.md): started -> committed
 // (result stored) or failed (known not to have happened; a later begin
 // does it again). A started effect whose attempt is over is *in doubt*.
 enum class EffectState { kStarted, kCommitted, kFailed };
@@ -45,7 +45,7 @@ std::optional<CheckpointScope> ParseCheckpointScope(std::string_view s);
 // in time: every reason but misfired.
 bool IsWaived(SkipReason r);
 
-// Event types (DESIGN.md, plus those documented in docs/events.md).
+// Event types (docs/events.md).
 namespace event {
 inline constexpr std::string_view kPlanned = "planned";
 inline constexpr std::string_view kDeduplicated = "deduplicated";

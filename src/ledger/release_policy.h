@@ -1,6 +1,6 @@
 // Which due runs may be claimed, and which are skipped: misfire and
-// catch-up (DESIGN.md, Time), and pause. Pure logic; the store applies the
-// decisions in one transaction.
+// catch-up (docs/ledger.md, Release), and pause. Pure logic; the store applies
+// the decisions in one transaction.
 #ifndef CRONLEDGER_LEDGER_RELEASE_POLICY_H_
 #define CRONLEDGER_LEDGER_RELEASE_POLICY_H_
 

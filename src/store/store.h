@@ -47,7 +47,7 @@ struct JobRecord {
   int current_version = 0;
 };
 
-// A job definition in force from `effective_from` on (DESIGN.md: the past
+// A job definition in force from `effective_from` on (docs/ledger.md: the past
 // is judged by the version that was in force).
 struct JobVersion {
   std::string job;
@@ -686,8 +686,9 @@ class Store {
   virtual Result<SchemaInfo> GetSchemaInfo() = 0;
 
   // The instant the ledger's decisions are made at: `local` (the caller's
-  // clock) on SQLite, the database server's clock on PostgreSQL (DESIGN.md,
-  // Time), so that a pass reads it once and plans, releases and reaps by it.
+  // clock) on SQLite, the database server's clock on PostgreSQL
+  // (docs/architecture.md, Time), so that a pass reads it once and plans,
+  // releases and reaps by it.
   virtual Result<Instant> LedgerNow(Instant local) = 0;
 
   // Creates the job if new and records a new version when `definition`

@@ -182,9 +182,9 @@ TEST_F(EffectCliTest, WatermarksSetByOneAttemptAreWhatTheRetrySees) {
             "page-7|" + p + "\npage-7\n" + p + "\n");
 }
 
-// DESIGN.md: a forced rerun of a succeeded run starts at the first step and
-// never repeats a committed effect. Two steps: `generate` (no effect) and
-// `deliver` (an effect keyed by the run key), one run key per day.
+// docs/gaps.md (rerun): a forced rerun of a succeeded run starts at the first
+// step and never repeats a committed effect. Two steps: `generate` (no effect)
+// and `deliver` (an effect keyed by the run key), one run key per day.
 TEST_F(EffectCliTest, AForcedRerunStartsAtTheFirstStepAndNeverRepeatsACommittedEffect) {
   const std::string deliver = dir_.Write(
       "deliver.sh", "#!/bin/sh\nprintf 'sent\\n' >> " + dir_.File("deliveries") + "\n");

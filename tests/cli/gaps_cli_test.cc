@@ -1,5 +1,5 @@
 // `cronledger gaps` on a ledger planned by the real planner: its exit codes
-// (0 none, 1 gaps, 2 usage, 3 no store) and DESIGN.md's JSON shape.
+// (0 none, 1 gaps, 2 usage, 3 no store) and its JSON shape (docs/cli.md).
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 

@@ -249,13 +249,13 @@ TEST(ConfigLoad, RelativePathsResolveAgainstTheConfigFolder) {
       "[[job]]\nname = \"j\"\nschedule = \"@daily\"\ntimezone = \"UTC\"\n"
       "partitions_command = [\"bin/list\"]\n"
       "[[job.step]]\nname = \"a\"\ncommand = [\"./bin/a\", \"./not-a-program\"]\n"
-      "[[job.step]]\nname = \"b\"\ncommand = [\"../shared/b\"]\n",
+      "[[job.step]]\nname = \"b\"\ncommand = [\"../common/b\"]\n",
       "/etc/cronledger/conf.d/../cronledger.toml");
   EXPECT_EQ(c.dir, "/etc/cronledger");
   EXPECT_EQ(c.server.store, "sqlite:/etc/cronledger/ledger.db");
   EXPECT_EQ(c.jobs[0].partitions_command, (Lines{"/etc/cronledger/bin/list"}));
   EXPECT_EQ(c.jobs[0].steps[0].command, (Lines{"/etc/cronledger/bin/a", "./not-a-program"}));
-  EXPECT_EQ(c.jobs[0].steps[1].command, (Lines{"/etc/shared/b"}));
+  EXPECT_EQ(c.jobs[0].steps[1].command, (Lines{"/etc/common/b"}));
 }
 
 TEST(ConfigLoad, ARelativeConfigPathResolvesAgainstTheWorkingDirectory) {

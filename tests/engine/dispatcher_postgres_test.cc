@@ -1,5 +1,5 @@
-// The dispatcher on PostgreSQL with the database's clock (DESIGN.md, Time:
-// every ledger decision, backoff included, on the database's clock; a
+// The dispatcher on PostgreSQL with the database's clock (docs/architecture.md,
+// Time: every ledger decision, backoff included, on the database's clock; a
 // node's own clock only times local waits), on a node whose clock is an
 // hour ahead. Against the test server (ctest's pg_server fixture).
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// Faults around `cronledger effect run` (DESIGN.md, uncertain ends and the
-// contract with job commands; docs/effects.md), with real `serve`
+// Faults around `cronledger effect run` (docs/effects.md: in doubt,
+// reconciliation, the end of an attempt), with real `serve`
 // processes, real steps and the fenced sink as the external system:
 //
 //  - FaultEffectKill.*: a real `effect run` is SIGKILLed between its begin
@@ -630,7 +630,7 @@ TEST(FaultEffectKill, TwentyKillsBetweenBeginAndCommitInRandomCases) {
 // exits 75 to be retried from the watermark. A timeout that still strikes
 // is one more uncertain end, settled the same way — unless it strikes while
 // `effect run` reconciles an effect in doubt, which leaves the run
-// `unknown` (DESIGN.md): with 3 s and 2 s, a machine at load 10 (other
+// `unknown` (docs/effects.md): with 3 s and 2 s, a machine at load 10 (other
 // benchmarks on the 2 cores) timed out 92 slices and left two runs unknown.
 TEST(FaultEffectItems, ThousandItemsExactlyOnceWhileServeIsKilledAndRestarted) {
   constexpr int kItems = 1000;

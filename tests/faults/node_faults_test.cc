@@ -1,7 +1,7 @@
-// Many nodes on one PostgreSQL database (issue 8, DESIGN.md Scale-out, Time
-// and the invariants), with real `cronledger serve` processes, real steps
-// and the fenced sink, each scenario in a schema of its own in the
-// pg_server fixture's server:
+// Many nodes on one PostgreSQL database (issue 8; docs/deploy.md, several
+// nodes; docs/architecture.md, Time and Invariants), with real
+// `cronledger serve` processes, real steps and the fenced sink, each
+// scenario in a schema of its own in the pg_server fixture's server:
 //
 //  - FaultNodes.ThreeNodes*: three nodes share 600+ run keys whose steps
 //    deliver through `cronledger effect run` into the fenced sink; one node
@@ -142,7 +142,7 @@ class Nodes {
     // step's timeout shorter still, but far above a step's ~100 ms: a
     // loaded machine makes that seconds, and a step timed out while its
     // `effect run` reconciles an effect in doubt leaves the run `unknown`
-    // (DESIGN.md, uncertain ends), which these tests do not expect.
+    // (docs/effects.md), which these tests do not expect.
     std::string lease_ttl = "10s";
     std::string timeout = "8s";
     std::string drain_timeout = "20s";

@@ -8,8 +8,8 @@
 // The steps deliver their run key through `cronledger effect run` with a
 // reconcile program (Scenario::WriteEffectStep) wherever an attempt's step
 // may outlive its claim (a stop, a clock jump, a full disk, a database
-// restart): only effects make such a retry safe to repeat (DESIGN.md,
-// uncertain ends). Where the fault is a kill -9 of serve, whose steps die
+// restart): only effects make such a retry safe to repeat
+// (docs/effects.md). Where the fault is a kill -9 of serve, whose steps die
 // with it, a step that asks the sink before it delivers is enough and far
 // cheaper (Scenario::WriteCheckedStep).
 //
@@ -377,7 +377,7 @@ TEST(FaultSigstop, TwentyStopsPastTheLeasesThenContinue) {
   Scenario sc;
   const auto parts = PartitionNames(2);
   // A step's timeout well above an `effect run` under load (a timeout
-  // that strikes while it reconciles leaves the run unknown: DESIGN.md);
+  // that strikes while it reconciles leaves the run unknown: docs/effects.md);
   // the lease just above it, since each stop waits for it to expire.
   sc.WriteConfig({.name = "stop",
                   .partitions = TomlArray(parts),

@@ -22,7 +22,7 @@
 //                        2019-02-17 02:00Z  23:59:59 -02 -> 23:00 -03
 //                        (no DST since: -03 all year in 2026)
 //
-// The rules (DESIGN.md, Time): a nonexistent wall time fires once at the
+// The rules (docs/schedule.md, DST): a nonexistent wall time fires once at the
 // first instant after the gap (kShifted) unless dst_gap = kSkip; shifted
 // times landing on one instant collapse into one occurrence, which is the
 // real occurrence (kNone) when there is one at that instant. A repeated

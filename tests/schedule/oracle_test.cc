@@ -5,7 +5,7 @@
 // wall time the oracle walks every wall-clock minute (or second, for 6-field
 // expressions), tests it with its own matcher, maps each match to instants
 // with date::time_zone::get_info(local_seconds) and the DST rules of
-// DESIGN.md (Time), and compares the result with chained Schedule::Next()
+// docs/schedule.md, and compares the result with chained Schedule::Next()
 // calls (and one Between() call) over a safe inner part of the window.
 //
 // Nothing here uses the engine's helpers: only date/tz and the public API.

@@ -309,7 +309,7 @@ TEST_P(StoreEffects, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
   EXPECT_EQ(Events("j", "effect_started").size(), 1u);
 }
 
-// DESIGN.md, uncertain ends: an attempt that finds an effect in doubt and
+// docs/effects.md: an attempt that finds an effect in doubt and
 // does not settle it ends the run `unknown`, whatever its exit status.
 TEST_P(StoreEffects, AnEffectLeftInDoubtMakesTheRunUnknownWhateverTheExitStatus) {
   Setup({"a", "b"});

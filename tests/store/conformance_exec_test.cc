@@ -644,7 +644,7 @@ TEST_P(StoreExec, AGroupCommitResetsOnlyTheStepsEndedAttemptsLeftRunning) {
   EXPECT_EQ(StateOf(claimed[2].run.id), RunState::kRunning);
 }
 
-// DESIGN.md, uncertain ends: an attempt that began an effect and never
+// docs/effects.md: an attempt that began an effect and never
 // settled it ends `unknown` even in a group commit with runs that succeed.
 TEST_P(StoreExec, AGroupCommitMakesARunWithAnUnsettledEffectUnknown) {
   Setup({"a", "b"});

@@ -19,9 +19,9 @@ namespace cronledger::store {
 
 struct PostgresOptions {
   std::string url;  // postgresql://user@host:port/db (libpq syntax)
-  // Every ledger decision on the database server's clock (DESIGN.md, Time):
-  // the `now` a caller passes is replaced by the server's, so nodes whose
-  // clocks disagree still agree on what is due and which lease expired.
+  // Every ledger decision on the database server's clock (docs/architecture.md,
+  // Time): the `now` a caller passes is replaced by the server's, so nodes
+  // whose clocks disagree still agree on what is due and which lease expired.
   // Tests that pin time turn it off.
   bool database_clock = true;
   // Fault injection for tests: runs before every SQL statement.

@@ -467,10 +467,11 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
   std::vector<bool> step_running(writes.size(), false);
   if (!finishing.empty()) {
     {
-      // DESIGN.md, uncertain ends: effects in doubt, as FinishLocked reads
-      // them; and whether a step is still running (the batch's step results
-      // are in by now), which the end sets back to pending below. Only the
-      // rows with something to say come back: almost always none.
+      // docs/effects.md, At the end of an attempt: effects in doubt, as
+      // FinishLocked reads them; and whether a step is still running (the
+      // batch's step results are in by now), which the end sets back to pending
+      // below. Only the rows with something to say come back: almost always
+      // none.
       ASSIGN_OR_RETURN(s, db().Prepare(
           "SELECT i, doubted, own, step_running FROM (SELECT x.i, "
           "(SELECT e.key FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "

@@ -204,8 +204,8 @@ class SqlStore : public Store {
     std::string run_key;
     int attempt = 0;
     // Read for a write that ends the attempt: the keys of effects in doubt
-    // (DESIGN.md, uncertain ends; empty when none), and whether a step of
-    // the run is running after the writes so far.
+    // (docs/effects.md, At the end of an attempt; empty when none), and whether
+    // a step of the run is running after the writes so far.
     struct Ending {
       std::string doubted;  // found in doubt by this attempt, not settled
       std::string own;      // begun by this attempt, never settled
@@ -238,9 +238,9 @@ class SqlStore : public Store {
   // One fenced write as its own transaction: commits when it applied, and
   // when it was refused as stale (its stale_write_rejected event stays).
   Status FencedWrite(const std::function<Result<Answer>()>& write);
-  // DESIGN.md, uncertain ends: the finish `p` as the ledger records it,
-  // given the key of an effect in doubt this attempt found and did not
-  // settle (`doubted`), and of one it began and never settled (`own`);
+  // docs/effects.md, At the end of an attempt: the finish `p` as the ledger
+  // records it, given the key of an effect in doubt this attempt found and did
+  // not settle (`doubted`), and of one it began and never settled (`own`);
   // empty when none. Either makes an ending run `unknown`.
   static void ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::string_view own);
   // The events a claim, a step's new state and an attempt's end append, in

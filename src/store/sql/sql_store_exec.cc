@@ -394,13 +394,13 @@ namespace {
 
 // A fence read for a write that ends the attempt: the run's attempt and run
 // key if `?2` is its current token (and, with ?3 = 1, its lease expired
-// before ?4); then, for DESIGN.md's uncertain ends, the key of an effect in
-// doubt this attempt found and did not settle, and of one it began and never
-// settled (almost always both NULL); then whether a step other than ?5 is
-// running. One statement: on SQLite a statement's own cost is close to a
-// lookup's. The first key is min(key), not ORDER BY key LIMIT 1: SQLite
-// sorts through a temporary B-tree it opens every time, even for no rows,
-// and the two of them were a third of this read's cost.
+// before ?4); then, for the rule of docs/effects.md (At the end of an attempt),
+// the key of an effect in doubt this attempt found and did not settle, and of
+// one it began and never settled (almost always both NULL); then whether a step
+// other than ?5 is running. One statement: on SQLite a statement's own cost is
+// close to a lookup's. The first key is min(key), not ORDER BY key LIMIT 1:
+// SQLite sorts through a temporary B-tree it opens every time, even for no
+// rows, and the two of them were a third of this read's cost.
 constexpr const char* kEndingFenceSql =
     "SELECT attempts, job, job || '/' || partition || '/' || period, "
     "(SELECT min(e.key) FROM effect_doubts d JOIN effects e ON e.id = d.effect_id "
@@ -517,9 +517,9 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     }
     return Answer{RejectStaleLocked(given.run_id, given.token, "finish", given.node, given.now)};
   }
-  // DESIGN.md, uncertain ends: an effect this attempt found in doubt and did
-  // not settle makes the run `unknown`, whatever the step's exit status
-  // said. The server records it, not the step.
+  // docs/effects.md, At the end of an attempt: an effect this attempt found in
+  // doubt and did not settle makes the run `unknown`, whatever the step's exit
+  // status said. The server records it, not the step.
   const Fence::Ending& ending = *fence->ending;
   std::optional<FinishParams> in_doubt;
   if (!ending.doubted.empty() || !ending.own.empty()) {
