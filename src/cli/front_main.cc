@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/program_path.h"
 #include "cli/step_client.h"
 #include "cli/step_commands.h"
 
@@ -32,13 +33,8 @@ bool IsStepCommand(int argc, char** argv) {
 
 // `cronledger-core` in the folder of the running executable.
 std::string CorePath() {
-  std::string self(4096, '\0');
-  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  if (n <= 0) return "cronledger-core";
-  self.resize(static_cast<std::size_t>(n));
-  const auto slash = self.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) +
-         "/cronledger-core";
+  std::string core = ProgramBesideSelf("cronledger-core");
+  return core.empty() ? "cronledger-core" : core;
 }
 
 int RunStep(int argc, char** argv) {

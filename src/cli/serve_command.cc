@@ -13,6 +13,7 @@
 
 #include "api/dashboard_session.h"
 #include "cli/exit_codes.h"
+#include "cli/program_path.h"
 #include "common/logging.h"
 #include "cronledger/node.h"
 
@@ -28,17 +29,6 @@ void Report(const Status& s, std::ostream& err) {
 int ExitCode(const Status& s) {
   if (s.ok()) return kExitOk;
   return s.code() == StatusCode::kUnavailable ? kExitUnavailable : kExitUsage;
-}
-
-// The program steps call `effect run` and `checkpoint` through: the small
-// `cronledger` front beside this program.
-std::string FrontPath() {
-  std::string self(4096, '\0');
-  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  if (n <= 0) return "";
-  self.resize(static_cast<std::size_t>(n));
-  const auto slash = self.rfind('/');
-  return slash == std::string::npos ? "" : self.substr(0, slash) + "/cronledger";
 }
 
 }  // namespace
@@ -66,7 +56,8 @@ int RunServe(const ServeArgs& args, Clock& clock, std::ostream& err) {
   options.listen = args.listen;
   options.node_id = args.node_id;
   options.clock = &clock;
-  options.cronledger_bin = FrontPath();
+  // Steps call `effect run` and `checkpoint` through the small front.
+  options.cronledger_bin = ProgramBesideSelf("cronledger");
   // JSON lines go to a log collector: the login link is in the log line.
   // Text logs share stderr with the person who started serve: the link
   // gets a plain line of its own, once.

@@ -311,7 +311,6 @@ Status Node::Run(std::stop_token stop, std::optional<std::chrono::seconds> drain
                              .max_long_polls = std::max(1, (config.server.max_workers + 4) / 2)});
   http.ServeWorkers(worker_api);
   http.Serve(attempt_api, &operator_api, &metrics);
-  spdlog::info("serve: API listening on {}", http.url());
   if (local_token) {
     // Never the token itself: logs are read by more people than the file.
     // The login link is single-use and expires soon, so it may be shown.
@@ -334,6 +333,9 @@ Status Node::Run(std::stop_token stop, std::optional<std::chrono::seconds> drain
     }
     spdlog::info("serve: API tokens: {}", names);
   }
+  // Last of the start-up lines: what waits for it (tests, scripts) finds
+  // every line before it already written.
+  spdlog::info("serve: API listening on {}", http.url());
   dispatcher.Start();
   // Other nodes' releases and requeues wake this dispatcher at once
   // (PostgreSQL LISTEN/NOTIFY), until it is drained.
