@@ -52,15 +52,6 @@ std::string HostName() {
   return buf;
 }
 
-std::string ProblemLines(const config::ConfigErrors& errors) {
-  std::string lines;
-  for (const auto& p : errors.problems) {
-    if (!lines.empty()) lines += "\n";
-    lines += p.ToString();
-  }
-  return lines;
-}
-
 // Logs, per job, where it stands: what an operator restarting after an
 // outage reads first.
 void LogStanding(const config::Config& config, store::Store& store, Clock::TimePoint now) {
@@ -87,7 +78,9 @@ Status LoadApiTokens(const config::Config& config, std::vector<api::ApiToken>* t
     return static_cast<const char*>(std::getenv(name));
   });
   if (auto* errors = std::get_if<config::ConfigErrors>(&secrets)) {
-    return InvalidArgument(ProblemLines(*errors));
+    std::string lines = errors->ToString();
+    if (!lines.empty()) lines.pop_back();
+    return InvalidArgument(std::move(lines));
   }
   for (const auto& s : std::get<std::vector<config::TokenSecret>>(secrets)) {
     tokens->push_back({s.token->name, s.token->role, s.secret});

@@ -12,11 +12,8 @@ namespace {
 Result<std::shared_ptr<const config::Config>> FromLoaded(
     std::variant<config::Config, config::ConfigErrors> loaded) {
   if (auto* errors = std::get_if<config::ConfigErrors>(&loaded)) {
-    std::string message;
-    for (const auto& p : errors->problems) {
-      if (!message.empty()) message += "\n";
-      message += p.ToString();
-    }
+    std::string message = errors->ToString();  // a line per problem
+    if (!message.empty()) message.pop_back();  // and no empty last line
     return InvalidArgument(std::move(message));
   }
   return std::shared_ptr<const config::Config>(
