@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "api/operator_actions.h"
+#include "ops/operator_actions.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
@@ -66,7 +66,7 @@ int RunPause(const PauseArgs& args, Clock& clock, std::ostream& out, std::ostrea
     }
     std::unique_ptr<store::Store> store;
     if (int rc = OpenStoreOrReport(command, config, &store, err); rc != kExitOk) return rc;
-    if (Status s = api::SetPaused(*store, job, args.pause, actor, *args.reason,
+    if (Status s = ops::SetPaused(*store, job, args.pause, actor, *args.reason,
                                   store::ToInstant(clock.Now()));
         !s.ok()) {
       return failed(s);

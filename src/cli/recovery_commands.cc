@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "api/impact_preview.h"
-#include "api/json_shapes.h"
-#include "api/operator_actions.h"
+#include "ops/impact_preview.h"
+#include "ops/json_shapes.h"
+#include "ops/operator_actions.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
@@ -27,7 +27,7 @@ bool Blank(const std::optional<std::string>& s) {
 void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, bool json,
                   std::ostream& out) {
   if (json) {
-    out << api::Dump(p, 2) << "\n";
+    out << ops::Dump(p, 2) << "\n";
     return;
   }
   out << fmt::format(
@@ -59,7 +59,7 @@ struct ImpactCommand {
   std::string title;  // of the preview
   std::string config_path;
   std::string job;
-  api::ImpactRequest request;
+  ops::ImpactRequest request;
   std::optional<std::string> reason;
   std::optional<std::string> by;
   bool yes = false;
@@ -94,7 +94,7 @@ ImpactCommand CommonImpact(std::string name, std::string title, const Args& args
 void PrintImpactDone(const nlohmann::ordered_json& done, const ImpactCommand& c,
                      std::ostream& out) {
   if (c.json) {
-    out << api::Dump(done, 2) << "\n";
+    out << ops::Dump(done, 2) << "\n";
   } else {
     out << fmt::format("queued {} run(s) of {} (event {})\n", Field(done, "queued").size(),
                        c.job, Text(done, "event_id"));
@@ -159,7 +159,7 @@ int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
   if (int rc = OpenJobCommand(c.name, c.config_path, c.job, &ctx, err); rc != kExitOk) return rc;
   const store::Instant now = store::ToInstant(clock.Now());
   if (!c.yes) {
-    auto preview = api::PreviewImpact(*ctx.store, *ctx.job, c.request, now);
+    auto preview = ops::PreviewImpact(*ctx.store, *ctx.job, c.request, now);
     if (!preview.ok()) {
       err << "cronledger " << c.name << ": " << preview.status().message() << "\n";
       return ExitCodeFor(preview.status());
@@ -167,27 +167,27 @@ int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
     PrintPreview(preview->Json(), c.title, c.json, out);
     return kExitOk;
   }
-  auto outcome = api::ApplyImpact(*ctx.store, *ctx.job, c.request, c.preview_digest,
+  auto outcome = ops::ApplyImpact(*ctx.store, *ctx.job, c.request, c.preview_digest,
                                   c.by.value_or(DefaultActor()), *c.reason, now);
   if (!outcome.ok()) {
     err << "cronledger " << c.name << ": " << outcome.status().message() << "\n";
     return ExitCodeFor(outcome.status());
   }
   switch (outcome->kind) {
-    case api::ImpactOutcome::Kind::kStale:
+    case ops::ImpactOutcome::Kind::kStale:
       err << "cronledger " << c.name << ": the ledger changed since the preview"
           << (c.preview_digest ? " " + *c.preview_digest : std::string())
           << "; nothing done. The new preview:\n";
       PrintPreview(outcome->preview.Json(), c.title, c.json, out);
       return kExitFound;
-    case api::ImpactOutcome::Kind::kNothingToDo:
+    case ops::ImpactOutcome::Kind::kNothingToDo:
       err << "cronledger " << c.name << ": nothing to queue"
           << (outcome->preview.succeeded_left_alone > 0
                   ? " (rerunning a succeeded run needs --force)"
                   : "")
           << "\n";
       return kExitFound;
-    case api::ImpactOutcome::Kind::kDone:
+    case ops::ImpactOutcome::Kind::kDone:
       break;
   }
   const auto& r = outcome->result;
@@ -217,7 +217,7 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   }
   ImpactCommand c = CommonImpact(
       "backfill", "backfill of " + args.job + " " + args.from + ".." + args.to, args);
-  c.request.action = api::ImpactAction::kBackfill;
+  c.request.action = ops::ImpactAction::kBackfill;
   c.request.from = *from;
   c.request.to = *to;
   c.body["from"] = args.from;
@@ -232,7 +232,7 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
   };
   const auto date = ParseBusinessDate(args.date);
   if (!date) return usage(NotADate("--date", args.date));
-  const auto only = api::ParseRerunScope(args.only);
+  const auto only = ops::ParseRerunScope(args.only);
   if (!only) {
     return usage("--only \"" + args.only + "\" is not one of failed, missing, unknown, all");
   }
@@ -243,7 +243,7 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
                                  "rerun of " + args.job + " " + args.date + " (" + args.only +
                                      (args.force ? ", forced" : "") + ")",
                                  args);
-  c.request.action = api::ImpactAction::kRerun;
+  c.request.action = ops::ImpactAction::kRerun;
   c.request.from = c.request.to = *date;
   c.request.only = *only;
   c.request.force = args.force;
@@ -396,19 +396,19 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
     return rc;
   }
   const config::JobConfig* job = ctx.job;
-  auto outcome = api::Trigger(*ctx.store, *job, args.partitions, actor, *args.reason, clock.Now());
+  auto outcome = ops::Trigger(*ctx.store, *job, args.partitions, actor, *args.reason, clock.Now());
   if (!outcome.ok()) {
     err << "cronledger trigger: " << outcome.status().message() << "\n";
     return outcome.status().code() == StatusCode::kFailedPrecondition
                ? kExitFound
                : ExitCodeFor(outcome.status());
   }
-  if (outcome->kind == api::TriggerOutcome::Kind::kNothingDue) {
+  if (outcome->kind == ops::TriggerOutcome::Kind::kNothingDue) {
     err << "cronledger trigger: "
-        << api::NothingDueMessage(job->name, !args.partitions.empty(), *outcome) << "\n";
+        << ops::NothingDueMessage(job->name, !args.partitions.empty(), *outcome) << "\n";
     return kExitFound;
   }
-  if (outcome->kind == api::TriggerOutcome::Kind::kExists) {
+  if (outcome->kind == ops::TriggerOutcome::Kind::kExists) {
     err << "cronledger trigger: the latest due period exists already, nothing done; trigger "
            "only queues keys that have no run yet:\n";
     for (const auto& e : outcome->existing) err << "  " << e << "\n";

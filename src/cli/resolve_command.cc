@@ -148,7 +148,7 @@ int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::os
     line = fmt::format("run {} resolved as {}", args.run_id, store::Name(*run_as));
   }
   if (args.json) {
-    out << api::Dump(resolved.run, 2) << "\n";
+    out << ops::Dump(resolved.run, 2) << "\n";
   } else {
     out << line << "\n";
   }
