@@ -19,7 +19,7 @@ OperatorApi::OperatorApi(const config::Config& config, store::Store& store, Cloc
     : config_(config),
       store_(store),
       clock_(clock),
-      ledger_(config, store, clock),
+      ledger_(config, store, clock, {"\"job\"", "\"all\": true"}),
       tokens_(tokens),
       step_credentials_(step_credentials) {}
 
@@ -251,31 +251,16 @@ ApiResponse ActionError(const Status& s) {
 
 }  // namespace
 
-ApiResponse OperatorApi::RunNow(int64_t run_id) const {
-  auto run = store_.RunGet(run_id);
-  if (!run.ok()) return ErrorFor(run.status());
-  auto steps = store_.StepList(run_id);
-  if (!steps.ok()) return ErrorFor(steps.status());
-  return ApiResponse{200, ops::RunJson(*run, *steps)};
-}
-
 ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token, bool pause) const {
   const auto parsed = ParsePauseRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, who] = std::get<PauseRequest>(parsed);
-  const config::JobConfig* config_job = nullptr;
   if (job) {
-    config_job = config_.FindJob(*job);
-    if (config_job == nullptr) {
-      return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
-    }
+    if (auto unknown = UnknownJob(*job, true)) return *unknown;
   }
-  const Status s = ops::SetPaused(store_, config_job, pause, who.actor, who.reason,
-                             store::ToInstant(clock_.Now()), "\"job\"", "\"all\": true");
-  if (!s.ok()) return ActionError(s);
-  ApiResponse r;
-  r.body = {{"job", job ? ordered_json(*job) : ordered_json(nullptr)}, {"paused", pause}};
-  return r;
+  auto doc = ledger_.SetPaused({job, pause, {who.actor, who.reason}});
+  if (!doc.ok()) return ActionError(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
 
 ApiResponse OperatorApi::RunAction(const ApiRequest& request, const ApiToken& token,
@@ -284,60 +269,55 @@ ApiResponse OperatorApi::RunAction(const ApiRequest& request, const ApiToken& to
       ParseRunActionRequest(request, token, id_text, action, &store::ParseRunResolution);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [id, effect, effect_as, run_as, who] = std::get<RunActionRequest>(parsed);
-  const store::Instant now = store::ToInstant(clock_.Now());
-  if (action == "retry") {
-    if (Status s = store_.RunRetry({id, who.actor, who.reason, now}); !s.ok()) {
-      return ActionError(s);
-    }
-    return RunNow(id);
-  }
-  if (action == "cancel") {
-    if (Status s = store_.RunCancel({id, who.actor, who.reason, now}); !s.ok()) {
-      return ActionError(s);
-    }
-    return RunNow(id);
-  }
-  if (effect_as) {
-    auto r = store_.EffectResolve({id, *effect, *effect_as, who.actor, who.reason, now});
-    if (!r.ok()) return ActionError(r.status());
-    ApiResponse answer = RunNow(id);
-    if (answer.status == 200) answer.body["still_in_doubt"] = r->still_in_doubt;
-    return answer;
-  }
-  if (Status s = store_.RunResolve({id, *run_as, who.actor, who.reason, now}); !s.ok()) {
-    return ActionError(s);
-  }
-  return RunNow(id);
+  ops::RunAction act;
+  act.run_id = id;
+  act.kind = action == "retry"    ? ops::RunActionKind::kRetry
+             : action == "cancel" ? ops::RunActionKind::kCancel
+                                  : ops::RunActionKind::kResolve;
+  act.effect = effect;
+  act.effect_as = effect_as;
+  act.run_as = run_as;
+  act.who = {who.actor, who.reason};
+  auto doc = ledger_.ActOnRun(act);
+  if (!doc.ok()) return ActionError(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
+
+namespace {
+
+// An action's answer that is not kDone, as its 409.
+ApiResponse Refusal(const ops::ActionAnswer& answer, const std::string& message) {
+  using Kind = ops::ActionAnswer::Kind;
+  switch (answer.kind) {
+    case Kind::kStale: {
+      ApiResponse r = Error(409, "stale_preview", message);
+      r.body["preview"] = answer.doc;
+      return r;
+    }
+    case Kind::kNothingToDo:
+      return Error(409, "nothing_to_do", message);
+    case Kind::kExists: {
+      ApiResponse r = Error(409, "conflict", message);
+      r.body["existing"] = answer.existing;
+      return r;
+    }
+    case Kind::kDone:
+    case Kind::kPreview:
+      break;
+  }
+  return ApiResponse{200, answer.doc};
+}
+
+}  // namespace
 
 ApiResponse OperatorApi::Approve(const ApiRequest& request, const ApiToken& token) const {
   const auto parsed = ParseApproveRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, from, to, run, who] = std::get<ApproveRequest>(parsed);
-  if (auto unknown = UnknownJob(job, false)) {
-    if (unknown->status != 404) return *unknown;
-    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(job)));
-  }
-  store::ApproveParams p;
-  p.job = job;
-  p.run_id = run;
-  if (from) p.from = FormatDate(*from);
-  if (to) p.to = FormatDate(*to);
-  p.actor = who.actor;
-  p.reason = who.reason;
-  p.now = store::ToInstant(clock_.Now());
-  auto approved = store_.RunApprove(p);
-  if (!approved.ok()) return ActionError(approved.status());
-  if (approved->empty()) {
-    return Error(409, "nothing_to_do",
-                 fmt::format("no run of {} is awaiting approval{}", job,
-                             run            ? fmt::format(" with id {}", *run)
-                             : (from || to) ? std::string(" in that range")
-                                            : std::string()));
-  }
-  ApiResponse r;
-  r.body["approved"] = *approved;
-  return r;
+  if (auto unknown = UnknownJob(job, false)) return *unknown;
+  auto answer = ledger_.Approve({job, from, to, run, {who.actor, who.reason}});
+  if (!answer.ok()) return ActionError(answer.status());
+  return Refusal(*answer, answer->message);
 }
 
 ApiResponse OperatorApi::Impact(const ApiRequest& request, const ApiToken& token,
@@ -345,73 +325,39 @@ ApiResponse OperatorApi::Impact(const ApiRequest& request, const ApiToken& token
   const auto parsed = ParseImpactRequest(request, token, rerun);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, impact, who, yes, digest] = std::get<ImpactActionRequest>(parsed);
-  const config::JobConfig* config_job = config_.FindJob(job);
-  if (config_job == nullptr) {
-    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(job)));
+  if (auto unknown = UnknownJob(job, true)) return *unknown;
+  auto answer = ledger_.Impact({job, impact, yes, digest, {who.actor, who.reason}});
+  if (!answer.ok()) return ActionError(answer.status());
+  switch (answer->kind) {
+    case ops::ActionAnswer::Kind::kStale:
+      return Refusal(*answer,
+                     fmt::format("the ledger changed since the preview {}; nothing done: "
+                                 "confirm the new preview (\"preview\") instead",
+                                 digest.value_or("")));
+    case ops::ActionAnswer::Kind::kNothingToDo:
+      return Refusal(*answer, fmt::format("nothing to queue{}",
+                                          answer->doc.value("succeeded_left_alone", 0) > 0
+                                              ? " (rerunning a succeeded run needs \"force\": "
+                                                "true)"
+                                              : ""));
+    default:
+      return ApiResponse{200, std::move(answer->doc)};
   }
-  const store::Instant now = store::ToInstant(clock_.Now());
-  if (!yes) {
-    auto preview = ops::PreviewImpact(store_, *config_job, impact, now);
-    if (!preview.ok()) return ErrorFor(preview.status());
-    return ApiResponse{200, preview->Json()};
-  }
-  auto outcome = ops::ApplyImpact(store_, *config_job, impact, digest, who.actor, who.reason, now);
-  if (!outcome.ok()) return ActionError(outcome.status());
-  switch (outcome->kind) {
-    case ops::ImpactOutcome::Kind::kStale: {
-      ApiResponse r = Error(409, "stale_preview",
-                            fmt::format("the ledger changed since the preview {}; nothing done: "
-                                        "confirm the new preview (\"preview\") instead",
-                                        *digest));
-      r.body["preview"] = outcome->preview.Json();
-      return r;
-    }
-    case ops::ImpactOutcome::Kind::kNothingToDo:
-      return Error(409, "nothing_to_do",
-                   fmt::format("nothing to queue{}",
-                               outcome->preview.succeeded_left_alone > 0
-                                   ? " (rerunning a succeeded run needs \"force\": true)"
-                                   : ""));
-    case ops::ImpactOutcome::Kind::kDone:
-      break;
-  }
-  ApiResponse r;
-  r.body = {{"event_id", outcome->result.event_id},
-            {"queued", outcome->result.queued},
-            {"run_keys", outcome->preview.would_queue}};
-  return r;
 }
 
 ApiResponse OperatorApi::Trigger(const ApiRequest& request, const ApiToken& token) const {
   const auto parsed = ParseTriggerRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, partitions, who] = std::get<TriggerRequest>(parsed);
-  const config::JobConfig* config_job = config_.FindJob(job);
-  if (config_job == nullptr) {
-    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(job)));
+  if (auto unknown = UnknownJob(job, true)) return *unknown;
+  auto answer = ledger_.Trigger({job, partitions, {who.actor, who.reason}});
+  if (!answer.ok()) return ActionError(answer.status());
+  if (answer->kind == ops::ActionAnswer::Kind::kExists) {
+    std::string list;
+    for (const auto& e : answer->existing) list += (list.empty() ? "" : "; ") + e;
+    return Refusal(*answer, answer->message + ": " + list);
   }
-  auto outcome = ops::Trigger(store_, *config_job, partitions, who.actor, who.reason, clock_.Now());
-  if (!outcome.ok()) return ActionError(outcome.status());
-  switch (outcome->kind) {
-    case ops::TriggerOutcome::Kind::kNothingDue:
-      return Error(409, "nothing_to_do", ops::NothingDueMessage(job, !partitions.empty(), *outcome));
-    case ops::TriggerOutcome::Kind::kExists: {
-      std::string list;
-      for (const auto& e : outcome->existing) list += (list.empty() ? "" : "; ") + e;
-      return Error(409, "conflict",
-                   fmt::format("the latest due period exists already, nothing done; trigger "
-                               "only queues keys that have no run yet: {}",
-                               list));
-    }
-    case ops::TriggerOutcome::Kind::kDone:
-      break;
-  }
-  ApiResponse r;
-  r.body = {{"event_id", outcome->result.event_id},
-            {"queued", outcome->result.queued},
-            {"run_keys", outcome->run_keys},
-            {"period", outcome->period}};
-  return r;
+  return Refusal(*answer, answer->message);
 }
 
 }  // namespace cronledger::api

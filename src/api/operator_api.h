@@ -64,8 +64,6 @@ class OperatorApi {
   ApiResponse Approve(const ApiRequest& request, const ApiToken& token) const;
   ApiResponse Impact(const ApiRequest& request, const ApiToken& token, bool rerun) const;
   ApiResponse Trigger(const ApiRequest& request, const ApiToken& token) const;
-  // The run as it is now (RunJson), after an action on it.
-  ApiResponse RunNow(int64_t run_id) const;
 
   // A 404 when `job` is neither configured nor (unless `config_only`) in
   // the ledger: a removed job's history stays readable.

@@ -223,4 +223,140 @@ Result<ordered_json> RemoteLedger::Verify(const ops::VerifyQuery& q) {
   return Get("/v1/verify", {{"job", q.job}, {"date", q.date_text}}, StatusCode::kInvalidArgument);
 }
 
+namespace {
+
+// The answer of an action refusable with something to show: a 409 whose
+// "error" names the kind (the body in `refusal`), else as Post answered.
+Result<ops::ActionAnswer> AnswerOf(Result<ordered_json> posted, const ordered_json& refusal) {
+  ops::ActionAnswer answer;
+  if (posted.ok()) {
+    answer.doc = std::move(*posted);
+    return answer;
+  }
+  if (posted.status().code() != StatusCode::kConflict || !refusal.is_object()) {
+    return posted.status();
+  }
+  const auto text = [&](const char* key) {
+    const auto it = refusal.find(key);
+    return it != refusal.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string error = text("error");
+  answer.message = text("message");
+  if (error == "stale_preview") {
+    answer.kind = ops::ActionAnswer::Kind::kStale;
+    answer.doc = refusal.value("preview", ordered_json());
+    return answer;
+  }
+  if (error == "nothing_to_do") {
+    answer.kind = ops::ActionAnswer::Kind::kNothingToDo;
+    answer.doc = refusal.value("preview", ordered_json());
+    return answer;
+  }
+  if (const auto existing = refusal.find("existing");
+      error == "conflict" && existing != refusal.end() && existing->is_array()) {
+    answer.kind = ops::ActionAnswer::Kind::kExists;
+    for (const auto& e : *existing) {
+      if (e.is_string()) answer.existing.push_back(e.get<std::string>());
+    }
+    return answer;
+  }
+  return posted.status();
+}
+
+}  // namespace
+
+Result<ordered_json> RemoteLedger::SetPaused(const ops::PauseAction& a) {
+  ordered_json body;
+  if (a.job) {
+    body["job"] = *a.job;
+  } else {
+    body["all"] = true;
+  }
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  return Post(a.pause ? "/v1/pause" : "/v1/resume", body, StatusCode::kInvalidArgument);
+}
+
+Result<ordered_json> RemoteLedger::ActOnRun(const ops::RunAction& a) {
+  ordered_json body;
+  std::string action;
+  switch (a.kind) {
+    case ops::RunActionKind::kRetry:
+      action = "retry";
+      break;
+    case ops::RunActionKind::kCancel:
+      action = "cancel";
+      break;
+    case ops::RunActionKind::kResolve:
+      action = "resolve";
+      if (a.effect) body["effect"] = *a.effect;
+      body["as"] = a.effect_as ? std::string(ledger::Name(*a.effect_as))
+                               : std::string(store::Name(a.run_as.value_or(
+                                     store::RunResolution::kRetry)));
+      break;
+  }
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  return Post(fmt::format("/v1/runs/{}/{}", a.run_id, action), body);
+}
+
+Result<ops::ActionAnswer> RemoteLedger::Approve(const ops::ApproveAction& a) {
+  ordered_json body;
+  body["job"] = a.job;
+  if (a.from) body["from"] = DateText(*a.from);
+  if (a.to) body["to"] = DateText(*a.to);
+  if (a.run) body["run"] = *a.run;
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  ordered_json refusal;
+  return AnswerOf(Post("/v1/approve", body, StatusCode::kInvalidArgument, &refusal), refusal);
+}
+
+Result<ops::ActionAnswer> RemoteLedger::Impact(const ops::ImpactOrder& a) {
+  const ops::ImpactRequest& r = a.request;
+  const bool rerun = r.action == ops::ImpactAction::kRerun;
+  ordered_json body;
+  body["job"] = a.job;
+  if (rerun) {
+    body["date"] = DateText(r.from);
+    body["only"] = std::string(ops::Name(r.only));
+    body["force"] = r.force;
+  } else {
+    body["from"] = DateText(r.from);
+    body["to"] = DateText(r.to);
+  }
+  if (!r.partitions.empty()) body["partitions"] = r.partitions;
+  body["include_waived"] = r.include_waived;
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  const std::string path = rerun ? "/v1/rerun" : "/v1/backfill";
+  ordered_json refusal;
+  auto preview = AnswerOf(Post(path, body, StatusCode::kInvalidArgument, &refusal), refusal);
+  if (!preview.ok()) return preview;
+  if (!a.yes) {
+    preview->kind = ops::ActionAnswer::Kind::kPreview;
+    return preview;
+  }
+  body["yes"] = true;
+  body["preview_digest"] =
+      a.digest.value_or(preview->doc.value("preview_digest", std::string()));
+  refusal = ordered_json();
+  auto done = AnswerOf(Post(path, body, StatusCode::kInvalidArgument, &refusal), refusal);
+  // A refusal for nothing to do carries no preview: the one just asked for.
+  if (done.ok() && done->kind == ops::ActionAnswer::Kind::kNothingToDo && done->doc.is_null()) {
+    done->doc = std::move(preview->doc);
+  }
+  return done;
+}
+
+Result<ops::ActionAnswer> RemoteLedger::Trigger(const ops::TriggerAction& a) {
+  ordered_json body;
+  body["job"] = a.job;
+  if (!a.partitions.empty()) body["partitions"] = a.partitions;
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  ordered_json refusal;
+  return AnswerOf(Post("/v1/trigger", body, StatusCode::kInvalidArgument, &refusal), refusal);
+}
+
 }  // namespace cronledger::cli

@@ -52,6 +52,14 @@ class RemoteLedger : public ops::Ledger {
   Status Gaps(const ops::GapsQuery& query,
               const std::function<Status(const nlohmann::ordered_json&)>& each) override;
   Result<nlohmann::ordered_json> Verify(const ops::VerifyQuery& query) override;
+  Result<nlohmann::ordered_json> SetPaused(const ops::PauseAction& action) override;
+  Result<nlohmann::ordered_json> ActOnRun(const ops::RunAction& action) override;
+  Result<ops::ActionAnswer> Approve(const ops::ApproveAction& action) override;
+  // With `yes` and no digest, asks for the preview first and confirms its
+  // digest: over HTTP acting needs one, and this acts, as locally, on the
+  // ledger as it is found.
+  Result<ops::ActionAnswer> Impact(const ops::ImpactOrder& order) override;
+  Result<ops::ActionAnswer> Trigger(const ops::TriggerAction& action) override;
 
   // GET `path` with `query` (escaped here). The 200 answer, or a Status
   // whose code gives the exit code through ExitCodeFor and whose message

@@ -21,8 +21,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cronledger/status.h"
+#include "ledger/names.h"
+#include "ops/impact_preview.h"
 #include "store/store.h"
 
 namespace cronledger::ops {
@@ -44,6 +47,70 @@ struct VerifyQuery {
   std::string job;        // a configured job
   std::string date_text;  // the business date as given, echoed in the report
   std::chrono::year_month_day date;
+};
+
+// ---- actions ------------------------------------------------------------------
+
+// Who acts and why: both recorded with the action's event.
+struct Actor {
+  std::string by;
+  std::string reason;
+};
+
+struct PauseAction {
+  std::optional<std::string> job;  // a configured job; everything when absent
+  bool pause = true;               // false: resume
+  Actor who;
+};
+
+enum class RunActionKind { kRetry, kCancel, kResolve };
+struct RunAction {
+  int64_t run_id = 0;
+  RunActionKind kind = RunActionKind::kRetry;
+  std::optional<std::string> effect;             // kResolve: the effect in doubt
+  std::optional<ledger::EffectState> effect_as;  // kResolve with `effect`
+  std::optional<store::RunResolution> run_as;    // kResolve without it
+  Actor who;
+};
+
+struct ApproveAction {
+  std::string job;
+  std::optional<std::chrono::year_month_day> from;
+  std::optional<std::chrono::year_month_day> to;
+  std::optional<int64_t> run;
+  Actor who;
+};
+
+// A backfill or a rerun (request.action says which): without `yes` only
+// the preview; with it the action, on the ledger as the preview `digest`
+// saw it (none: as it is found now).
+struct ImpactOrder {
+  std::string job;
+  ImpactRequest request;
+  bool yes = false;
+  std::optional<std::string> digest;
+  Actor who;
+};
+
+struct TriggerAction {
+  std::string job;
+  std::vector<std::string> partitions;  // empty: every partition
+  Actor who;
+};
+
+// What an action that can be refused with something to show answers.
+struct ActionAnswer {
+  enum class Kind {
+    kDone,         // `doc`: what was done
+    kPreview,      // `doc`: the preview (ImpactPreview::Json); nothing done
+    kStale,        // `doc`: the new preview; the digest no longer matches, nothing done
+    kNothingToDo,  // `message`; `doc` the preview, when there is one
+    kExists,       // trigger: `message`, and `existing` the runs already there
+  };
+  Kind kind = Kind::kDone;
+  nlohmann::ordered_json doc;
+  std::string message;
+  std::vector<std::string> existing;
 };
 
 class Ledger {
@@ -75,6 +142,25 @@ class Ledger {
 
   // Whether one job's business date is complete (VerifyJson).
   virtual Result<nlohmann::ordered_json> Verify(const VerifyQuery& query) = 0;
+
+  // {"job": JOB or null, "paused": bool}. kConflict when it is so already.
+  virtual Result<nlohmann::ordered_json> SetPaused(const PauseAction& action) = 0;
+
+  // The run as it is afterwards (RunJson); after an effect's resolution
+  // with "still_in_doubt", the keys of its effects still in doubt.
+  // kConflict when the run's state does not allow it.
+  virtual Result<nlohmann::ordered_json> ActOnRun(const RunAction& action) = 0;
+
+  // kDone with {"approved": [run ids]}, or kNothingToDo.
+  virtual Result<ActionAnswer> Approve(const ApproveAction& action) = 0;
+
+  // kPreview; with `yes` kDone with {"event_id", "queued", "run_keys"},
+  // kStale or kNothingToDo.
+  virtual Result<ActionAnswer> Impact(const ImpactOrder& order) = 0;
+
+  // kDone with {"event_id", "queued", "run_keys", "period"}, kNothingToDo
+  // (nothing due yet) or kExists.
+  virtual Result<ActionAnswer> Trigger(const TriggerAction& action) = 0;
 };
 
 // The message of the kInvalidArgument for a job the ledger does not know:

@@ -864,7 +864,7 @@ TEST_F(OperatorActions, MalformedBodiesAreRefusedNamingTheFieldWithNoSideEffect)
        "field \"all\" cannot be given with \"job\""},
       {"/v1/pause", R"({"all": "yes", "reason": "x"})", 400, "field \"all\" must be true or false"},
       {"/v1/pause", R"({"job": "nightly", "reason": "x"})", 404,
-       "no job named \"nightly\" (field \"job\")"},
+       "no job named \"nightly\" in the configuration"},
       {"/v1/pause?job=report", R"({"job": "report", "reason": "x"})", 400,
        "unknown query parameter \"job\""},
       {RunPath(id, "retry"), R"({"reason": "x", "run_id": 1})", 400, "unknown field \"run_id\""},
