@@ -553,8 +553,8 @@ class ServerCliActions : public ::testing::Test {
   }
 
   // Runs `args` (with --by alice) on the local ledger and through serve on
-  // its twin; expects the same stdout and exit code, and returns the
-  // remote result.
+  // its twin; expects the same stdout, stderr and exit code, and returns
+  // the remote result.
   static ProcessResult Both(std::vector<std::string> args, int expected_exit) {
     args.insert(args.end(), {"--by", "alice"});
     SCOPED_TRACE(Show(args));
@@ -563,6 +563,7 @@ class ServerCliActions : public ::testing::Test {
     EXPECT_EQ(local.exit_code, expected_exit) << local.err;
     EXPECT_EQ(remote.exit_code, expected_exit) << remote.err;
     EXPECT_EQ(remote.out, local.out);
+    EXPECT_EQ(remote.err, local.err);
     if (expected_exit != 0) {
       EXPECT_NE(remote.err, "");
     }
