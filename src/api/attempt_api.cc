@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 #include "ledger/names.h"
 
 namespace cronledger::api {
@@ -28,7 +28,7 @@ std::optional<ApiResponse> Foreign(const AttemptIdentity& who, int64_t run_id, i
 
 nlohmann::ordered_json CheckpointJson(const std::optional<store::CheckpointRecord>& c) {
   if (!c) return nullptr;
-  return {{"value", c->value}, {"updated_at", FormatInstant(c->updated_at)}};
+  return {{"value", c->value}, {"updated_at", ops::FormatInstant(c->updated_at)}};
 }
 
 }  // namespace
@@ -115,7 +115,7 @@ ApiResponse AttemptApi::Begin(const AttemptIdentity& who, const ApiRequest& requ
   if (!begun.ok()) return ErrorFor(begun.status());
   ApiResponse r;
   r.body = {{"outcome", std::string(OutcomeName(begun->outcome))},
-            {"effect", EffectJson(begun->effect,
+            {"effect", ops::EffectJson(begun->effect,
                                   begun->outcome == store::EffectBeginOutcome::kInDoubt)}};
   return r;
 }
@@ -128,7 +128,7 @@ ApiResponse AttemptApi::Settle(const AttemptIdentity& who, const ApiRequest& req
       std::get<EffectSettleRequest>(parsed);
   if (auto foreign = Foreign(who, run_id, token)) return *foreign;
 
-  const std::string stored = Utf8Prefix(result.value_or(""), options_.output_cap);
+  const std::string stored = ops::Utf8Prefix(result.value_or(""), options_.output_cap);
   Status s;
   if (commit) {
     store::EffectCommitParams p;

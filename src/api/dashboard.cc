@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string_view>
 
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 #include "cronledger/schedule.h"
 
 namespace cronledger::api {
@@ -41,7 +41,7 @@ WebAnswer Json(const ApiResponse& r) {
   WebAnswer a;
   a.status = r.status;
   a.content_type = "application/json";
-  a.body = Dump(r.body);
+  a.body = ops::Dump(r.body);
   a.headers.emplace_back("Cache-Control", "no-store");
   return a;
 }

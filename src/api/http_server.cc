@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 #include "cronledger/schedule.h"
 
 namespace cronledger::api {
@@ -18,7 +18,7 @@ namespace {
 
 void Send(const ApiResponse& r, httplib::Response& res) {
   res.status = r.status;
-  res.set_content(Dump(r.body), "application/json");
+  res.set_content(ops::Dump(r.body), "application/json");
 }
 
 ApiRequest FromHttplib(const httplib::Request& req) {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 #include "engine/closed_dates.h"
 #include "engine/store_health.h"
 
@@ -280,7 +280,7 @@ MetricsEndpoint::MetricsEndpoint(const config::Config& config, store::Store& sto
 
 MetricsEndpoint::Answer MetricsEndpoint::Handle(const ApiRequest& request) const {
   const auto json = [](const ApiResponse& r) {
-    return Answer{r.status, "application/json", Dump(r.body)};
+    return Answer{r.status, "application/json", ops::Dump(r.body)};
   };
   const ApiToken* token = nullptr;
   if (!config_.server.metrics_public) {

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "api/impact_preview.h"
-#include "api/job_history.h"
-#include "api/json_shapes.h"
-#include "api/ledger_json.h"
-#include "api/operator_actions.h"
+#include "ops/impact_preview.h"
+#include "ops/job_history.h"
+#include "ops/json_shapes.h"
+#include "ops/ledger_json.h"
+#include "ops/operator_actions.h"
 #include "cronledger/schedule.h"
 #include "engine/status_report.h"
 
@@ -19,6 +19,7 @@ OperatorApi::OperatorApi(const config::Config& config, store::Store& store, Cloc
     : config_(config),
       store_(store),
       clock_(clock),
+      ledger_(config, store, clock, {"\"job\"", "\"all\": true"}),
       tokens_(tokens),
       step_credentials_(step_credentials) {}
 
@@ -124,30 +125,17 @@ std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const 
 }
 
 std::optional<ApiResponse> OperatorApi::UnknownJob(const std::string& job, bool config_only) const {
-  if (config_.FindJob(job) != nullptr) return std::nullopt;
-  if (!config_only) {
-    auto known = store_.JobGet(job);
-    if (known.ok()) return std::nullopt;
-    if (known.status().code() != StatusCode::kNotFound) return ErrorFor(known.status());
-  }
-  return Error(404, "not_found",
-               fmt::format("no job named {} (query parameter \"job\")", Shown(job)));
+  const Status s = ledger_.CheckJob(job, config_only);
+  if (s.ok()) return std::nullopt;
+  if (s.code() == StatusCode::kInvalidArgument) return Error(404, "not_found", s.message());
+  return ErrorFor(s);
 }
 
 ApiResponse OperatorApi::ListJobs(const ApiRequest& request) const {
   if (auto problem = CheckNoQuery(request)) return *problem;
-  auto report = engine::BuildStatus(config_, store_, clock_.Now());
-  if (!report.ok()) return ErrorFor(report.status());
-  ordered_json jobs = ordered_json::array();
-  for (const auto& s : report->jobs) jobs.push_back(JobStatusJson(s));
-  auto now = store_.LedgerNow(store::ToInstant(clock_.Now()));
-  if (!now.ok()) return ErrorFor(now.status());
-  auto nodes = NodesJson(store_, *now);
-  if (!nodes.ok()) return ErrorFor(nodes.status());
-  ApiResponse r;
-  r.body["jobs"] = std::move(jobs);
-  r.body["nodes"] = std::move(*nodes);
-  return r;
+  auto doc = ledger_.Jobs();
+  if (!doc.ok()) return ErrorFor(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
 
 ApiResponse OperatorApi::GetJob(const ApiRequest& request, const std::string& name) const {
@@ -158,7 +146,7 @@ ApiResponse OperatorApi::GetJob(const ApiRequest& request, const std::string& na
   auto report = engine::BuildStatus(config_, store_, clock_.Now());
   if (!report.ok()) return ErrorFor(report.status());
   for (const auto& s : report->jobs) {
-    if (s.name == name) return ApiResponse{200, JobStatusJson(s)};
+    if (s.name == name) return ApiResponse{200, ops::JobStatusJson(s)};
   }
   return Error(404, "not_found", fmt::format("no job named {}", Shown(name)));
 }
@@ -172,28 +160,24 @@ ApiResponse OperatorApi::ListRuns(const ApiRequest& request) const {
   }
   // One more than a page: whether another page follows.
   query.limit = static_cast<int>(limit) + 1;
-  auto runs = store_.RunList(query);  // newest first
-  if (!runs.ok()) return ErrorFor(runs.status());
-  const bool more = runs->size() > static_cast<std::size_t>(limit);
-  if (more) runs->resize(static_cast<std::size_t>(limit));
-  ordered_json list = ordered_json::array();
-  for (const auto& run : *runs) {
-    auto steps = store_.StepList(run.id);
-    if (!steps.ok()) return ErrorFor(steps.status());
-    list.push_back(RunJson(run, *steps));
-  }
+  auto doc = ledger_.Runs(query, true);  // newest first
+  if (!doc.ok()) return ErrorFor(doc.status());
+  ordered_json& runs = (*doc)["runs"];
+  const bool more = runs.size() > static_cast<std::size_t>(limit);
+  if (more) runs.erase(runs.end() - 1);
   ApiResponse r;
-  r.body["runs"] = std::move(list);
-  r.body["next_cursor"] = more ? ordered_json(EncodeRunCursor(runs->back().id)) : nullptr;
+  r.body["runs"] = std::move(runs);
+  r.body["next_cursor"] =
+      more ? ordered_json(EncodeRunCursor(r.body["runs"].back()["id"].get<int64_t>())) : nullptr;
   return r;
 }
 
 ApiResponse OperatorApi::GetRun(const ApiRequest& request, const std::string& id_text) const {
   const auto parsed = ParseRunRead(request, id_text);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
-  auto detail = LoadRunDetail(store_, std::get<int64_t>(parsed), kRunDetailEvents);
-  if (!detail.ok()) return ErrorFor(detail.status());
-  return ApiResponse{200, RunDetailJson(*detail)};
+  auto doc = ledger_.Run(std::get<int64_t>(parsed));
+  if (!doc.ok()) return ErrorFor(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
 
 ApiResponse OperatorApi::ListEvents(const ApiRequest& request) const {
@@ -203,21 +187,9 @@ ApiResponse OperatorApi::ListEvents(const ApiRequest& request) const {
   if (query.job) {
     if (auto unknown = UnknownJob(*query.job, false)) return *unknown;
   }
-  if (query.run_id) {
-    auto run = store_.RunGet(*query.run_id);
-    if (!run.ok() && run.status().code() == StatusCode::kNotFound) {
-      return Error(404, "not_found",
-                   fmt::format("no run with id {} (query parameter \"run_id\")", *query.run_id));
-    }
-    if (!run.ok()) return ErrorFor(run.status());
-  }
-  auto events = store_.EventList(query);  // oldest first
-  if (!events.ok()) return ErrorFor(events.status());
-  ordered_json list = ordered_json::array();
-  for (const auto& e : *events) list.push_back(EventJson(e));
-  ApiResponse r;
-  r.body["events"] = std::move(list);
-  return r;
+  auto doc = ledger_.Events(query);
+  if (!doc.ok()) return ErrorFor(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
 
 ApiResponse OperatorApi::ListGaps(const ApiRequest& request) const {
@@ -228,17 +200,17 @@ ApiResponse OperatorApi::ListGaps(const ApiRequest& request) const {
   if (job) {
     if (auto unknown = UnknownJob(*job, true)) return *unknown;
   }
-  GapQuery query;
+  ops::GapsQuery query;
+  query.job = job;
   query.from = gaps_request.from;
   query.to = gaps_request.to;
   query.include_waived = gaps_request.include_waived;
-  for (const auto& j : config_.jobs) {
-    if (!job || j.name == *job) query.jobs.push_back(&j);
-  }
-  auto gaps = ScanGaps(store_, query, store::ToInstant(clock_.Now()));
-  if (!gaps.ok()) return ErrorFor(gaps.status());
   ordered_json list = ordered_json::array();
-  for (const auto& g : *gaps) list.push_back(GapJson(g));
+  const Status s = ledger_.Gaps(query, [&](const ordered_json& g) {
+    list.push_back(g);
+    return Status::Ok();
+  });
+  if (!s.ok()) return ErrorFor(s);
   ApiResponse r;
   r.body["gaps"] = std::move(list);
   return r;
@@ -249,8 +221,7 @@ ApiResponse OperatorApi::Verify(const ApiRequest& request) const {
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const VerifyRequest& verify = std::get<VerifyRequest>(parsed);
   if (auto unknown = UnknownJob(verify.job, true)) return *unknown;
-  auto report = VerifyJson(store_, *config_.FindJob(verify.job), verify.date_text, verify.date,
-                           store::ToInstant(clock_.Now()));
+  auto report = ledger_.Verify({verify.job, verify.date_text, verify.date});
   if (!report.ok()) return ErrorFor(report.status());
   return ApiResponse{200, std::move(*report)};
 }
@@ -261,7 +232,7 @@ ApiResponse OperatorApi::JobHistory(const ApiRequest& request, const std::string
   const int64_t days = std::get<int64_t>(parsed);
   const config::JobConfig* job = config_.FindJob(name);
   if (job == nullptr) return Error(404, "not_found", fmt::format("no job named {}", Shown(name)));
-  auto doc = JobHistoryJson(store_, *job, store::ToInstant(clock_.Now()), static_cast<int>(days));
+  auto doc = ops::JobHistoryJson(store_, *job, store::ToInstant(clock_.Now()), static_cast<int>(days));
   if (!doc.ok()) return ErrorFor(doc.status());
   return ApiResponse{200, std::move(*doc)};
 }
@@ -280,31 +251,16 @@ ApiResponse ActionError(const Status& s) {
 
 }  // namespace
 
-ApiResponse OperatorApi::RunNow(int64_t run_id) const {
-  auto run = store_.RunGet(run_id);
-  if (!run.ok()) return ErrorFor(run.status());
-  auto steps = store_.StepList(run_id);
-  if (!steps.ok()) return ErrorFor(steps.status());
-  return ApiResponse{200, RunJson(*run, *steps)};
-}
-
 ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token, bool pause) const {
   const auto parsed = ParsePauseRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, who] = std::get<PauseRequest>(parsed);
-  const config::JobConfig* config_job = nullptr;
   if (job) {
-    config_job = config_.FindJob(*job);
-    if (config_job == nullptr) {
-      return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(*job)));
-    }
+    if (auto unknown = UnknownJob(*job, true)) return *unknown;
   }
-  const Status s = SetPaused(store_, config_job, pause, who.actor, who.reason,
-                             store::ToInstant(clock_.Now()), "\"job\"", "\"all\": true");
-  if (!s.ok()) return ActionError(s);
-  ApiResponse r;
-  r.body = {{"job", job ? ordered_json(*job) : ordered_json(nullptr)}, {"paused", pause}};
-  return r;
+  auto doc = ledger_.SetPaused({job, pause, {who.actor, who.reason}});
+  if (!doc.ok()) return ActionError(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
 
 ApiResponse OperatorApi::RunAction(const ApiRequest& request, const ApiToken& token,
@@ -313,60 +269,55 @@ ApiResponse OperatorApi::RunAction(const ApiRequest& request, const ApiToken& to
       ParseRunActionRequest(request, token, id_text, action, &store::ParseRunResolution);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [id, effect, effect_as, run_as, who] = std::get<RunActionRequest>(parsed);
-  const store::Instant now = store::ToInstant(clock_.Now());
-  if (action == "retry") {
-    if (Status s = store_.RunRetry({id, who.actor, who.reason, now}); !s.ok()) {
-      return ActionError(s);
-    }
-    return RunNow(id);
-  }
-  if (action == "cancel") {
-    if (Status s = store_.RunCancel({id, who.actor, who.reason, now}); !s.ok()) {
-      return ActionError(s);
-    }
-    return RunNow(id);
-  }
-  if (effect_as) {
-    auto r = store_.EffectResolve({id, *effect, *effect_as, who.actor, who.reason, now});
-    if (!r.ok()) return ActionError(r.status());
-    ApiResponse answer = RunNow(id);
-    if (answer.status == 200) answer.body["still_in_doubt"] = r->still_in_doubt;
-    return answer;
-  }
-  if (Status s = store_.RunResolve({id, *run_as, who.actor, who.reason, now}); !s.ok()) {
-    return ActionError(s);
-  }
-  return RunNow(id);
+  ops::RunAction act;
+  act.run_id = id;
+  act.kind = action == "retry"    ? ops::RunActionKind::kRetry
+             : action == "cancel" ? ops::RunActionKind::kCancel
+                                  : ops::RunActionKind::kResolve;
+  act.effect = effect;
+  act.effect_as = effect_as;
+  act.run_as = run_as;
+  act.who = {who.actor, who.reason};
+  auto doc = ledger_.ActOnRun(act);
+  if (!doc.ok()) return ActionError(doc.status());
+  return ApiResponse{200, std::move(*doc)};
 }
+
+namespace {
+
+// An action's answer that is not kDone, as its 409.
+ApiResponse Refusal(const ops::ActionAnswer& answer, const std::string& message) {
+  using Kind = ops::ActionAnswer::Kind;
+  switch (answer.kind) {
+    case Kind::kStale: {
+      ApiResponse r = Error(409, "stale_preview", message);
+      r.body["preview"] = answer.doc;
+      return r;
+    }
+    case Kind::kNothingToDo:
+      return Error(409, "nothing_to_do", message);
+    case Kind::kExists: {
+      ApiResponse r = Error(409, "conflict", message);
+      r.body["existing"] = answer.existing;
+      return r;
+    }
+    case Kind::kDone:
+    case Kind::kPreview:
+      break;
+  }
+  return ApiResponse{200, answer.doc};
+}
+
+}  // namespace
 
 ApiResponse OperatorApi::Approve(const ApiRequest& request, const ApiToken& token) const {
   const auto parsed = ParseApproveRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, from, to, run, who] = std::get<ApproveRequest>(parsed);
-  if (auto unknown = UnknownJob(job, false)) {
-    if (unknown->status != 404) return *unknown;
-    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(job)));
-  }
-  store::ApproveParams p;
-  p.job = job;
-  p.run_id = run;
-  if (from) p.from = FormatDate(*from);
-  if (to) p.to = FormatDate(*to);
-  p.actor = who.actor;
-  p.reason = who.reason;
-  p.now = store::ToInstant(clock_.Now());
-  auto approved = store_.RunApprove(p);
-  if (!approved.ok()) return ActionError(approved.status());
-  if (approved->empty()) {
-    return Error(409, "nothing_to_do",
-                 fmt::format("no run of {} is awaiting approval{}", job,
-                             run            ? fmt::format(" with id {}", *run)
-                             : (from || to) ? std::string(" in that range")
-                                            : std::string()));
-  }
-  ApiResponse r;
-  r.body["approved"] = *approved;
-  return r;
+  if (auto unknown = UnknownJob(job, false)) return *unknown;
+  auto answer = ledger_.Approve({job, from, to, run, {who.actor, who.reason}});
+  if (!answer.ok()) return ActionError(answer.status());
+  return Refusal(*answer, answer->message);
 }
 
 ApiResponse OperatorApi::Impact(const ApiRequest& request, const ApiToken& token,
@@ -374,73 +325,39 @@ ApiResponse OperatorApi::Impact(const ApiRequest& request, const ApiToken& token
   const auto parsed = ParseImpactRequest(request, token, rerun);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, impact, who, yes, digest] = std::get<ImpactActionRequest>(parsed);
-  const config::JobConfig* config_job = config_.FindJob(job);
-  if (config_job == nullptr) {
-    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(job)));
+  if (auto unknown = UnknownJob(job, true)) return *unknown;
+  auto answer = ledger_.Impact({job, impact, yes, digest, {who.actor, who.reason}});
+  if (!answer.ok()) return ActionError(answer.status());
+  switch (answer->kind) {
+    case ops::ActionAnswer::Kind::kStale:
+      return Refusal(*answer,
+                     fmt::format("the ledger changed since the preview {}; nothing done: "
+                                 "confirm the new preview (\"preview\") instead",
+                                 digest.value_or("")));
+    case ops::ActionAnswer::Kind::kNothingToDo:
+      return Refusal(*answer, fmt::format("nothing to queue{}",
+                                          answer->doc.value("succeeded_left_alone", 0) > 0
+                                              ? " (rerunning a succeeded run needs \"force\": "
+                                                "true)"
+                                              : ""));
+    default:
+      return ApiResponse{200, std::move(answer->doc)};
   }
-  const store::Instant now = store::ToInstant(clock_.Now());
-  if (!yes) {
-    auto preview = PreviewImpact(store_, *config_job, impact, now);
-    if (!preview.ok()) return ErrorFor(preview.status());
-    return ApiResponse{200, preview->Json()};
-  }
-  auto outcome = ApplyImpact(store_, *config_job, impact, digest, who.actor, who.reason, now);
-  if (!outcome.ok()) return ActionError(outcome.status());
-  switch (outcome->kind) {
-    case ImpactOutcome::Kind::kStale: {
-      ApiResponse r = Error(409, "stale_preview",
-                            fmt::format("the ledger changed since the preview {}; nothing done: "
-                                        "confirm the new preview (\"preview\") instead",
-                                        *digest));
-      r.body["preview"] = outcome->preview.Json();
-      return r;
-    }
-    case ImpactOutcome::Kind::kNothingToDo:
-      return Error(409, "nothing_to_do",
-                   fmt::format("nothing to queue{}",
-                               outcome->preview.succeeded_left_alone > 0
-                                   ? " (rerunning a succeeded run needs \"force\": true)"
-                                   : ""));
-    case ImpactOutcome::Kind::kDone:
-      break;
-  }
-  ApiResponse r;
-  r.body = {{"event_id", outcome->result.event_id},
-            {"queued", outcome->result.queued},
-            {"run_keys", outcome->preview.would_queue}};
-  return r;
 }
 
 ApiResponse OperatorApi::Trigger(const ApiRequest& request, const ApiToken& token) const {
   const auto parsed = ParseTriggerRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [job, partitions, who] = std::get<TriggerRequest>(parsed);
-  const config::JobConfig* config_job = config_.FindJob(job);
-  if (config_job == nullptr) {
-    return Error(404, "not_found", fmt::format("no job named {} (field \"job\")", Shown(job)));
+  if (auto unknown = UnknownJob(job, true)) return *unknown;
+  auto answer = ledger_.Trigger({job, partitions, {who.actor, who.reason}});
+  if (!answer.ok()) return ActionError(answer.status());
+  if (answer->kind == ops::ActionAnswer::Kind::kExists) {
+    std::string list;
+    for (const auto& e : answer->existing) list += (list.empty() ? "" : "; ") + e;
+    return Refusal(*answer, answer->message + ": " + list);
   }
-  auto outcome = api::Trigger(store_, *config_job, partitions, who.actor, who.reason, clock_.Now());
-  if (!outcome.ok()) return ActionError(outcome.status());
-  switch (outcome->kind) {
-    case TriggerOutcome::Kind::kNothingDue:
-      return Error(409, "nothing_to_do", NothingDueMessage(job, !partitions.empty(), *outcome));
-    case TriggerOutcome::Kind::kExists: {
-      std::string list;
-      for (const auto& e : outcome->existing) list += (list.empty() ? "" : "; ") + e;
-      return Error(409, "conflict",
-                   fmt::format("the latest due period exists already, nothing done; trigger "
-                               "only queues keys that have no run yet: {}",
-                               list));
-    }
-    case TriggerOutcome::Kind::kDone:
-      break;
-  }
-  ApiResponse r;
-  r.body = {{"event_id", outcome->result.event_id},
-            {"queued", outcome->result.queued},
-            {"run_keys", outcome->run_keys},
-            {"period", outcome->period}};
-  return r;
+  return Refusal(*answer, answer->message);
 }
 
 }  // namespace cronledger::api

@@ -21,13 +21,11 @@
 #include "api/operator_requests.h"
 #include "api/request.h"
 #include "config/config.h"
+#include "ops/local_ledger.h"
 #include "cronledger/clock.h"
 #include "store/store.h"
 
 namespace cronledger::api {
-
-// GET /v1/runs/{id}: the newest events of the run it includes.
-inline constexpr int kRunDetailEvents = 1000;
 
 class OperatorApi {
  public:
@@ -66,16 +64,17 @@ class OperatorApi {
   ApiResponse Approve(const ApiRequest& request, const ApiToken& token) const;
   ApiResponse Impact(const ApiRequest& request, const ApiToken& token, bool rerun) const;
   ApiResponse Trigger(const ApiRequest& request, const ApiToken& token) const;
-  // The run as it is now (RunJson), after an action on it.
-  ApiResponse RunNow(int64_t run_id) const;
 
-  // A 404 naming the query parameter when `job` is neither configured nor
-  // in the ledger (a removed job's history stays readable).
+  // A 404 when `job` is neither configured nor (unless `config_only`) in
+  // the ledger: a removed job's history stays readable.
   std::optional<ApiResponse> UnknownJob(const std::string& job, bool config_only) const;
 
   const config::Config& config_;
   store::Store& store_;
   Clock& clock_;
+  // What the read routes answer: the command line's documents, by the same
+  // code (ops/ledger.h).
+  mutable ops::LocalLedger ledger_;
   const TokenAuthenticator& tokens_;
   const AttemptCredentials& step_credentials_;
   SessionStore* sessions_ = nullptr;

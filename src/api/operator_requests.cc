@@ -6,9 +6,9 @@
 #include <initializer_list>
 #include <limits>
 
-#include "api/input_values.h"
-#include "api/job_history.h"
-#include "api/json_shapes.h"
+#include "ops/input_values.h"
+#include "ops/job_history.h"
+#include "ops/json_shapes.h"
 #include "config/config.h"
 #include "cronledger/schedule.h"
 
@@ -99,7 +99,7 @@ class Query {
   std::optional<std::chrono::year_month_day> Date(const char* name, bool required = false) {
     const auto text = Text(name, required);
     if (!text) return std::nullopt;
-    const auto date = ParseBusinessDate(*text);
+    const auto date = ops::ParseBusinessDate(*text);
     if (!date) {
       Fail(fmt::format("query parameter \"{}\" must be a date YYYY-MM-DD, e.g. 2026-11-28, got {}",
                        name, Shown(*text)));
@@ -150,7 +150,7 @@ std::optional<std::chrono::year_month_day> ReadDate(BodyReader& body, const char
                                                     bool required) {
   const auto text = body.String(field, required, 64);
   if (!text) return std::nullopt;
-  const auto date = ParseBusinessDate(*text);
+  const auto date = ops::ParseBusinessDate(*text);
   if (!date) {
     body.Invalid(field,
                  fmt::format("must be a date YYYY-MM-DD, e.g. 2026-11-28, got {}", Shown(*text)));
@@ -177,7 +177,7 @@ std::vector<std::string> ReadPartitions(BodyReader& body) {
 
 std::string Shown(std::string_view value) {
   if (value.size() <= 64) return fmt::format("\"{}\"", value);
-  return fmt::format("\"{}...\"", Utf8Prefix(value, 64));
+  return fmt::format("\"{}...\"", ops::Utf8Prefix(value, 64));
 }
 
 std::string EncodeRunCursor(int64_t last_id) {
@@ -377,12 +377,12 @@ Parsed<VerifyRequest> ParseVerifyRequest(const ApiRequest& request) {
 
 Parsed<int64_t> ParseHistoryRequest(const ApiRequest& request) {
   Query q(request, {"days"});
-  int64_t days = kDefaultHistoryDays;
+  int64_t days = ops::kDefaultHistoryDays;
   if (const auto text = q.Text("days")) {
     const auto v = PositiveInteger(*text);
-    if (!v || *v > kMaxHistoryDays) {
+    if (!v || *v > ops::kMaxHistoryDays) {
       q.Fail(fmt::format("query parameter \"days\" must be an integer from 1 to {}, got {}",
-                         kMaxHistoryDays, Shown(*text)));
+                         ops::kMaxHistoryDays, Shown(*text)));
     } else {
       days = *v;
     }
@@ -471,8 +471,8 @@ Parsed<ImpactActionRequest> ParseImpactRequest(const ApiRequest& request, const 
   if (auto problem = CheckNoQuery(request)) return *problem;
   BodyReader body(request.body);
   ImpactActionRequest out;
-  ImpactRequest& impact = out.impact;
-  impact.action = rerun ? ImpactAction::kRerun : ImpactAction::kBackfill;
+  ops::ImpactRequest& impact = out.impact;
+  impact.action = rerun ? ops::ImpactAction::kRerun : ops::ImpactAction::kBackfill;
   const auto job = body.String("job", true, 256);
   std::optional<std::chrono::year_month_day> from, to;
   if (rerun) {
@@ -488,13 +488,13 @@ Parsed<ImpactActionRequest> ParseImpactRequest(const ApiRequest& request, const 
   impact.include_waived = body.Bool("include_waived", false).value_or(false);
   if (rerun) {
     if (const auto only = body.String("only", false, 64)) {
-      const auto scope = ParseRerunScope(*only);
+      const auto scope = ops::ParseRerunScope(*only);
       if (!scope) {
         body.Invalid("only", fmt::format("must be \"failed\", \"unknown\", \"missing\" or "
                                          "\"all\", got {}",
                                          Shown(*only)));
       }
-      impact.only = scope.value_or(RerunScope::kAll);
+      impact.only = scope.value_or(ops::RerunScope::kAll);
     }
     impact.force = body.Bool("force", false).value_or(false);
   }

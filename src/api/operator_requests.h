@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "api/auth.h"
-#include "api/impact_preview.h"
+#include "ops/impact_preview.h"
 #include "api/request.h"
 #include "ledger/names.h"
 #include "store/store.h"
@@ -157,7 +157,7 @@ Parsed<ApproveRequest> ParseApproveRequest(const ApiRequest& request, const ApiT
 // POST /v1/backfill (`rerun` false) and /v1/rerun.
 struct ImpactActionRequest {
   std::string job;
-  ImpactRequest impact;  // from, to and the options, checked
+  ops::ImpactRequest impact;  // from, to and the options, checked
   ActionActor who;
   bool yes = false;
   std::optional<std::string> digest;  // preview_digest, required with yes

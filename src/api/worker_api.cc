@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "api/attempt_api.h"
-#include "api/json_shapes.h"
-#include "api/ledger_json.h"
+#include "ops/json_shapes.h"
+#include "ops/ledger_json.h"
 #include "engine/dispatcher.h"
 #include "engine/step_runner.h"
 #include "exec/subprocess_executor.h"
@@ -251,10 +251,10 @@ ApiResponse WorkerApi::ClaimAnswer(const store::ClaimedRun& claim,
     return ErrorFor(attempt_env.status());
   }
   const auto ttl = std::chrono::duration_cast<std::chrono::seconds>(job.EffectiveLeaseTtl());
-  ordered_json run = RunJson(claim.run, claim.steps);
+  ordered_json run = ops::RunJson(claim.run, claim.steps);
   run["attempt"] = claim.attempt;
   run["fencing_token"] = claim.token;
-  run["lease_expires_at"] = FormatInstant(claim.lease_expires_at);
+  run["lease_expires_at"] = ops::FormatInstant(claim.lease_expires_at);
   run["lease_ttl_seconds"] = ttl.count();
   run["heartbeat_seconds"] = std::max<int64_t>(1, ttl.count() / 3);
   run["step"] = ctx.step.empty() ? ordered_json(nullptr) : ordered_json(ctx.step);
@@ -302,7 +302,7 @@ ApiResponse WorkerApi::Heartbeat(const ApiRequest& request, const Caller& caller
   ApiResponse r;
   r.body = {{"run_id", run_id},
             {"fencing_token", token},
-            {"lease_expires_at", FormatInstant(now + ttl)},
+            {"lease_expires_at", ops::FormatInstant(now + ttl)},
             {"lease_ttl_seconds", std::chrono::duration_cast<std::chrono::seconds>(ttl).count()}};
   return r;
 }
@@ -327,8 +327,8 @@ ApiResponse AttemptAnswer(store::Store& store, int64_t run_id, int64_t token,
   r.body["fencing_token"] = token;
   r.body["attempt_ended"] = it != attempts->end() && it->ended_at.has_value();
   r.body["end_class"] =
-      it != attempts->end() ? StringOrNull(it->end_class) : ordered_json(nullptr);
-  r.body["run"] = RunJson(*run, *steps);
+      it != attempts->end() ? ops::StringOrNull(it->end_class) : ordered_json(nullptr);
+  r.body["run"] = ops::RunJson(*run, *steps);
   return r;
 }
 

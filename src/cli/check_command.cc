@@ -7,8 +7,8 @@
 #include <memory>
 #include <variant>
 
-#include "api/config_impact_json.h"
-#include "api/json_shapes.h"
+#include "ops/config_impact_json.h"
+#include "ops/json_shapes.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
@@ -175,7 +175,7 @@ int CheckAgainstStore(const config::Config& config, const CheckArgs& args, Clock
   const int orphaned = impact->OrphanedRuns();
   const int rekeyed = impact->RekeyedRuns();
   if (args.json) {
-    out << api::Dump(api::ConfigImpactJson(*impact), 2) << "\n";
+    out << ops::Dump(ops::ConfigImpactJson(*impact), 2) << "\n";
   } else {
     out << config.path << ": ok (" << Summary(config) << ")\n";
     for (const auto& j : impact->jobs) PrintJob(j, out);

@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string>
 
+#include "cronledger/clock.h"
+
 namespace cronledger::cli {
 
 struct EventsArgs {
@@ -24,8 +26,8 @@ inline constexpr int64_t kEventsMaxLimit = 100000;
 // `cronledger events`: the audit log, oldest first. Without --since the
 // newest N events; with it the first N at or after that instant. Exit 0; 2
 // on a usage or config error; 3 store unavailable. With `server`, the same
-// through its GET /v1/events.
-int RunEvents(const EventsArgs& args, std::ostream& out, std::ostream& err);
+// through its GET /v1/events, which answers at most 1000 (it has no cursor).
+int RunEvents(const EventsArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli
 

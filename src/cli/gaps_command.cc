@@ -8,9 +8,8 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
+#include "cli/open_ledger.h"
 #include "cronledger/schedule.h"
-#include "engine/gap_scanner.h"
 
 namespace cronledger::cli {
 namespace {
@@ -44,10 +43,10 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     const bool waived = Field(g, "waived") == true;
     const std::string cause = Text(g, "cause");
     if (args.json) {
-      // The items of {"gaps": [...]}, as api::Dump with indent 2 lays out the
+      // The items of {"gaps": [...]}, as ops::Dump with indent 2 lays out the
       // whole object.
       line = total == 0 ? "{\n  \"gaps\": [\n    " : ",\n    ";
-      for (const char c : api::Dump(g, 2)) {
+      for (const char c : ops::Dump(g, 2)) {
         line += c;
         if (c == '\n') line += "    ";
       }
@@ -62,52 +61,20 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     ++by_cause[cause];
   };
 
-  Status s = Status::Ok();
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("gaps", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    RemoteLedger::Query query;
-    if (args.job) query.emplace_back("job", *args.job);
-    if (args.from) query.emplace_back("from", *args.from);
-    if (args.to) query.emplace_back("to", *args.to);
-    if (args.include_waived) query.emplace_back("include_waived", "true");
-    // A job the server does not have is a usage error, as locally.
-    auto answer = remote->Get("/v1/gaps", query, StatusCode::kInvalidArgument);
-    if (answer.ok()) {
-      for (const auto& g : Field(*answer, "gaps")) print(g);
-    } else {
-      s = answer.status();
-    }
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport("gaps", args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    std::vector<const config::JobConfig*> jobs;
-    for (const auto& j : config.jobs) {
-      if (!args.job || j.name == *args.job) jobs.push_back(&j);
-    }
-    if (args.job && jobs.empty()) {
-      return UsageError(err, "gaps", "no job named \"" + *args.job + "\" in " + args.config_path);
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport("gaps", config, &store, err, StoreAccess::kExisting);
-        rc != kExitOk) {
-      return rc;
-    }
-    api::GapQuery query;
-    query.jobs = std::move(jobs);
-    query.from = from;
-    query.to = to;
-    query.include_waived = args.include_waived;
-    s = api::ForEachGap(*store, query, store::ToInstant(clock.Now()), [&](const engine::Gap& g) {
-      print(api::GapJson(g));
-      return Status::Ok();
-    });
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("gaps", {args.config_path, args.server, args.job}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  ops::GapsQuery query;
+  query.job = args.job;
+  query.from = from;
+  query.to = to;
+  query.include_waived = args.include_waived;
+  const Status s = ledger->Gaps(query, [&](const nlohmann::ordered_json& g) {
+    print(g);
+    return Status::Ok();
+  });
   if (!s.ok()) {
     out.flush();
     err << "cronledger gaps: " << s.message() << "\n";

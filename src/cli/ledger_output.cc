@@ -98,7 +98,7 @@ std::string Text(const nlohmann::ordered_json& object, std::string_view key) {
   const nlohmann::ordered_json& v = Field(object, key);
   if (v.is_null()) return "";
   if (v.is_string()) return v.get<std::string>();
-  return api::Dump(v);
+  return ops::Dump(v);
 }
 
 int64_t Integer(const nlohmann::ordered_json& object, std::string_view key) {

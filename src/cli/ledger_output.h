@@ -12,19 +12,19 @@
 #include <string_view>
 #include <vector>
 
-#include "api/json_shapes.h"
-#include "api/ledger_json.h"
+#include "ops/json_shapes.h"
+#include "ops/ledger_json.h"
 #include "cronledger/status.h"
 #include "store/store.h"
 
 namespace cronledger::cli {
 
-using api::AttemptJson;
-using api::EventJson;
-using api::FormatInstant;
-using api::ParseBusinessDate;
-using api::RunJson;
-using api::StringOrNull;
+using ops::AttemptJson;
+using ops::EventJson;
+using ops::FormatInstant;
+using ops::ParseBusinessDate;
+using ops::RunJson;
+using ops::StringOrNull;
 
 // The usage error for a date flag's value, worded alike by every command:
 // `--date "2026-1-1" is not a date; use YYYY-MM-DD, e.g. 2026-11-28`.

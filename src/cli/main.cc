@@ -402,12 +402,12 @@ int Main(int argc, char** argv) {
   if (*runs_cmd) {
     runs.config_path = ResolveConfigPath(runs_config);
     runs.server = ResolveServer(runs_server);
-    return RunRuns(runs, std::cout, std::cerr);
+    return RunRuns(runs, RealClock(), std::cout, std::cerr);
   }
   if (*events_cmd) {
     events.config_path = ResolveConfigPath(events_config);
     events.server = ResolveServer(events_server);
-    return RunEvents(events, std::cout, std::cerr);
+    return RunEvents(events, RealClock(), std::cout, std::cerr);
   }
   if (*retry_cmd) {
     retry.config_path = ResolveConfigPath(retry_config);

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "api/operator_actions.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
+#include "cli/open_ledger.h"
 
 namespace cronledger::cli {
 namespace {
@@ -38,39 +37,14 @@ int RunPause(const PauseArgs& args, Clock& clock, std::ostream& out, std::ostrea
     return ExitCodeFor(s);
   };
 
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect(command, args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    nlohmann::ordered_json body;
-    if (args.job) {
-      body["job"] = *args.job;
-    } else {
-      body["all"] = true;
-    }
-    body["reason"] = *args.reason;
-    body["by"] = actor;
-    auto answer = remote->Post(args.pause ? "/v1/pause" : "/v1/resume", body,
-                               StatusCode::kInvalidArgument);
-    if (!answer.ok()) return failed(answer.status());
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport(command, args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    const config::JobConfig* job = args.job ? config.FindJob(*args.job) : nullptr;
-    if (args.job && job == nullptr) {
-      return usage(fmt::format("no job \"{}\" in {}", *args.job, config.path));
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport(command, config, &store, err); rc != kExitOk) return rc;
-    if (Status s = api::SetPaused(*store, job, args.pause, actor, *args.reason,
-                                  store::ToInstant(clock.Now()));
-        !s.ok()) {
-      return failed(s);
-    }
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger(command, {args.config_path, args.server, args.job}, clock, &ledger, err,
+                          StoreAccess::kCreate);
+      rc != kExitOk) {
+    return rc;
+  }
+  if (auto done = ledger->SetPaused({args.job, args.pause, {actor, *args.reason}}); !done.ok()) {
+    return failed(done.status());
   }
 
   out << (args.pause ? "paused " : "resumed ")

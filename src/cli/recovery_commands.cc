@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "api/impact_preview.h"
-#include "api/json_shapes.h"
-#include "api/operator_actions.h"
+#include "ops/impact_preview.h"
+#include "ops/json_shapes.h"
+#include "ops/operator_actions.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
+#include "cli/open_ledger.h"
 #include "cronledger/schedule.h"
 #include "engine/gap_scanner.h"
 #include "ledger/names.h"
@@ -27,7 +27,7 @@ bool Blank(const std::optional<std::string>& s) {
 void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, bool json,
                   std::ostream& out) {
   if (json) {
-    out << api::Dump(p, 2) << "\n";
+    out << ops::Dump(p, 2) << "\n";
     return;
   }
   out << fmt::format(
@@ -48,7 +48,7 @@ void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, boo
                               : "nothing done: run again with --yes to queue them\n");
 }
 
-// Prints a refusal of a remote call as `command`; its exit code.
+// Prints what the ledger refused as `command`; its exit code.
 int Refused(const std::string& command, const Status& s, std::ostream& err) {
   err << "cronledger " << command << ": " << s.message() << "\n";
   return ExitCodeFor(s);
@@ -57,17 +57,9 @@ int Refused(const std::string& command, const Status& s, std::ostream& err) {
 struct ImpactCommand {
   std::string name;   // backfill, rerun
   std::string title;  // of the preview
-  std::string config_path;
-  std::string job;
-  api::ImpactRequest request;
-  std::optional<std::string> reason;
-  std::optional<std::string> by;
-  bool yes = false;
-  std::optional<std::string> preview_digest;
+  LedgerTarget target;
+  ops::ImpactOrder order;
   bool json = false;
-  std::string server;
-  // The request as the API's body takes it (job, dates, partitions, ...).
-  nlohmann::ordered_json body;
 };
 
 // What backfill and rerun take alike.
@@ -76,125 +68,51 @@ ImpactCommand CommonImpact(std::string name, std::string title, const Args& args
   ImpactCommand c;
   c.name = std::move(name);
   c.title = std::move(title);
-  c.config_path = args.config_path;
-  c.job = args.job;
-  c.request.partitions = args.partitions;
-  c.request.include_waived = args.include_waived;
-  c.reason = args.reason;
-  c.by = args.by;
-  c.yes = args.yes;
-  c.preview_digest = args.preview_digest;
+  c.target = {args.config_path, args.server, args.job};
+  c.order.job = args.job;
+  c.order.request.partitions = args.partitions;
+  c.order.request.include_waived = args.include_waived;
+  c.order.yes = args.yes;
+  c.order.digest = args.preview_digest;
+  c.order.who = {args.by.value_or(DefaultActor()), args.reason.value_or("")};
   c.json = args.json;
-  c.server = args.server;
-  c.body["job"] = args.job;
   return c;
-}
-
-// What a done backfill or rerun answers: {"event_id", "queued", "run_keys"}.
-void PrintImpactDone(const nlohmann::ordered_json& done, const ImpactCommand& c,
-                     std::ostream& out) {
-  if (c.json) {
-    out << api::Dump(done, 2) << "\n";
-  } else {
-    out << fmt::format("queued {} run(s) of {} (event {})\n", Field(done, "queued").size(),
-                       c.job, Text(done, "event_id"));
-  }
-}
-
-// As RunImpactCommand, through the server's POST /v1/backfill or /v1/rerun.
-int RunRemoteImpact(const ImpactCommand& c, std::ostream& out, std::ostream& err) {
-  std::unique_ptr<RemoteLedger> remote;
-  if (int rc = RemoteLedger::Connect(c.name, c.server, c.config_path, &remote, err);
-      rc != kExitOk) {
-    return rc;
-  }
-  const std::string path = "/v1/" + c.name;
-  nlohmann::ordered_json body = c.body;
-  if (!c.request.partitions.empty()) body["partitions"] = c.request.partitions;
-  body["include_waived"] = c.request.include_waived;
-  body["reason"] = *c.reason;
-  body["by"] = c.by.value_or(DefaultActor());
-  // The preview first: what is shown without --yes; with it, the digest
-  // confirmed when none was given (locally, --yes alone acts on the ledger
-  // as it is found, which this mirrors: the server only acts on a digest).
-  // A job the server does not have is a usage error, as locally.
-  auto preview = remote->Post(path, body, StatusCode::kInvalidArgument);
-  if (!preview.ok()) return Refused(c.name, preview.status(), err);
-  if (!c.yes) {
-    PrintPreview(*preview, c.title, c.json, out);
-    return kExitOk;
-  }
-  body["yes"] = true;
-  body["preview_digest"] = c.preview_digest.value_or(Text(*preview, "preview_digest"));
-  nlohmann::ordered_json refusal;
-  auto done = remote->Post(path, body, StatusCode::kInvalidArgument, &refusal);
-  if (!done.ok()) {
-    const std::string code = Text(refusal, "error");
-    if (code == "stale_preview") {
-      err << "cronledger " << c.name << ": the ledger changed since the preview"
-          << (c.preview_digest ? " " + *c.preview_digest : std::string())
-          << "; nothing done. The new preview:\n";
-      PrintPreview(Field(refusal, "preview"), c.title, c.json, out);
-      return kExitFound;
-    }
-    if (code == "nothing_to_do") {
-      err << "cronledger " << c.name << ": nothing to queue"
-          << (Integer(*preview, "succeeded_left_alone") > 0
-                  ? " (rerunning a succeeded run needs --force)"
-                  : "")
-          << "\n";
-      return kExitFound;
-    }
-    return Refused(c.name, done.status(), err);
-  }
-  PrintImpactDone(*done, c, out);
-  return kExitOk;
 }
 
 // Impact first: prints the preview, or with --yes acts on it (docs/gaps.md).
 int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
                      std::ostream& err) {
-  if (!c.server.empty()) return RunRemoteImpact(c, out, err);
-  JobCommand ctx;
-  if (int rc = OpenJobCommand(c.name, c.config_path, c.job, &ctx, err); rc != kExitOk) return rc;
-  const store::Instant now = store::ToInstant(clock.Now());
-  if (!c.yes) {
-    auto preview = api::PreviewImpact(*ctx.store, *ctx.job, c.request, now);
-    if (!preview.ok()) {
-      err << "cronledger " << c.name << ": " << preview.status().message() << "\n";
-      return ExitCodeFor(preview.status());
-    }
-    PrintPreview(preview->Json(), c.title, c.json, out);
-    return kExitOk;
-  }
-  auto outcome = api::ApplyImpact(*ctx.store, *ctx.job, c.request, c.preview_digest,
-                                  c.by.value_or(DefaultActor()), *c.reason, now);
-  if (!outcome.ok()) {
-    err << "cronledger " << c.name << ": " << outcome.status().message() << "\n";
-    return ExitCodeFor(outcome.status());
-  }
-  switch (outcome->kind) {
-    case api::ImpactOutcome::Kind::kStale:
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger(c.name, c.target, clock, &ledger, err); rc != kExitOk) return rc;
+  auto answer = ledger->Impact(c.order);
+  if (!answer.ok()) return Refused(c.name, answer.status(), err);
+  switch (answer->kind) {
+    case ops::ActionAnswer::Kind::kPreview:
+      PrintPreview(answer->doc, c.title, c.json, out);
+      return kExitOk;
+    case ops::ActionAnswer::Kind::kStale:
       err << "cronledger " << c.name << ": the ledger changed since the preview"
-          << (c.preview_digest ? " " + *c.preview_digest : std::string())
+          << (c.order.digest ? " " + *c.order.digest : std::string())
           << "; nothing done. The new preview:\n";
-      PrintPreview(outcome->preview.Json(), c.title, c.json, out);
+      PrintPreview(answer->doc, c.title, c.json, out);
       return kExitFound;
-    case api::ImpactOutcome::Kind::kNothingToDo:
+    case ops::ActionAnswer::Kind::kNothingToDo:
       err << "cronledger " << c.name << ": nothing to queue"
-          << (outcome->preview.succeeded_left_alone > 0
+          << (Integer(answer->doc, "succeeded_left_alone") > 0
                   ? " (rerunning a succeeded run needs --force)"
                   : "")
           << "\n";
       return kExitFound;
-    case api::ImpactOutcome::Kind::kDone:
+    default:
       break;
   }
-  const auto& r = outcome->result;
-  PrintImpactDone({{"event_id", r.event_id},
-                   {"queued", r.queued},
-                   {"run_keys", outcome->preview.would_queue}},
-                  c, out);
+  const nlohmann::ordered_json& done = answer->doc;
+  if (c.json) {
+    out << ops::Dump(done, 2) << "\n";
+  } else {
+    out << fmt::format("queued {} run(s) of {} (event {})\n", Field(done, "queued").size(),
+                       c.order.job, Text(done, "event_id"));
+  }
   return kExitOk;
 }
 
@@ -217,11 +135,9 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   }
   ImpactCommand c = CommonImpact(
       "backfill", "backfill of " + args.job + " " + args.from + ".." + args.to, args);
-  c.request.action = api::ImpactAction::kBackfill;
-  c.request.from = *from;
-  c.request.to = *to;
-  c.body["from"] = args.from;
-  c.body["to"] = args.to;
+  c.order.request.action = ops::ImpactAction::kBackfill;
+  c.order.request.from = *from;
+  c.order.request.to = *to;
   return RunImpactCommand(c, clock, out, err);
 }
 
@@ -232,7 +148,7 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
   };
   const auto date = ParseBusinessDate(args.date);
   if (!date) return usage(NotADate("--date", args.date));
-  const auto only = api::ParseRerunScope(args.only);
+  const auto only = ops::ParseRerunScope(args.only);
   if (!only) {
     return usage("--only \"" + args.only + "\" is not one of failed, missing, unknown, all");
   }
@@ -243,13 +159,10 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
                                  "rerun of " + args.job + " " + args.date + " (" + args.only +
                                      (args.force ? ", forced" : "") + ")",
                                  args);
-  c.request.action = api::ImpactAction::kRerun;
-  c.request.from = c.request.to = *date;
-  c.request.only = *only;
-  c.request.force = args.force;
-  c.body["date"] = args.date;
-  c.body["only"] = args.only;
-  c.body["force"] = args.force;
+  c.order.request.action = ops::ImpactAction::kRerun;
+  c.order.request.from = c.order.request.to = *date;
+  c.order.request.only = *only;
+  c.order.request.force = args.force;
   return RunImpactCommand(c, clock, out, err);
 }
 
@@ -269,54 +182,24 @@ int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::os
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
   const std::string actor = args.by.value_or(DefaultActor());
-  std::size_t approved_count = 0;
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("approve", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    nlohmann::ordered_json body;
-    body["job"] = args.job;
-    if (args.from) body["from"] = *args.from;
-    if (args.to) body["to"] = *args.to;
-    if (args.run) body["run"] = *args.run;
-    body["reason"] = *args.reason;
-    body["by"] = actor;
-    // 409 nothing_to_do: the server says what was not awaiting approval.
-    auto answer = remote->Post("/v1/approve", body);
-    if (!answer.ok()) return Refused("approve", answer.status(), err);
-    approved_count = Field(*answer, "approved").size();
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport("approve", args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport("approve", config, &store, err, StoreAccess::kExisting);
-        rc != kExitOk) {
-      return rc;
-    }
-    store::ApproveParams p;
-    p.job = args.job;
-    p.run_id = args.run;
-    p.from = args.from;
-    p.to = args.to;
-    p.actor = actor;
-    p.reason = *args.reason;
-    p.now = store::ToInstant(clock.Now());
-    auto approved = store->RunApprove(p);
-    if (!approved.ok()) {
-      err << "cronledger approve: " << approved.status().message() << "\n";
-      return ExitCodeFor(approved.status());
-    }
-    if (approved->empty()) {
-      err << "cronledger approve: no run of " << args.job << " is awaiting approval"
-          << (args.from || args.to ? " in that range" : "") << "\n";
-      return kExitFound;
-    }
-    approved_count = approved->size();
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("approve", {args.config_path, args.server, {}}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  ops::ApproveAction action;
+  action.job = args.job;
+  if (args.from) action.from = ParseBusinessDate(*args.from);
+  if (args.to) action.to = ParseBusinessDate(*args.to);
+  action.run = args.run;
+  action.who = {actor, *args.reason};
+  auto answer = ledger->Approve(action);
+  if (!answer.ok()) return Refused("approve", answer.status(), err);
+  if (answer->kind != ops::ActionAnswer::Kind::kDone) {
+    err << "cronledger approve: " << answer->message << "\n";
+    return kExitFound;
+  }
+  const std::size_t approved_count = Field(answer->doc, "approved").size();
   out << fmt::format("approved {} run(s) of {}\n", approved_count, args.job);
   return kExitOk;
 }
@@ -331,29 +214,16 @@ int RunCancel(const CancelArgs& args, Clock& clock, std::ostream& out, std::ostr
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
   const std::string actor = args.by.value_or(DefaultActor());
-  Status s = Status::Ok();
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("cancel", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    s = remote
-            ->Post(fmt::format("/v1/runs/{}/cancel", args.run_id),
-                   {{"reason", *args.reason}, {"by", actor}})
-            .status();
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport("cancel", args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport("cancel", config, &store, err, StoreAccess::kExisting);
-        rc != kExitOk) {
-      return rc;
-    }
-    s = store->RunCancel({args.run_id, actor, *args.reason, store::ToInstant(clock.Now())});
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("cancel", {args.config_path, args.server, {}}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  ops::RunAction action;
+  action.run_id = args.run_id;
+  action.kind = ops::RunActionKind::kCancel;
+  action.who = {actor, *args.reason};
+  const Status s = ledger->ActOnRun(action).status();
   if (!s.ok()) {
     err << "cronledger cancel: " << s.message() << "\n";
     return ExitCodeFor(s);
@@ -371,51 +241,33 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
   const std::string actor = args.by.value_or(DefaultActor());
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("trigger", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    nlohmann::ordered_json body;
-    body["job"] = args.job;
-    if (!args.partitions.empty()) body["partitions"] = args.partitions;
-    body["reason"] = *args.reason;
-    body["by"] = actor;
-    // 409 nothing_to_do ("nothing due yet") or conflict (the period exists:
-    // the server lists its runs). A job the server does not have is a
-    // usage error, as locally.
-    auto answer = remote->Post("/v1/trigger", body, StatusCode::kInvalidArgument);
-    if (!answer.ok()) return Refused("trigger", answer.status(), err);
-    out << fmt::format("queued {} run(s) of {} for {}\n", Field(*answer, "queued").size(),
-                       args.job, Text(*answer, "period"));
-    return kExitOk;
-  }
-  JobCommand ctx;
-  if (int rc = OpenJobCommand("trigger", args.config_path, args.job, &ctx, err); rc != kExitOk) {
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("trigger", {args.config_path, args.server, args.job}, clock, &ledger, err);
+      rc != kExitOk) {
     return rc;
   }
-  const config::JobConfig* job = ctx.job;
-  auto outcome = api::Trigger(*ctx.store, *job, args.partitions, actor, *args.reason, clock.Now());
-  if (!outcome.ok()) {
-    err << "cronledger trigger: " << outcome.status().message() << "\n";
-    return outcome.status().code() == StatusCode::kFailedPrecondition
+  auto answer = ledger->Trigger({args.job, args.partitions, {actor, *args.reason}});
+  if (!answer.ok()) {
+    // A run appeared between the check and the write (nothing written).
+    err << "cronledger trigger: " << answer.status().message() << "\n";
+    return answer.status().code() == StatusCode::kFailedPrecondition
                ? kExitFound
-               : ExitCodeFor(outcome.status());
+               : ExitCodeFor(answer.status());
   }
-  if (outcome->kind == api::TriggerOutcome::Kind::kNothingDue) {
-    err << "cronledger trigger: "
-        << api::NothingDueMessage(job->name, !args.partitions.empty(), *outcome) << "\n";
-    return kExitFound;
+  switch (answer->kind) {
+    case ops::ActionAnswer::Kind::kNothingToDo:
+      err << "cronledger trigger: " << answer->message << "\n";
+      return kExitFound;
+    case ops::ActionAnswer::Kind::kExists:
+      err << "cronledger trigger: the latest due period exists already, nothing done; trigger "
+             "only queues keys that have no run yet:\n";
+      for (const auto& e : answer->existing) err << "  " << e << "\n";
+      return kExitFound;
+    default:
+      break;
   }
-  if (outcome->kind == api::TriggerOutcome::Kind::kExists) {
-    err << "cronledger trigger: the latest due period exists already, nothing done; trigger "
-           "only queues keys that have no run yet:\n";
-    for (const auto& e : outcome->existing) err << "  " << e << "\n";
-    return kExitFound;
-  }
-  out << fmt::format("queued {} run(s) of {} for {}\n", outcome->result.queued.size(), job->name,
-                     outcome->period);
+  out << fmt::format("queued {} run(s) of {} for {}\n", Field(answer->doc, "queued").size(),
+                     args.job, Text(answer->doc, "period"));
   return kExitOk;
 }
 

@@ -6,8 +6,11 @@
 #include <filesystem>
 
 #include "api/auth.h"
-#include "api/json_shapes.h"
+#include "api/operator_requests.h"
+#include "ops/json_shapes.h"
 #include "cli/exit_codes.h"
+#include "cronledger/schedule.h"
+#include "ledger/names.h"
 
 namespace cronledger::cli {
 namespace {
@@ -83,7 +86,7 @@ Result<ordered_json> RemoteLedger::Get(const std::string& path, const Query& que
 
 Result<ordered_json> RemoteLedger::Post(const std::string& path, const ordered_json& body,
                                         StatusCode not_found, ordered_json* refusal) const {
-  return Call("POST", path, api::Dump(body), not_found, refusal);
+  return Call("POST", path, ops::Dump(body), not_found, refusal);
 }
 
 Result<ordered_json> RemoteLedger::Call(const std::string& method, const std::string& path,
@@ -139,6 +142,221 @@ Result<ordered_json> RemoteLedger::Call(const std::string& method, const std::st
   return Status(StatusCode::kUnavailable,
                 fmt::format("the server at {} answered HTTP {} to {} {}", url, reply->status,
                             method, path));
+}
+
+namespace {
+
+std::string DateText(const std::chrono::year_month_day& d) {
+  return fmt::format("{:04}-{:02}-{:02}", static_cast<int>(d.year()),
+                     static_cast<unsigned>(d.month()), static_cast<unsigned>(d.day()));
+}
+
+// A 404 of a request that names a job is the job the server does not know:
+// the same kInvalidArgument as locally (ops::Ledger).
+StatusCode NotFoundFor(const std::optional<std::string>& job) {
+  return job ? StatusCode::kInvalidArgument : StatusCode::kNotFound;
+}
+
+}  // namespace
+
+Result<ordered_json> RemoteLedger::Jobs() { return Get("/v1/jobs"); }
+
+Result<ordered_json> RemoteLedger::Runs(const store::RunQuery& q, bool /*with_steps*/) {
+  ordered_json list = ordered_json::array();
+  std::optional<std::string> cursor;
+  const int64_t limit = q.limit;
+  while (static_cast<int64_t>(list.size()) < limit) {
+    Query query;
+    if (q.job) query.emplace_back("job", *q.job);
+    if (q.state) query.emplace_back("state", std::string(ledger::Name(*q.state)));
+    if (q.business_date) query.emplace_back("date", *q.business_date);
+    if (q.partition) query.emplace_back("partition", *q.partition);
+    query.emplace_back("limit", std::to_string(std::min<int64_t>(
+                                    limit - static_cast<int64_t>(list.size()), api::kMaxPageLimit)));
+    if (cursor) query.emplace_back("cursor", *cursor);
+    auto page = Get("/v1/runs", query, NotFoundFor(q.job));
+    if (!page.ok()) return page.status();
+    for (auto& run : (*page)["runs"]) list.push_back(std::move(run));
+    const auto next = page->find("next_cursor");
+    if (next == page->end() || !next->is_string()) break;
+    cursor = next->get<std::string>();
+  }
+  ordered_json doc;
+  doc["runs"] = std::move(list);
+  return doc;
+}
+
+Result<ordered_json> RemoteLedger::Run(int64_t id) { return Get("/v1/runs/" + std::to_string(id)); }
+
+int64_t RemoteLedger::MaxEvents() const { return api::kMaxPageLimit; }
+
+Result<ordered_json> RemoteLedger::Events(const store::EventQuery& q) {
+  Query query;
+  if (q.job) query.emplace_back("job", *q.job);
+  if (q.run_id) query.emplace_back("run_id", std::to_string(*q.run_id));
+  if (q.since) {
+    query.emplace_back("since", FormatUtc(std::chrono::floor<std::chrono::seconds>(*q.since)));
+  }
+  if (q.type) query.emplace_back("type", *q.type);
+  query.emplace_back("limit", std::to_string(q.limit));
+  return Get("/v1/events", query, q.run_id ? StatusCode::kNotFound : NotFoundFor(q.job));
+}
+
+Status RemoteLedger::Gaps(const ops::GapsQuery& q,
+                          const std::function<Status(const ordered_json&)>& each) {
+  Query query;
+  if (q.job) query.emplace_back("job", *q.job);
+  if (q.from) query.emplace_back("from", DateText(*q.from));
+  if (q.to) query.emplace_back("to", DateText(*q.to));
+  if (q.include_waived) query.emplace_back("include_waived", "true");
+  auto answer = Get("/v1/gaps", query, NotFoundFor(q.job));
+  if (!answer.ok()) return answer.status();
+  const auto gaps = answer->find("gaps");
+  if (gaps == answer->end() || !gaps->is_array()) return Status::Ok();
+  for (const auto& g : *gaps) {
+    if (Status s = each(g); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Result<ordered_json> RemoteLedger::Verify(const ops::VerifyQuery& q) {
+  return Get("/v1/verify", {{"job", q.job}, {"date", q.date_text}}, StatusCode::kInvalidArgument);
+}
+
+namespace {
+
+// The answer of an action refusable with something to show: a 409 whose
+// "error" names the kind (the body in `refusal`), else as Post answered.
+Result<ops::ActionAnswer> AnswerOf(Result<ordered_json> posted, const ordered_json& refusal) {
+  ops::ActionAnswer answer;
+  if (posted.ok()) {
+    answer.doc = std::move(*posted);
+    return answer;
+  }
+  if (posted.status().code() != StatusCode::kConflict || !refusal.is_object()) {
+    return posted.status();
+  }
+  const auto text = [&](const char* key) {
+    const auto it = refusal.find(key);
+    return it != refusal.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string error = text("error");
+  answer.message = text("message");
+  if (error == "stale_preview") {
+    answer.kind = ops::ActionAnswer::Kind::kStale;
+    answer.doc = refusal.value("preview", ordered_json());
+    return answer;
+  }
+  if (error == "nothing_to_do") {
+    answer.kind = ops::ActionAnswer::Kind::kNothingToDo;
+    answer.doc = refusal.value("preview", ordered_json());
+    return answer;
+  }
+  if (const auto existing = refusal.find("existing");
+      error == "conflict" && existing != refusal.end() && existing->is_array()) {
+    answer.kind = ops::ActionAnswer::Kind::kExists;
+    for (const auto& e : *existing) {
+      if (e.is_string()) answer.existing.push_back(e.get<std::string>());
+    }
+    return answer;
+  }
+  return posted.status();
+}
+
+}  // namespace
+
+Result<ordered_json> RemoteLedger::SetPaused(const ops::PauseAction& a) {
+  ordered_json body;
+  if (a.job) {
+    body["job"] = *a.job;
+  } else {
+    body["all"] = true;
+  }
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  return Post(a.pause ? "/v1/pause" : "/v1/resume", body, StatusCode::kInvalidArgument);
+}
+
+Result<ordered_json> RemoteLedger::ActOnRun(const ops::RunAction& a) {
+  ordered_json body;
+  std::string action;
+  switch (a.kind) {
+    case ops::RunActionKind::kRetry:
+      action = "retry";
+      break;
+    case ops::RunActionKind::kCancel:
+      action = "cancel";
+      break;
+    case ops::RunActionKind::kResolve:
+      action = "resolve";
+      if (a.effect) body["effect"] = *a.effect;
+      body["as"] = a.effect_as ? std::string(ledger::Name(*a.effect_as))
+                               : std::string(store::Name(a.run_as.value_or(
+                                     store::RunResolution::kRetry)));
+      break;
+  }
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  return Post(fmt::format("/v1/runs/{}/{}", a.run_id, action), body);
+}
+
+Result<ops::ActionAnswer> RemoteLedger::Approve(const ops::ApproveAction& a) {
+  ordered_json body;
+  body["job"] = a.job;
+  if (a.from) body["from"] = DateText(*a.from);
+  if (a.to) body["to"] = DateText(*a.to);
+  if (a.run) body["run"] = *a.run;
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  ordered_json refusal;
+  return AnswerOf(Post("/v1/approve", body, StatusCode::kInvalidArgument, &refusal), refusal);
+}
+
+Result<ops::ActionAnswer> RemoteLedger::Impact(const ops::ImpactOrder& a) {
+  const ops::ImpactRequest& r = a.request;
+  const bool rerun = r.action == ops::ImpactAction::kRerun;
+  ordered_json body;
+  body["job"] = a.job;
+  if (rerun) {
+    body["date"] = DateText(r.from);
+    body["only"] = std::string(ops::Name(r.only));
+    body["force"] = r.force;
+  } else {
+    body["from"] = DateText(r.from);
+    body["to"] = DateText(r.to);
+  }
+  if (!r.partitions.empty()) body["partitions"] = r.partitions;
+  body["include_waived"] = r.include_waived;
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  const std::string path = rerun ? "/v1/rerun" : "/v1/backfill";
+  ordered_json refusal;
+  auto preview = AnswerOf(Post(path, body, StatusCode::kInvalidArgument, &refusal), refusal);
+  if (!preview.ok()) return preview;
+  if (!a.yes) {
+    preview->kind = ops::ActionAnswer::Kind::kPreview;
+    return preview;
+  }
+  body["yes"] = true;
+  body["preview_digest"] =
+      a.digest.value_or(preview->doc.value("preview_digest", std::string()));
+  refusal = ordered_json();
+  auto done = AnswerOf(Post(path, body, StatusCode::kInvalidArgument, &refusal), refusal);
+  // A refusal for nothing to do carries no preview: the one just asked for.
+  if (done.ok() && done->kind == ops::ActionAnswer::Kind::kNothingToDo && done->doc.is_null()) {
+    done->doc = std::move(preview->doc);
+  }
+  return done;
+}
+
+Result<ops::ActionAnswer> RemoteLedger::Trigger(const ops::TriggerAction& a) {
+  ordered_json body;
+  body["job"] = a.job;
+  if (!a.partitions.empty()) body["partitions"] = a.partitions;
+  body["reason"] = a.who.reason;
+  body["by"] = a.who.by;
+  ordered_json refusal;
+  return AnswerOf(Post("/v1/trigger", body, StatusCode::kInvalidArgument, &refusal), refusal);
 }
 
 }  // namespace cronledger::cli

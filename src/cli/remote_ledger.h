@@ -1,7 +1,7 @@
-// A ledger command with --server: instead of opening the store it asks a
-// `cronledger serve` over its HTTP API (docs/api.md), which answers the
-// same JSON documents (api/ledger_json.h) in the same store transactions.
-// The command renders them exactly as it renders the local ones.
+// The Ledger of a command with --server: instead of opening the store it
+// asks a `cronledger serve` over its HTTP API (docs/api.md), which answers
+// through the same ops::LocalLedger a command without --server uses. The
+// command renders the documents exactly as it renders the local ones.
 #ifndef CRONLEDGER_CLI_REMOTE_LEDGER_H_
 #define CRONLEDGER_CLI_REMOTE_LEDGER_H_
 
@@ -14,6 +14,7 @@
 
 #include "cli/api_client.h"
 #include "cronledger/status.h"
+#include "ops/ledger.h"
 
 namespace cronledger::cli {
 
@@ -30,7 +31,7 @@ struct OperatorToken {
 int FindOperatorToken(const std::string& command, const std::string& config_path,
                       OperatorToken* out, std::ostream& err);
 
-class RemoteLedger {
+class RemoteLedger : public ops::Ledger {
  public:
   using Query = std::vector<std::pair<std::string, std::string>>;
 
@@ -39,6 +40,26 @@ class RemoteLedger {
   static int Connect(const std::string& command, const std::string& server,
                      const std::string& config_path, std::unique_ptr<RemoteLedger>* out,
                      std::ostream& err);
+
+  Result<nlohmann::ordered_json> Jobs() override;
+  // Page by page (GET /v1/runs answers at most 1000 runs a page).
+  Result<nlohmann::ordered_json> Runs(const store::RunQuery& query, bool with_steps) override;
+  Result<nlohmann::ordered_json> Run(int64_t id) override;
+  // GET /v1/events has no cursor: at most MaxEvents() in one answer.
+  Result<nlohmann::ordered_json> Events(const store::EventQuery& query) override;
+  int64_t MaxEvents() const override;
+  // The server answers the whole list at once; `each` is called after it.
+  Status Gaps(const ops::GapsQuery& query,
+              const std::function<Status(const nlohmann::ordered_json&)>& each) override;
+  Result<nlohmann::ordered_json> Verify(const ops::VerifyQuery& query) override;
+  Result<nlohmann::ordered_json> SetPaused(const ops::PauseAction& action) override;
+  Result<nlohmann::ordered_json> ActOnRun(const ops::RunAction& action) override;
+  Result<ops::ActionAnswer> Approve(const ops::ApproveAction& action) override;
+  // With `yes` and no digest, asks for the preview first and confirms its
+  // digest: over HTTP acting needs one, and this acts, as locally, on the
+  // ledger as it is found.
+  Result<ops::ActionAnswer> Impact(const ops::ImpactOrder& order) override;
+  Result<ops::ActionAnswer> Trigger(const ops::TriggerAction& action) override;
 
   // GET `path` with `query` (escaped here). The 200 answer, or a Status
   // whose code gives the exit code through ExitCodeFor and whose message

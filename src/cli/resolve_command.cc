@@ -8,7 +8,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
+#include "cli/open_ledger.h"
 #include "ledger/names.h"
 
 namespace cronledger::cli {
@@ -17,17 +17,7 @@ namespace {
 constexpr const char* kEffectAs = "committed or failed";
 constexpr const char* kRunAs = "succeeded, failed or retry";
 
-// The run as it is after the resolution (RunJson).
-Result<nlohmann::ordered_json> ResolvedRun(store::Store& store, int64_t run_id) {
-  auto run = store.RunGet(run_id);
-  if (!run.ok()) return run.status();
-  auto steps = store.StepList(run_id);
-  if (!steps.ok()) return steps.status();
-  return RunJson(*run, *steps);
-}
-
-// What the resolution did, as told whether the run came from the store or
-// from the server.
+// What the resolution did.
 struct Resolved {
   std::vector<std::string> still_in_doubt;  // with --effect
   nlohmann::ordered_json run;               // RunJson, after it
@@ -71,62 +61,30 @@ int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::os
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
   const std::string actor = args.by.value_or(DefaultActor());
-  Resolved resolved;
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("resolve", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    nlohmann::ordered_json body;
-    body["as"] = *args.as;
-    if (args.effect) body["effect"] = *args.effect;
-    body["reason"] = *args.reason;
-    body["by"] = actor;
-    auto answer = remote->Post(fmt::format("/v1/runs/{}/resolve", args.run_id), body);
-    if (!answer.ok()) {
-      err << "cronledger resolve: " << answer.status().message() << "\n";
-      return ExitCodeFor(answer.status());
-    }
-    resolved.run = std::move(*answer);
-    // The answer is the run, plus what is still in doubt.
-    for (const auto& key : Field(resolved.run, "still_in_doubt")) {
-      if (key.is_string()) resolved.still_in_doubt.push_back(key.get<std::string>());
-    }
-    resolved.run.erase("still_in_doubt");
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport("resolve", args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport("resolve", config, &store, err, StoreAccess::kExisting);
-        rc != kExitOk) {
-      return rc;
-    }
-    const store::Instant now = store::ToInstant(clock.Now());
-    if (effect_as) {
-      auto r =
-          store->EffectResolve({args.run_id, *args.effect, *effect_as, actor, *args.reason, now});
-      if (!r.ok()) {
-        err << "cronledger resolve: " << r.status().message() << "\n";
-        return ExitCodeFor(r.status());
-      }
-      resolved.still_in_doubt = r->still_in_doubt;
-    } else if (Status s = store->RunResolve({args.run_id, *run_as, actor, *args.reason, now});
-               !s.ok()) {
-      err << "cronledger resolve: " << s.message() << "\n";
-      return ExitCodeFor(s);
-    }
-    if (args.json) {
-      auto run = ResolvedRun(*store, args.run_id);
-      if (!run.ok()) {
-        err << "cronledger resolve: " << run.status().message() << "\n";
-        return ExitCodeFor(run.status());
-      }
-      resolved.run = std::move(*run);
-    }
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("resolve", {args.config_path, args.server, {}}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  ops::RunAction action;
+  action.run_id = args.run_id;
+  action.kind = ops::RunActionKind::kResolve;
+  action.effect = args.effect;
+  action.effect_as = effect_as;
+  action.run_as = run_as;
+  action.who = {actor, *args.reason};
+  auto answer = ledger->ActOnRun(action);
+  if (!answer.ok()) {
+    err << "cronledger resolve: " << answer.status().message() << "\n";
+    return ExitCodeFor(answer.status());
+  }
+  // The answer is the run, plus what is still in doubt.
+  Resolved resolved;
+  resolved.run = std::move(*answer);
+  for (const auto& key : Field(resolved.run, "still_in_doubt")) {
+    if (key.is_string()) resolved.still_in_doubt.push_back(key.get<std::string>());
+  }
+  resolved.run.erase("still_in_doubt");
 
   std::string line;
   if (effect_as && resolved.still_in_doubt.empty()) {
@@ -148,7 +106,7 @@ int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::os
     line = fmt::format("run {} resolved as {}", args.run_id, store::Name(*run_as));
   }
   if (args.json) {
-    out << api::Dump(resolved.run, 2) << "\n";
+    out << ops::Dump(resolved.run, 2) << "\n";
   } else {
     out << line << "\n";
   }

@@ -5,7 +5,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
+#include "cli/open_ledger.h"
 
 namespace cronledger::cli {
 
@@ -19,29 +19,16 @@ int RunRetry(const RetryArgs& args, Clock& clock, std::ostream& out, std::ostrea
     return usage("--reason TEXT is required: say why, it is recorded in the ledger");
   }
   const std::string actor = args.by.value_or(DefaultActor());
-  Status s = Status::Ok();
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("retry", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    s = remote
-            ->Post(fmt::format("/v1/runs/{}/retry", args.run_id),
-                   {{"reason", *args.reason}, {"by", actor}})
-            .status();
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport("retry", args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport("retry", config, &store, err, StoreAccess::kExisting);
-        rc != kExitOk) {
-      return rc;
-    }
-    s = store->RunRetry({args.run_id, actor, *args.reason, store::ToInstant(clock.Now())});
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("retry", {args.config_path, args.server, {}}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  ops::RunAction action;
+  action.run_id = args.run_id;
+  action.kind = ops::RunActionKind::kRetry;
+  action.who = {actor, *args.reason};
+  const Status s = ledger->ActOnRun(action).status();
   if (!s.ok()) {
     err << "cronledger retry: " << s.message() << "\n";
     return ExitCodeFor(s);

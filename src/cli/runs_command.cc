@@ -5,11 +5,10 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "api/operator_api.h"
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
+#include "cli/open_ledger.h"
 #include "config/config.h"
 #include "cronledger/schedule.h"
 #include "ledger/names.h"
@@ -81,61 +80,9 @@ void PrintRun(const ordered_json& run, std::ostream& out) {
   PrintEventTable(Field(run, "events"), out);
 }
 
-Result<ordered_json> LocalRun(store::Store& store, int64_t id) {
-  auto detail = api::LoadRunDetail(store, id, static_cast<int>(kRunsMaxLimit));
-  if (!detail.ok()) return detail.status();
-  return api::RunDetailJson(*detail);
-}
-
-// The runs document; `with_steps` false leaves each run's steps empty (the
-// text table does not show them: a query per run saved).
-Result<ordered_json> LocalRuns(store::Store& store, const store::RunQuery& q, bool with_steps) {
-  auto runs = store.RunList(q);  // newest first
-  if (!runs.ok()) return runs.status();
-  ordered_json list = ordered_json::array();
-  for (const auto& r : *runs) {
-    if (!with_steps) {
-      list.push_back(RunJson(r));
-      continue;
-    }
-    auto steps = store.StepList(r.id);
-    if (!steps.ok()) return steps.status();
-    list.push_back(RunJson(r, *steps));
-  }
-  ordered_json doc;
-  doc["runs"] = std::move(list);
-  return doc;
-}
-
-// The runs document of `args` from the server: GET /v1/runs page by page
-// (at most kMaxPageLimit a page) until `limit` runs or the last page.
-Result<ordered_json> RemoteRuns(const RemoteLedger& remote, const RunsArgs& args, int64_t limit) {
-  ordered_json list = ordered_json::array();
-  std::optional<std::string> cursor;
-  while (static_cast<int64_t>(list.size()) < limit) {
-    RemoteLedger::Query query;
-    if (args.job) query.emplace_back("job", *args.job);
-    if (args.state) query.emplace_back("state", *args.state);
-    if (args.date) query.emplace_back("date", *args.date);
-    if (args.partition) query.emplace_back("partition", *args.partition);
-    query.emplace_back("limit", std::to_string(std::min<int64_t>(
-                                    limit - static_cast<int64_t>(list.size()), api::kMaxPageLimit)));
-    if (cursor) query.emplace_back("cursor", *cursor);
-    auto page = remote.Get("/v1/runs", query);
-    if (!page.ok()) return page.status();
-    for (auto& run : (*page)["runs"]) list.push_back(std::move(run));
-    const ordered_json& next = Field(*page, "next_cursor");
-    if (!next.is_string()) break;
-    cursor = next.get<std::string>();
-  }
-  ordered_json doc;
-  doc["runs"] = std::move(list);
-  return doc;
-}
-
 }  // namespace
 
-int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
+int RunRuns(const RunsArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   store::RunQuery q;
   if (args.run) {
     if (args.job || args.date || args.state || args.partition || args.limit) {
@@ -174,33 +121,18 @@ int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err) {
   }
 
   // The document to print: one run (RunDetailJson) or the runs (docs/cli.md).
-  Result<ordered_json> doc = ordered_json();
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("runs", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    doc = args.run ? remote->Get("/v1/runs/" + std::to_string(*args.run))
-                   : RemoteRuns(*remote, args, q.limit);
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport("runs", args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport("runs", config, &store, err, StoreAccess::kExisting);
-        rc != kExitOk) {
-      return rc;
-    }
-    doc = args.run ? LocalRun(*store, *args.run) : LocalRuns(*store, q, args.json);
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("runs", {args.config_path, args.server, {}}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  Result<ordered_json> doc = args.run ? ledger->Run(*args.run) : ledger->Runs(q, args.json);
   if (!doc.ok()) {
     err << "cronledger runs: " << doc.status().message() << "\n";
     return ExitCodeFor(doc.status());
   }
   if (args.json) {
-    out << api::Dump(*doc, 2) << "\n";
+    out << ops::Dump(*doc, 2) << "\n";
     return kExitOk;
   }
   if (args.run) {

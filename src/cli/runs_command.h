@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string>
 
+#include "cronledger/clock.h"
+
 namespace cronledger::cli {
 
 struct RunsArgs {
@@ -28,7 +30,7 @@ inline constexpr int64_t kRunsMaxLimit = 100000;
 // unknown run id; 2 on a usage or config error; 3 store unavailable. With
 // `server`, the same through its GET /v1/runs (page by page) and
 // GET /v1/runs/{id}.
-int RunRuns(const RunsArgs& args, std::ostream& out, std::ostream& err);
+int RunRuns(const RunsArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli
 

@@ -7,8 +7,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
-#include "engine/status_report.h"
+#include "cli/open_ledger.h"
 
 namespace cronledger::cli {
 namespace {
@@ -26,53 +25,20 @@ std::string FormatLag(int64_t seconds) {
 }  // namespace
 
 int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
-  // The status document (docs/cli.md), from the store or from the server.
-  ordered_json doc;
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("status", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    auto answer = remote->Get("/v1/jobs");
-    if (!answer.ok()) {
-      err << "cronledger status: " << answer.status().message() << "\n";
-      return ExitCodeFor(answer.status());
-    }
-    doc = std::move(*answer);
-  } else {
-    config::Config config;
-    if (int rc = LoadConfigOrReport("status", args.config_path, &config, err); rc != kExitOk) {
-      return rc;
-    }
-    std::unique_ptr<store::Store> store;
-    if (int rc = OpenStoreOrReport("status", config, &store, err, StoreAccess::kExisting);
-        rc != kExitOk) {
-      return rc;
-    }
-    auto report = engine::BuildStatus(config, *store, clock.Now());
-    if (!report.ok()) {
-      err << "cronledger status: " << report.status().message() << "\n";
-      return ExitCodeFor(report.status()) == kExitUsage ? kExitUsage : kExitUnavailable;
-    }
-    ordered_json jobs = ordered_json::array();
-    for (const auto& s : report->jobs) jobs.push_back(api::JobStatusJson(s));
-    doc["jobs"] = std::move(jobs);
-    auto now = store->LedgerNow(store::ToInstant(clock.Now()));
-    if (!now.ok()) {
-      err << "cronledger status: " << now.status().message() << "\n";
-      return kExitUnavailable;
-    }
-    auto nodes = api::NodesJson(*store, *now);
-    if (!nodes.ok()) {
-      err << "cronledger status: " << nodes.status().message() << "\n";
-      return kExitUnavailable;
-    }
-    doc["nodes"] = std::move(*nodes);
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("status", {args.config_path, args.server, {}}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  auto answer = ledger->Jobs();
+  if (!answer.ok()) {
+    err << "cronledger status: " << answer.status().message() << "\n";
+    return ExitCodeFor(answer.status());
+  }
+  const ordered_json& doc = *answer;
 
   if (args.json) {
-    out << api::Dump(doc, 2) << "\n";
+    out << ops::Dump(doc, 2) << "\n";
     return kExitOk;
   }
   TextTable table({"JOB", "STATE", "BUSINESS_DATE", "EXPECTED", "SUCCEEDED", "FAILED", "UNKNOWN",

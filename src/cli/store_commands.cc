@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "cli/context.h"
-#include "api/json_shapes.h"
-#include "api/ledger_json.h"
+#include "ops/json_shapes.h"
+#include "ops/ledger_json.h"
 #include "cli/exit_codes.h"
 #include "store/open_store.h"
 #include "store/sql/sql_store.h"
@@ -109,12 +109,12 @@ int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostre
     }
     const store::Instant now = store::ToInstant(clock.Now());
     for (const auto& n : *nodes) {
-      if (!api::NodeAlive(n, now)) continue;
+      if (!ops::NodeAlive(n, now)) continue;
       err << fmt::format(
           "cronledger migrate-store: node {} is still serving this ledger (it beat at {} and did "
           "not stop cleanly): stop every `cronledger serve` on it first (one killed: wait {} s); "
           "a copy taken while a node writes misses what it writes next\n",
-          n.node, api::FormatInstant(n.last_seen_at), api::kNodeAliveWithin.count());
+          n.node, ops::FormatInstant(n.last_seen_at), ops::kNodeAliveWithin.count());
       return kExitFound;
     }
   }

@@ -7,7 +7,7 @@
 #include "cli/context.h"
 #include "cli/exit_codes.h"
 #include "cli/ledger_output.h"
-#include "cli/remote_ledger.h"
+#include "cli/open_ledger.h"
 
 namespace cronledger::cli {
 namespace {
@@ -25,24 +25,12 @@ std::string Dash(const ordered_json& object, std::string_view key) {
 int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   const auto date = ParseBusinessDate(args.date);
   if (!date) return UsageError(err, "verify", NotADate("--date", args.date));
-  Result<ordered_json> report = ordered_json();
-  if (!args.server.empty()) {
-    std::unique_ptr<RemoteLedger> remote;
-    if (int rc = RemoteLedger::Connect("verify", args.server, args.config_path, &remote, err);
-        rc != kExitOk) {
-      return rc;
-    }
-    // A job the server does not have is a usage error, as locally.
-    report = remote->Get("/v1/verify", {{"job", args.job}, {"date", args.date}},
-                         StatusCode::kInvalidArgument);
-  } else {
-    JobCommand ctx;
-    if (int rc = OpenJobCommand("verify", args.config_path, args.job, &ctx, err); rc != kExitOk) {
-      return rc;
-    }
-    report =
-        api::VerifyJson(*ctx.store, *ctx.job, args.date, *date, store::ToInstant(clock.Now()));
+  std::unique_ptr<ops::Ledger> ledger;
+  if (int rc = OpenLedger("verify", {args.config_path, args.server, args.job}, clock, &ledger, err);
+      rc != kExitOk) {
+    return rc;
   }
+  auto report = ledger->Verify({args.job, args.date, *date});
   if (!report.ok()) {
     err << "cronledger verify: " << report.status().message() << "\n";
     return ExitCodeFor(report.status());
@@ -50,7 +38,7 @@ int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostr
   const ordered_json& r = *report;
   const bool complete = Field(r, "complete") == true;
   if (args.json) {
-    out << api::Dump(r, 2) << "\n";
+    out << ops::Dump(r, 2) << "\n";
   } else {
     const int64_t expected = Integer(r, "expected");
     out << fmt::format("{} {}: {}\n", args.job, args.date,
@@ -64,7 +52,7 @@ int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostr
     for (const auto& [name, states] : Field(r, "steps").items()) {
       std::string counts;
       for (const auto& [state, n] : states.items()) {
-        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", api::Dump(n), state);
+        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", ops::Dump(n), state);
       }
       out << fmt::format("  step {}: {}\n", name, counts);
     }

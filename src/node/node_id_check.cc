@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "api/json_shapes.h"
-#include "api/ledger_json.h"
+#include "ops/json_shapes.h"
+#include "ops/ledger_json.h"
 
 namespace cronledger::node {
 namespace {
@@ -50,7 +50,7 @@ Status RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Cloc
   const store::NodeRecord last = **seen;
   auto now = store.LedgerNow(store::ToInstant(clock.Now()));
   if (!now.ok()) return Unavailable(now.status());
-  if (!api::NodeAlive(last, *now)) return Status::Ok();
+  if (!ops::NodeAlive(last, *now)) return Status::Ok();
   if (!last.host.empty() && last.host == self.host && ProcessGone(last.pid)) {
     spdlog::info("serve: node id {} was last used by process {} of this host, which is gone",
                  node_id, last.pid);
@@ -60,7 +60,7 @@ Status RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Cloc
   const auto watch = 2 * beat_every + std::chrono::seconds{1};
   spdlog::info("serve: node id {} beat at {} and did not stop cleanly; watching it for {} s in "
                "case another serve still runs under it",
-               node_id, api::FormatInstant(last.last_seen_at), watch.count());
+               node_id, ops::FormatInstant(last.last_seen_at), watch.count());
   for (auto waited = std::chrono::seconds{0}; waited < watch; waited += std::chrono::seconds{1}) {
     if (!clock.SleepFor(std::chrono::seconds{1}, stop)) {
       *stopped = true;
@@ -74,13 +74,13 @@ Status RefuseANodeIdInUse(store::Store& store, const store::NodeBeat& self, Cloc
       return InvalidArgument(fmt::format(
           "node id \"{}\" is in use by another serve (started {}{}{}, "
           "beating now); give each node its own --node-id or [server] node_id",
-          node_id, api::FormatInstant(n.started_at),
+          node_id, ops::FormatInstant(n.started_at),
           n.host.empty() ? "" : fmt::format(", process {} on {}", n.pid, n.host),
           n.listen.empty() ? "" : ", listening on " + n.listen));
     }
   }
   spdlog::info("serve: node id {} is free: its serve stopped beating at {}", node_id,
-               api::FormatInstant(last.last_seen_at));
+               ops::FormatInstant(last.last_seen_at));
   return Status::Ok();
 }
 

@@ -595,7 +595,7 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
     return a.body["next_cursor"].get<std::string>();
   }();
   const std::vector<Case> cases = {
-      {"/v1/runs?job=nightly", 404, "no job named \"nightly\" (query parameter \"job\")"},
+      {"/v1/runs?job=nightly", 404, "no job named \"nightly\" in the configuration or the ledger"},
       {"/v1/runs?state=done", 400,
        "query parameter \"state\" must be a run state (pending, running, succeeded, failed, "
        "unknown, skipped, awaiting_approval, cancelled), got \"done\""},
@@ -626,10 +626,10 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
       {"/v1/runs/999999", 404, "no run with id 999999"},
       {"/v1/jobs?verbose=1", 400, "unknown query parameter \"verbose\"; GET /v1/jobs takes none"},
       {"/v1/jobs/report?x=1", 400, "unknown query parameter \"x\""},
-      {"/v1/events?job=nightly", 404, "no job named \"nightly\" (query parameter \"job\")"},
+      {"/v1/events?job=nightly", 404, "no job named \"nightly\" in the configuration or the ledger"},
       {"/v1/events?run_id=x", 400,
        "query parameter \"run_id\" must be a positive integer, got \"x\""},
-      {"/v1/events?run_id=999999", 404, "no run with id 999999 (query parameter \"run_id\")"},
+      {"/v1/events?run_id=999999", 404, "no run with id 999999"},
       {"/v1/events?type=Succeeded", 400,
        "query parameter \"type\" must be an event type (1-64 characters from a-z and _, e.g. "
        "succeeded), got \"Succeeded\""},
@@ -640,7 +640,7 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
       {"/v1/events?cursor=x", 400,
        "unknown query parameter \"cursor\"; GET /v1/events takes "
        "job, run_id, type, since, limit"},
-      {"/v1/gaps?job=nightly", 404, "no job named \"nightly\" (query parameter \"job\")"},
+      {"/v1/gaps?job=nightly", 404, "no job named \"nightly\" in the configuration"},
       {"/v1/gaps?from=2024-13-01", 400, "query parameter \"from\" must be a date YYYY-MM-DD"},
       {"/v1/gaps?to=tomorrow", 400, "query parameter \"to\" must be a date YYYY-MM-DD"},
       {"/v1/gaps?from=2024-03-01&to=2024-02-01", 400,
@@ -652,7 +652,7 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
       {"/v1/verify?job=report&date=2024-2-29", 400,
        "query parameter \"date\" must be a date YYYY-MM-DD"},
       {"/v1/verify?job=nightly&date=2024-02-29", 404,
-       "no job named \"nightly\" (query parameter \"job\")"},
+       "no job named \"nightly\" in the configuration"},
       {"/v1/verify?job=report&date=2024-02-29&partition=acme", 400,
        "unknown query parameter \"partition\"; GET /v1/verify takes job, date"},
   };
@@ -864,7 +864,7 @@ TEST_F(OperatorActions, MalformedBodiesAreRefusedNamingTheFieldWithNoSideEffect)
        "field \"all\" cannot be given with \"job\""},
       {"/v1/pause", R"({"all": "yes", "reason": "x"})", 400, "field \"all\" must be true or false"},
       {"/v1/pause", R"({"job": "nightly", "reason": "x"})", 404,
-       "no job named \"nightly\" (field \"job\")"},
+       "no job named \"nightly\" in the configuration"},
       {"/v1/pause?job=report", R"({"job": "report", "reason": "x"})", 400,
        "unknown query parameter \"job\""},
       {RunPath(id, "retry"), R"({"reason": "x", "run_id": 1})", 400, "unknown field \"run_id\""},

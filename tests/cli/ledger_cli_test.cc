@@ -532,9 +532,9 @@ TEST_F(LedgerCliPause, UsageErrorsExitTwoAndTouchNothing) {
       {{"pause", "--reason", "x"}, "exactly one of --job JOB or --all"},
       {{"pause", "--job", "tick", "--all", "--reason", "x"}, "--job excludes --all"},
       {{"pause", "--job", "nope", "--reason", "x"},
-       "cronledger pause: no job \"nope\" in " + config_ + "\n"},
+       "cronledger pause: no job named \"nope\" in the configuration\n"},
       {{"resume", "--job", "nope", "--reason", "x"},
-       "cronledger resume: no job \"nope\" in " + config_ + "\n"},
+       "cronledger resume: no job named \"nope\" in the configuration\n"},
   };
   for (const auto& c : cases) {
     const auto r = Run(c.args);

@@ -348,6 +348,44 @@ TEST_F(ServerCli, EveryReadCommandPrintsTheSameThroughTheServer) {
   EXPECT_NE(one.find("updated at"), std::string::npos) << one;
 }
 
+// What the ledger refuses, it refuses alike both ways: the same message
+// on stderr and the same exit code (a job it does not know is a usage
+// error, a run it does not have exit 1).
+TEST_F(ServerCli, EveryReadRefusalIsTheSameThroughTheServer) {
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"runs", "--job", "nightly"}, 2,
+       "cronledger runs: no job named \"nightly\" in the configuration or the ledger\n"},
+      {{"runs", "--run", "999999"}, 1, "cronledger runs: no run with id 999999\n"},
+      {{"events", "--job", "nightly"}, 2,
+       "cronledger events: no job named \"nightly\" in the configuration or the ledger\n"},
+      {{"events", "--run", "999999"}, 1, "cronledger events: no run with id 999999\n"},
+      {{"gaps", "--job", "nightly"}, 2,
+       "cronledger gaps: no job named \"nightly\" in the configuration\n"},
+      {{"verify", "--job", "nightly", "--date", "2024-02-29"}, 2,
+       "cronledger verify: no job named \"nightly\" in the configuration\n"},
+  };
+  for (const auto& c : cases) {
+    for (const bool json : {false, true}) {
+      std::vector<std::string> args = c.args;
+      if (json) args.push_back("--json");
+      SCOPED_TRACE(Show(args));
+      const ProcessResult local = Local(args);
+      const ProcessResult remote = Remote(args);
+      EXPECT_EQ(local.exit_code, c.exit_code);
+      EXPECT_EQ(local.err, c.err);
+      EXPECT_EQ(local.out, "");
+      EXPECT_EQ(remote.exit_code, local.exit_code);
+      EXPECT_EQ(remote.err, local.err);
+      EXPECT_EQ(remote.out, local.out);
+    }
+  }
+}
+
 // More runs than one API page (1000): the command walks the cursor.
 TEST(ServerCliPages, ListingsLongerThanAnApiPageAreFetchedPageByPage) {
   ClearServerEnvironment();
@@ -457,7 +495,7 @@ TEST_F(ServerCli, CronledgerServerIsTheDefaultAndTheFlagWins) {
   // --server "" works on the store even with $CRONLEDGER_SERVER set.
   r = Cronledger({"status", "--config", ledger_->config, "--server", ""});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, local_status);
+  EXPECT_EQ(WithoutNodeBeats(r.out), WithoutNodeBeats(local_status));  // serve beats every 5 s
 }
 
 TEST_F(ServerCli, UsageErrorsAreExit2WhetherFoundHereOrByTheServer) {
@@ -470,7 +508,7 @@ TEST_F(ServerCli, UsageErrorsAreExit2WhetherFoundHereOrByTheServer) {
       {{"runs", "--state", "done"}, "--state \"done\" is not a run state"},
       {{"verify", "--job", "report", "--date", "2024-02-30"}, "is not a date"},
       // The API's largest page of events (it has no cursor).
-      {{"events", "--limit", "1001"}, "--limit 1001 is out of range; use 1 to 1000 with --server"},
+      {{"events", "--limit", "1001"}, "--limit 1001 is out of range; use 1 to 1000 (the server answers at most that many at once)"},
       {{"runs", "--partition", "no such partition"},
        "--partition \"no such partition\" is not a partition id"},
       // Found by the server: a job it does not have.
@@ -515,8 +553,8 @@ class ServerCliActions : public ::testing::Test {
   }
 
   // Runs `args` (with --by alice) on the local ledger and through serve on
-  // its twin; expects the same stdout and exit code, and returns the
-  // remote result.
+  // its twin; expects the same stdout, stderr and exit code, and returns
+  // the remote result.
   static ProcessResult Both(std::vector<std::string> args, int expected_exit) {
     args.insert(args.end(), {"--by", "alice"});
     SCOPED_TRACE(Show(args));
@@ -525,6 +563,7 @@ class ServerCliActions : public ::testing::Test {
     EXPECT_EQ(local.exit_code, expected_exit) << local.err;
     EXPECT_EQ(remote.exit_code, expected_exit) << remote.err;
     EXPECT_EQ(remote.out, local.out);
+    EXPECT_EQ(remote.err, local.err);
     if (expected_exit != 0) {
       EXPECT_NE(remote.err, "");
     }

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "api/attempt_requests.h"
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 #include "api/operator_requests.h"
 #include "api/request.h"
 #include "api/worker_requests.h"
@@ -107,7 +107,7 @@ void CheckRefusal(const ApiResponse& r) {
         "refusal without a message");
   // What HttpServer sends: any bytes echoed from the request must not stop
   // it (Dump replaces what is not UTF-8).
-  Check(!Dump(r.body).empty(), "empty answer");
+  Check(!ops::Dump(r.body).empty(), "empty answer");
 }
 
 // Checks the refusal, or runs `check` on the accepted request.
@@ -218,7 +218,7 @@ void OperatorRoutes(const ApiRequest& request) {
       break;
     case OperatorRoute::kVerify:
       OnAccepted(ParseVerifyRequest(request), [](const VerifyRequest& v) {
-        Check(v.date.ok() && ParseBusinessDate(v.date_text) == v.date, "verify date");
+        Check(v.date.ok() && ops::ParseBusinessDate(v.date_text) == v.date, "verify date");
       });
       break;
     case OperatorRoute::kHistory:

@@ -1,7 +1,7 @@
 // JSON shapes shared by the command line's --json output and the HTTP API
 // (docs/cli.md, docs/api.md): one definition of each, so the two never drift.
-#ifndef CRONLEDGER_API_JSON_SHAPES_H_
-#define CRONLEDGER_API_JSON_SHAPES_H_
+#ifndef CRONLEDGER_OPS_JSON_SHAPES_H_
+#define CRONLEDGER_OPS_JSON_SHAPES_H_
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
@@ -10,7 +10,7 @@
 
 #include "store/store.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 // "2026-11-28T09:00:00Z": an instant floored to the second.
 std::string FormatInstant(store::Instant t);
@@ -31,6 +31,6 @@ std::string Utf8Prefix(std::string_view text, std::size_t max_bytes);
 // may hold any): they become U+FFFD.
 std::string Dump(const nlohmann::ordered_json& j, int indent = -1);
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops
 
-#endif  // CRONLEDGER_API_JSON_SHAPES_H_
+#endif  // CRONLEDGER_OPS_JSON_SHAPES_H_

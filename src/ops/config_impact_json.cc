@@ -1,11 +1,11 @@
-#include "api/config_impact_json.h"
+#include "ops/config_impact_json.h"
 
 #include <string>
 
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 #include "cronledger/schedule.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 namespace {
 
 using nlohmann::ordered_json;
@@ -85,4 +85,4 @@ ordered_json ConfigImpactJson(const engine::ConfigImpact& impact) {
           {"jobs", jobs}};
 }
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops

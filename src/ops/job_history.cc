@@ -1,4 +1,4 @@
-#include "api/job_history.h"
+#include "ops/job_history.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "api/json_shapes.h"
-#include "api/ledger_json.h"
+#include "ops/json_shapes.h"
+#include "ops/ledger_json.h"
 #include "cronledger/schedule.h"
 #include "engine/gap_scanner.h"
 #include "ledger/names.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 namespace {
 
 using nlohmann::ordered_json;
@@ -168,4 +168,4 @@ Result<ordered_json> JobHistoryJson(store::Store& store, const config::JobConfig
   return out;
 }
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops

@@ -1,6 +1,6 @@
-#include "api/input_values.h"
+#include "ops/input_values.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 using std::chrono::year_month_day;
 
@@ -34,4 +34,4 @@ std::optional<RerunScope> ParseRerunScope(std::string_view text) {
   return std::nullopt;
 }
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops

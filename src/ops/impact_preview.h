@@ -2,8 +2,8 @@
 // find and queue, with a digest of the ledger it saw, and the action itself,
 // which is refused whole when the ledger moved since. The command line and the
 // HTTP API share it.
-#ifndef CRONLEDGER_API_IMPACT_PREVIEW_H_
-#define CRONLEDGER_API_IMPACT_PREVIEW_H_
+#ifndef CRONLEDGER_OPS_IMPACT_PREVIEW_H_
+#define CRONLEDGER_OPS_IMPACT_PREVIEW_H_
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -12,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
-#include "api/input_values.h"  // RerunScope
+#include "ops/input_values.h"  // RerunScope
 #include "config/config.h"
 #include "cronledger/status.h"
 #include "store/store.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 enum class ImpactAction { kBackfill, kRerun };
 
@@ -73,6 +73,6 @@ Result<ImpactOutcome> ApplyImpact(store::Store& store, const config::JobConfig& 
                                   const std::string& actor, const std::string& reason,
                                   store::Instant now);
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops
 
-#endif  // CRONLEDGER_API_IMPACT_PREVIEW_H_
+#endif  // CRONLEDGER_OPS_IMPACT_PREVIEW_H_

@@ -1,11 +1,11 @@
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 
 #include <chrono>
 
 #include "cronledger/schedule.h"
 #include "ledger/names.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 using nlohmann::ordered_json;
 
@@ -46,4 +46,4 @@ std::string Dump(const ordered_json& j, int indent) {
   return j.dump(indent, ' ', false, ordered_json::error_handler_t::replace);
 }
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops

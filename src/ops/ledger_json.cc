@@ -1,4 +1,4 @@
-#include "api/ledger_json.h"
+#include "ops/ledger_json.h"
 
 #include <fmt/format.h>
 
@@ -6,11 +6,11 @@
 #include <map>
 #include <set>
 
-#include "api/json_shapes.h"
+#include "ops/json_shapes.h"
 #include "cronledger/schedule.h"
 #include "ledger/names.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 namespace {
 
 using nlohmann::ordered_json;
@@ -316,4 +316,4 @@ Result<ordered_json> NodesJson(store::Store& store, store::Instant now) {
   return out;
 }
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops

@@ -1,4 +1,4 @@
-#include "api/operator_actions.h"
+#include "ops/operator_actions.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "engine/job_definition.h"
 #include "ledger/names.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
                  const std::string& actor, const std::string& reason, store::Instant now,
@@ -180,4 +180,4 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
   return out;
 }
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops

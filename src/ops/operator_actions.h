@@ -2,9 +2,9 @@
 // the command line (src/cli) and the HTTP API (OperatorApi), so that both
 // do the same thing in the same transactions: pause/resume and trigger.
 // (retry, resolve, cancel and approve are single store calls; backfill and
-// rerun live in api/impact_preview.h.)
-#ifndef CRONLEDGER_API_OPERATOR_ACTIONS_H_
-#define CRONLEDGER_API_OPERATOR_ACTIONS_H_
+// rerun live in ops/impact_preview.h.)
+#ifndef CRONLEDGER_OPS_OPERATOR_ACTIONS_H_
+#define CRONLEDGER_OPS_OPERATOR_ACTIONS_H_
 
 #include <string>
 #include <string_view>
@@ -15,7 +15,7 @@
 #include "cronledger/status.h"
 #include "store/store.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 // Pauses or resumes `job` (null: everything). A configured job serve has
 // not recorded yet is recorded first (as serve would), so that it can be
@@ -55,6 +55,6 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
                                const std::vector<std::string>& partitions, const std::string& actor,
                                const std::string& reason, Clock::TimePoint now);
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops
 
-#endif  // CRONLEDGER_API_OPERATOR_ACTIONS_H_
+#endif  // CRONLEDGER_OPS_OPERATOR_ACTIONS_H_

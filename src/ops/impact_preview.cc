@@ -1,4 +1,4 @@
-#include "api/impact_preview.h"
+#include "ops/impact_preview.h"
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -9,7 +9,7 @@
 #include "engine/gap_scanner.h"
 #include "ledger/names.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 namespace {
 
 using ledger::RunState;
@@ -187,4 +187,4 @@ Result<ImpactOutcome> ApplyImpact(store::Store& store, const config::JobConfig& 
   return out;
 }
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops

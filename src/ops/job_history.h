@@ -2,8 +2,8 @@
 // over its last `days` business dates, each with its run, state and timing,
 // and per business date when its work was scheduled and when it finished —
 // what the dashboard's grid and charts draw, in one request.
-#ifndef CRONLEDGER_API_JOB_HISTORY_H_
-#define CRONLEDGER_API_JOB_HISTORY_H_
+#ifndef CRONLEDGER_OPS_JOB_HISTORY_H_
+#define CRONLEDGER_OPS_JOB_HISTORY_H_
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,7 @@
 #include "cronledger/status.h"
 #include "store/store.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 inline constexpr int kDefaultHistoryDays = 30;
 inline constexpr int kMaxHistoryDays = 90;
@@ -29,6 +29,6 @@ inline constexpr int kMaxHistoryKeys = 20000;
 Result<nlohmann::ordered_json> JobHistoryJson(store::Store& store, const config::JobConfig& job,
                                               store::Instant now, int days);
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops
 
-#endif  // CRONLEDGER_API_JOB_HISTORY_H_
+#endif  // CRONLEDGER_OPS_JOB_HISTORY_H_

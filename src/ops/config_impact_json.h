@@ -1,14 +1,14 @@
 // The JSON shape of a configuration's impact on the ledger (`cronledger
 // check --against-store --json`, docs/cli.md), here so that the HTTP API
 // can answer the same question with the same shape.
-#ifndef CRONLEDGER_API_CONFIG_IMPACT_JSON_H_
-#define CRONLEDGER_API_CONFIG_IMPACT_JSON_H_
+#ifndef CRONLEDGER_OPS_CONFIG_IMPACT_JSON_H_
+#define CRONLEDGER_OPS_CONFIG_IMPACT_JSON_H_
 
 #include <nlohmann/json.hpp>
 
 #include "engine/config_impact.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 // {"now", "unchanged", "orphaned_runs", "rekeyed_runs", "jobs": [{"job",
 // "change", "changes", "planned_through", "effective_from", "window_from",
@@ -18,6 +18,6 @@ namespace cronledger::api {
 // every field.
 nlohmann::ordered_json ConfigImpactJson(const engine::ConfigImpact& impact);
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops
 
-#endif  // CRONLEDGER_API_CONFIG_IMPACT_JSON_H_
+#endif  // CRONLEDGER_OPS_CONFIG_IMPACT_JSON_H_

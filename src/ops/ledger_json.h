@@ -2,8 +2,8 @@
 // docs/cli.md and docs/api.md), built once for both the command line's --json
 // output and the HTTP API, so the two never drift. The values both take as
 // input (business dates) are parsed in input_values.h.
-#ifndef CRONLEDGER_API_LEDGER_JSON_H_
-#define CRONLEDGER_API_LEDGER_JSON_H_
+#ifndef CRONLEDGER_OPS_LEDGER_JSON_H_
+#define CRONLEDGER_OPS_LEDGER_JSON_H_
 
 #include <chrono>
 #include <cstdint>
@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "api/input_values.h"  // ParseBusinessDate
+#include "ops/input_values.h"  // ParseBusinessDate
 #include "config/config.h"
 #include "cronledger/status.h"
 #include "engine/gap_scanner.h"
 #include "engine/status_report.h"
 #include "store/store.h"
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 // The `status` item (docs/cli.md): name, state, last_success_at, ..., steps,
 // then planned_through, in_flight, expired_leases, unknown_runs.
@@ -101,6 +101,6 @@ Result<nlohmann::ordered_json> VerifyJson(store::Store& store, const config::Job
                                           const std::string& business_date,
                                           std::chrono::year_month_day date, store::Instant now);
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops
 
-#endif  // CRONLEDGER_API_LEDGER_JSON_H_
+#endif  // CRONLEDGER_OPS_LEDGER_JSON_H_

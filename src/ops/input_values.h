@@ -3,15 +3,15 @@
 // (ledger_json.h) and the impact preview, whose callers include this, so
 // that the request validators link without the store and the engine (the
 // API fuzzer, tests/fuzz).
-#ifndef CRONLEDGER_API_INPUT_VALUES_H_
-#define CRONLEDGER_API_INPUT_VALUES_H_
+#ifndef CRONLEDGER_OPS_INPUT_VALUES_H_
+#define CRONLEDGER_OPS_INPUT_VALUES_H_
 
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace cronledger::api {
+namespace cronledger::ops {
 
 // A real calendar date written YYYY-MM-DD (a business date), or nullopt.
 std::optional<std::chrono::year_month_day> ParseBusinessDate(const std::string& text);
@@ -24,6 +24,6 @@ std::string_view Name(RerunScope scope);
 // "failed", "unknown", "missing", "all"; nullopt for anything else.
 std::optional<RerunScope> ParseRerunScope(std::string_view text);
 
-}  // namespace cronledger::api
+}  // namespace cronledger::ops
 
-#endif  // CRONLEDGER_API_INPUT_VALUES_H_
+#endif  // CRONLEDGER_OPS_INPUT_VALUES_H_

@@ -1,0 +1,57 @@
+#include "cli/open_ledger.h"
+
+#include <utility>
+
+#include "cli/exit_codes.h"
+#include "cli/remote_ledger.h"
+#include "ops/local_ledger.h"
+
+namespace cronledger::cli {
+namespace {
+
+// What a local ledger borrows, held where it never moves: the store was
+// opened from this very config.
+struct OpenedStore {
+  config::Config config;
+  std::unique_ptr<store::Store> store;
+};
+
+class OwningLocalLedger : public ops::LocalLedger {
+ public:
+  OwningLocalLedger(std::unique_ptr<OpenedStore> opened, Clock& clock)
+      : ops::LocalLedger(opened->config, *opened->store, clock), opened_(std::move(opened)) {}
+
+ private:
+  std::unique_ptr<OpenedStore> opened_;
+};
+
+}  // namespace
+
+int OpenLedger(const std::string& command, const LedgerTarget& target, Clock& clock,
+               std::unique_ptr<ops::Ledger>* out, std::ostream& err, StoreAccess access) {
+  if (!target.server.empty()) {
+    std::unique_ptr<RemoteLedger> remote;
+    if (int rc = RemoteLedger::Connect(command, target.server, target.config_path, &remote, err);
+        rc != kExitOk) {
+      return rc;
+    }
+    *out = std::move(remote);
+    return kExitOk;
+  }
+  auto opened = std::make_unique<OpenedStore>();
+  if (int rc = LoadConfigOrReport(command, target.config_path, &opened->config, err);
+      rc != kExitOk) {
+    return rc;
+  }
+  if (target.configured_job && opened->config.FindJob(*target.configured_job) == nullptr) {
+    return UsageError(err, command, ops::NoSuchJob(*target.configured_job, true));
+  }
+  if (int rc = OpenStoreOrReport(command, opened->config, &opened->store, err, access);
+      rc != kExitOk) {
+    return rc;
+  }
+  *out = std::make_unique<OwningLocalLedger>(std::move(opened), clock);
+  return kExitOk;
+}
+
+}  // namespace cronledger::cli
