@@ -96,10 +96,12 @@ class BoundCommand {
   virtual int Run(const CLI::App& root, Clock& clock, std::ostream& out, std::ostream& err) = 0;
 };
 
+// One command. Its shared flags are the kShared of Command<Args, kShared>,
+// the row's constructor, so that they are checked against Args at compile
+// time.
 struct CommandRow {
   std::string name;
   std::string summary;
-  SharedFlags shared = 0;
   int usage_exit = kExitUsage;  // a parse error of this command
   // Adds the shared flags and the command's own options to `cmd`, the
   // command's subcommand; the result receives their values.
@@ -147,7 +149,7 @@ class TypedCommand final : public BoundCommand {
 template <typename Args, SharedFlags kShared>
 CommandRow Command(std::string name, std::string summary, OwnOptions<Args> own,
                    Runner<Args> run, const char* json_help = "") {
-  return CommandRow{std::move(name), std::move(summary), kShared, kExitUsage,
+  return CommandRow{std::move(name), std::move(summary), kExitUsage,
                     [own, run, json_help](CLI::App& cmd) -> std::unique_ptr<BoundCommand> {
                       return std::make_unique<TypedCommand<Args, kShared>>(cmd, own, run,
                                                                            json_help);
@@ -434,8 +436,8 @@ std::vector<CommandRow> CommandTable() {
         return RunMigrateStore(a, clock, out, err);
       }));
 
-  rows.push_back(CommandRow{"help", "List the commands, or show one command's help", 0,
-                            kExitUsage, [](CLI::App& cmd) -> std::unique_ptr<BoundCommand> {
+  rows.push_back(CommandRow{"help", "List the commands, or show one command's help", kExitUsage,
+                            [](CLI::App& cmd) -> std::unique_ptr<BoundCommand> {
                               return std::make_unique<HelpCommand>(cmd);
                             }});
   return rows;
