@@ -2,10 +2,9 @@
 
 namespace cronledger::cli {
 
-void AddStepCommands(CLI::App& app, StepCommands& c) {
+void AddEffectSubcommands(CLI::App& effect, StepCommands& c) {
   EffectRunArgs& effect_run = c.effect_run;
-  c.effect =
-      app.add_subcommand("effect", "Inside a step: do an external effect at most once in effect");
+  c.effect = &effect;
   c.effect->require_subcommand(1);
   CLI::App* effect_run_cmd = c.effect->add_subcommand(
       "run",
@@ -37,9 +36,11 @@ void AddStepCommands(CLI::App& app, StepCommands& c) {
   effect_run_cmd->add_option("CMD", effect_run.command, "The command and its arguments, after --")
       ->required();
 
+}
+
+void AddCheckpointSubcommands(CLI::App& checkpoint_cmd, StepCommands& c) {
   CheckpointArgs& checkpoint = c.checkpoint;
-  c.checkpoint_cmd =
-      app.add_subcommand("checkpoint", "Inside a step: read or move a watermark (fenced)");
+  c.checkpoint_cmd = &checkpoint_cmd;
   c.checkpoint_cmd->require_subcommand(1);
   c.checkpoint_get = c.checkpoint_cmd->add_subcommand(
       "get", "Print the watermark (nothing when none). Exit 0, 64, 75 or 76 as effect run");
@@ -52,10 +53,16 @@ void AddStepCommands(CLI::App& app, StepCommands& c) {
       ->check(CLI::IsMember({"run", "partition"}));
 }
 
+void AddStepCommands(CLI::App& app, StepCommands& c) {
+  AddEffectSubcommands(*app.add_subcommand("effect", kEffectSummary), c);
+  AddCheckpointSubcommands(*app.add_subcommand("checkpoint", kCheckpointSummary), c);
+}
+
 int RunStepCommand(const StepCommands& c, std::ostream& out, std::ostream& err) {
-  if (*c.effect_run_cmd) return RunEffectRun(c.effect_run, out, err);
-  if (*c.checkpoint_get) return RunCheckpointGet(c.checkpoint, out, err);
-  if (*c.checkpoint_set) return RunCheckpointSet(c.checkpoint, out, err);
+  const auto parsed = [](const CLI::App* cmd) { return cmd != nullptr && *cmd; };
+  if (parsed(c.effect_run_cmd)) return RunEffectRun(c.effect_run, out, err);
+  if (parsed(c.checkpoint_get)) return RunCheckpointGet(c.checkpoint, out, err);
+  if (parsed(c.checkpoint_set)) return RunCheckpointSet(c.checkpoint, out, err);
   return -1;
 }
 

@@ -22,11 +22,23 @@ struct StepCommands {
   CLI::App* checkpoint_set = nullptr;
 };
 
-// Adds `effect` and `checkpoint` with their subcommands to `app`; `commands`
-// receives their arguments and must outlive the parse.
+inline constexpr const char* kEffectSummary =
+    "Inside a step: do an external effect at most once in effect";
+inline constexpr const char* kCheckpointSummary =
+    "Inside a step: read or move a watermark (fenced)";
+
+// Adds `run` under `effect` (the `effect` command, which requires it);
+// `commands` receives its arguments and must outlive the parse.
+void AddEffectSubcommands(CLI::App& effect, StepCommands& commands);
+
+// Adds `get` and `set` under `checkpoint`, as AddEffectSubcommands does.
+void AddCheckpointSubcommands(CLI::App& checkpoint, StepCommands& commands);
+
+// Adds `effect` and `checkpoint` with their subcommands to `app`.
 void AddStepCommands(CLI::App& app, StepCommands& commands);
 
-// Runs the step command that `app` parsed into `commands`; -1 when none was.
+// Runs the step command that `app` parsed into `commands`; -1 when none
+// was. Commands not added to this `commands` (null) count as not parsed.
 int RunStepCommand(const StepCommands& commands, std::ostream& out, std::ostream& err);
 
 }  // namespace cronledger::cli

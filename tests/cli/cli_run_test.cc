@@ -1,0 +1,187 @@
+// cli::Run, the command line in process: the same parse and commands as the
+// cronledger-core program, on a FakeClock and string streams.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command_table.h"
+#include "common/temp_dir.h"
+#include "cronledger/clock.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cronledger {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using namespace std::chrono_literals;
+
+// 2026-11-30T12:00:00Z, a Monday.
+const Clock::TimePoint kNoon = Clock::TimePoint(1796040000s);
+
+struct Result {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+Result RunCli(std::vector<std::string> args, Clock& clock) {
+  args.insert(args.begin(), "cronledger");
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = cli::Run(args, clock, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(CliRun, HelpListsEveryCommandOfTheTable) {
+  FakeClock clock(kNoon);
+  const Result r = RunCli({"help"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("cronledger runs scheduled work", 0), 0u) << r.out;
+  const auto commands = cli::DescribeCommands();
+  ASSERT_GE(commands.size(), 20u);
+  for (const auto& c : commands) {
+    if (c.name.find(' ') != std::string::npos) continue;  // a subcommand: under its command
+    EXPECT_NE(r.out.find("\n  " + c.name + " "), std::string::npos) << c.name << " in\n" << r.out;
+    EXPECT_NE(r.out.find(c.summary), std::string::npos) << c.summary;
+  }
+  // The same text as --help, which CLI11 prints itself.
+  EXPECT_EQ(RunCli({"--help"}, clock).out, r.out);
+}
+
+TEST(CliRun, HelpOfOneCommandIsItsHelpFlag) {
+  FakeClock clock(kNoon);
+  const Result r = RunCli({"help", "runs"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("List the ledger's runs", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("Usage: cronledger runs [OPTIONS]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  --server TEXT "), std::string::npos) << r.out;
+  EXPECT_EQ(RunCli({"runs", "--help"}, clock).out, r.out);
+
+  const Result unknown = RunCli({"help", "nosuch"}, clock);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.out, "");
+  EXPECT_EQ(unknown.err, "cronledger help: no command \"nosuch\"; `cronledger help` lists them\n");
+}
+
+TEST(CliRun, UsageErrorsExit2NamingTheCommand) {
+  FakeClock clock(kNoon);
+  Result r = RunCli({"next", "--tz", "UTC"}, clock);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "cronledger next: EXPR is required\nRun with --help for more information.\n");
+
+  r = RunCli({"pause", "--job", "a", "--all", "--reason", "x"}, clock);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("cronledger pause: ", 0), 0u) << r.err;
+
+  // No command at all: the command list, on stderr.
+  r = RunCli({}, clock);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("cronledger runs scheduled work", 0), 0u) << r.err;
+
+  // The commands a step calls answer in sysexits: 64, EX_USAGE.
+  r = RunCli({"effect", "run", "--key", "k"}, clock);
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_EQ(r.err.rfind("cronledger effect run: ", 0), 0u) << r.err;
+}
+
+TEST(CliRun, VersionGoesToOut) {
+  FakeClock clock(kNoon);
+  const Result r = RunCli({"--version"}, clock);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("cronledger ", 0), 0u) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(CliRun, NextStartsAfterTheClocksNow) {
+  FakeClock clock(kNoon);
+  const Result r = RunCli({"next", "0 9 * * *", "--tz", "UTC", "-n", "2", "--json"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json next = Json::parse(r.out);
+  ASSERT_EQ(next.size(), 2u) << r.out;
+  EXPECT_EQ(next[0]["utc"], "2026-12-01T09:00:00Z") << r.out;
+  EXPECT_EQ(next[1]["utc"], "2026-12-02T09:00:00Z") << r.out;
+  // As given --from that instant.
+  EXPECT_EQ(RunCli({"next", "0 9 * * *", "--tz", "UTC", "-n", "2", "--json", "--from",
+                    "2026-11-30T12:00:00Z"},
+                   clock)
+                .out,
+            r.out);
+  clock.Advance(24h);
+  const Json later =
+      Json::parse(RunCli({"next", "0 9 * * *", "--tz", "UTC", "-n", "1", "--json"}, clock).out);
+  EXPECT_EQ(later[0]["utc"], "2026-12-02T09:00:00Z");
+}
+
+// pause and resume on a SQLite ledger, recorded at the fake clock's
+// instants with the shared --by and --reason; events and status read them.
+TEST(CliRun, PauseResumeAndEventsOnASqliteLedger) {
+  testing::TempDir dir;
+  const std::string db = dir.File("ledger.db");
+  store::SqliteOptions options;
+  options.path = db;
+  ASSERT_TRUE(store::SqliteStore::Open(options).ok());  // the ledger serve would create
+  const std::string config = dir.Write("cronledger.toml", R"([server]
+store = "sqlite:)" + db + R"("
+
+[[job]]
+name = "report"
+schedule = "0 9 * * *"
+timezone = "UTC"
+
+  [[job.step]]
+  name = "export"
+  command = ["/bin/true"]
+)");
+  FakeClock clock(kNoon);
+  Result r = RunCli({"pause", "--config", config, "--job", "report", "--reason", "quarter close",
+                     "--by", "alice", "--server", ""},
+                    clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "paused job report\n");
+  EXPECT_EQ(r.err, "");
+  r = RunCli({"pause", "--config", config, "--job", "report", "--reason", "again"}, clock);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "cronledger pause: job \"report\" is already paused\n");
+
+  r = RunCli({"status", "--config", config, "--json"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json jobs = Json::parse(r.out)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u) << r.out;
+  EXPECT_EQ(jobs[0]["name"], "report") << r.out;
+  EXPECT_EQ(jobs[0]["state"], "paused") << r.out;
+  EXPECT_EQ(jobs[0]["next_at"], "2026-12-01T09:00:00Z") << r.out;
+
+  clock.Advance(1h);
+  r = RunCli({"resume", "--config", config, "--job", "report", "--reason", "closed"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "resumed job report\n");
+
+  r = RunCli({"events", "--config", config, "--job", "report", "--json"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> seen;
+  const Json events = Json::parse(r.out)["events"];
+  for (const auto& e : events) {
+    if (e["type"] != "paused" && e["type"] != "resumed") continue;
+    seen.push_back(e["type"].get<std::string>() + " " + e["at"].get<std::string>() + " " +
+                   e["reason"].get<std::string>());
+    // --by, else the OS user.
+    if (e["type"] == "paused") {
+      EXPECT_EQ(e["actor"], "alice");
+    } else {
+      EXPECT_NE(e["actor"], "") << e.dump();
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"paused 2026-11-30T12:00:00Z quarter close",
+                                            "resumed 2026-11-30T13:00:00Z closed"}))
+      << r.out;
+}
+
+}  // namespace
+}  // namespace cronledger
