@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "cronledger/status.h"
-#include "config/config.h"
+#include "ledger/overlap.h"
 #include "ledger/attempt_policy.h"
 #include "ledger/names.h"
 #include "ledger/release_policy.h"
@@ -256,7 +256,7 @@ struct ClaimRule {
   std::string job;
   std::chrono::milliseconds lease_ttl{3600000};
   int max_concurrency = 0;  // running runs of the job at most; 0: no limit
-  config::Overlap overlap = config::Overlap::kQueue;
+  ledger::Overlap overlap = ledger::Overlap::kQueue;
   std::vector<std::string> steps;  // the job's steps, in order
 };
 

@@ -119,8 +119,8 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   for (const auto& r : p.rules) {
     rules[r.job] = &r;
     jobs.push_back(Str(r.job));
-    if (r.overlap == config::Overlap::kQueue) queued.push_back(Str(r.job));
-    if (r.overlap == config::Overlap::kSkip) skipped.push_back(Str(r.job));
+    if (r.overlap == ledger::Overlap::kQueue) queued.push_back(Str(r.job));
+    if (r.overlap == ledger::Overlap::kSkip) skipped.push_back(Str(r.job));
     counted = counted || r.max_concurrency > 0;
   }
   const std::string jobs_param = Param(jobs);
@@ -224,11 +224,11 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
       if (static_cast<int>(claims.size()) >= p.limit) break;
       const ClaimRule& rule = *rules.at(c.run.job);
       if (full(rule)) continue;
-      if (rule.overlap != config::Overlap::kAllow) {
+      if (rule.overlap != ledger::Overlap::kAllow) {
         // Candidates come in scheduled order: one claimed earlier in this
         // batch is an earlier run of the partition, now running.
         const bool earlier_claimed = claimed_partitions.contains({c.run.job, c.run.partition});
-        if (rule.overlap == config::Overlap::kQueue) {
+        if (rule.overlap == ledger::Overlap::kQueue) {
           if (earlier_claimed) continue;  // waits behind the earlier period
         } else if (c.earlier_running || earlier_claimed) {
           skips.push_back(&c);

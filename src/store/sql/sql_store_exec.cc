@@ -54,7 +54,7 @@ std::string CandidatesSql(const std::vector<const ClaimRule*>& jobs) {
   for (const ClaimRule* r : jobs) {
     const std::string at = fmt::format("?{}", param++);
     listed += (listed.empty() ? "" : ", ") + at;
-    if (r->overlap == config::Overlap::kQueue) queued += (queued.empty() ? "" : ", ") + at;
+    if (r->overlap == ledger::Overlap::kQueue) queued += (queued.empty() ? "" : ", ") + at;
   }
   const std::string waiting =
       queued.empty()
@@ -252,7 +252,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
       if (static_cast<int>(out.size()) >= p.limit) break;
       const ClaimRule& rule = *rules.at(c.job);
       if (full(rule)) continue;
-      if (rule.overlap == config::Overlap::kSkip) {
+      if (rule.overlap == ledger::Overlap::kSkip) {
         // Read now, in this transaction: an earlier period claimed by this
         // very claim is running.
         ASSIGN_OR_RETURN(s, db_->Prepare(
