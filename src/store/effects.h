@@ -55,7 +55,7 @@ struct EffectBeginParams {
   int64_t token = 0;
   std::string key;          // 1 to kMaxEffectKeyBytes bytes
   std::string fingerprint;  // what the effect is about; "" by default
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;         // actor of the events
   // Names one call of the caller (`effect run` invocation, ctx.Effect call):
   // the same request asking again goes on; a different request of the same
@@ -98,7 +98,7 @@ struct EffectCommitParams {
   std::optional<int> exit_status;  // normally 0
   std::string result;              // stdout, capped by the caller
   std::optional<CheckpointWrite> checkpoint;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;
 };
 
@@ -108,7 +108,7 @@ struct EffectFailParams {
   std::string key;
   std::optional<int> exit_status;
   std::string result;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;
 };
 
@@ -119,7 +119,7 @@ struct EffectResolveParams {
   ledger::EffectState as = ledger::EffectState::kCommitted;  // committed | failed
   std::string actor;
   std::string reason;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 struct EffectResolveResult {
   // kPending when no effect of the run is in doubt any more; kUnknown while
@@ -138,7 +138,7 @@ struct RunResolveParams {
   RunResolution as = RunResolution::kRetry;
   std::string actor;
   std::string reason;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 
 struct CheckpointRecord {
@@ -163,7 +163,7 @@ struct CheckpointSetParams {
   int64_t token = 0;
   ledger::CheckpointScope scope = ledger::CheckpointScope::kRun;
   std::string value;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;
 };
 

@@ -25,7 +25,7 @@ struct ClaimRule {
 };
 
 struct ClaimParams {
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;
   int limit = 1;
   std::vector<ClaimRule> rules;  // only these jobs are claimed
@@ -50,7 +50,7 @@ struct ClaimedRun {
 struct HeartbeatParams {
   int64_t run_id = 0;
   int64_t token = 0;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::chrono::milliseconds lease_ttl{3600000};
   std::string node;
 };
@@ -60,14 +60,14 @@ struct StepParams {
   int64_t token = 0;
   std::string step;
   std::string state;  // running | succeeded | failed
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;
 };
 
 struct FinishParams {
   int64_t run_id = 0;
   int64_t token = 0;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;
   std::string actor = "worker";  // "worker" | "reaper"
   ledger::EndClass end_class = ledger::EndClass::kSucceeded;
@@ -114,7 +114,7 @@ struct OperatorParams {
   int64_t run_id = 0;
   std::string actor;
   std::string reason;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 
 struct AttemptRecord {

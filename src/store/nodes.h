@@ -19,7 +19,7 @@ struct NodeBeat {
   std::string version;
   std::string listen;  // its API address, "" when it serves none
   Instant started_at;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   // The process that beats: its host name and process id.
   std::string host = {};
   int64_t pid = 0;
@@ -47,7 +47,7 @@ struct NodeRecord {
 struct RoleParams {
   std::string role;
   std::string node;
-  Instant now;  // PostgreSQL in production: the database's clock instead
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::chrono::milliseconds ttl{30000};  // held until now + ttl unless renewed
 };
 

@@ -15,7 +15,7 @@ namespace cronledger::store {
 struct JobSyncParams {
   std::string job;
   std::string definition;  // canonical JSON
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string actor = "config";
 };
 struct JobSyncResult {
@@ -27,7 +27,7 @@ struct JobSyncResult {
 struct PartitionSyncParams {
   std::string job;
   std::vector<std::string> active;  // the complete current set
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 struct PartitionSyncResult {
   std::vector<std::string> added;
@@ -53,7 +53,7 @@ struct PlanParams {
   std::string job;
   std::vector<PlannedOccurrence> occurrences;  // in scheduled order
   std::chrono::sys_seconds planned_through;    // the watermark after this plan
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 struct PlanResult {
   int occurrences_new = 0;  // occurrences not planned before
@@ -64,7 +64,7 @@ struct PlanResult {
 struct ReleaseParams {
   std::string job;
   ledger::ReleasePolicy policy;  // `paused` is filled in by the store
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   int limit = 10000;
 };
 struct ReleaseResult {
@@ -86,7 +86,7 @@ struct PauseParams {
   bool paused = true;
   std::string actor;
   std::string reason;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 
 }  // namespace cronledger::store

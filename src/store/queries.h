@@ -47,7 +47,7 @@ struct EventQuery {
 struct StatsParams {
   std::string job;
   std::string business_date;  // the date to count
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::chrono::sys_seconds horizon_from;  // lag considers runs scheduled at or after this
 };
 struct JobStats {

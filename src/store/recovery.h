@@ -37,7 +37,7 @@ struct QueueKeysParams {
   std::string event_type = "backfill";  // one event per queued key; "" for none
   std::string actor;
   std::string reason;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 
 struct QueueKeysResult {
@@ -63,7 +63,7 @@ struct RequeueParams {
   std::string actor;
   std::string reason;
   std::string details = "{}";  // a JSON object; the store adds run_keys and run_ids
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 
 struct RequeueResult {
@@ -77,7 +77,7 @@ struct ApproveParams {
   std::optional<std::string> from, to;    // business dates, inclusive
   std::string actor;
   std::string reason;
-  Instant now;
+  std::optional<Instant> now;  // none: the ledger's clock (Store)
 };
 
 }  // namespace cronledger::store

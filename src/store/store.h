@@ -1,11 +1,26 @@
 // The storage seam. Every method is one whole transaction: it either
-// happens completely or not at all, and it takes the instant it should
-// consider "now" as a parameter (tests pin it; on PostgreSQL production
-// passes nullopt and the database clock decides).
+// happens completely or not at all.
+//
+// One instant per call. Every decision of a call (what is due, which lease
+// has lapsed, the timestamps it writes, the instants it answers) is made at
+// one instant, its `now`:
+// - A `now` given in the params (or as a read's argument) pins it. Tests pin
+//   it; SQLite, one machine, has no clock of its own and needs it (a write
+//   without one is kInvalidArgument): callers pass their Clock's now.
+// - PostgreSQL with PostgresOptions::database_clock (production) ignores the
+//   caller's `now` and reads the server's clock once, inside the call's own
+//   transaction, in the round trip that begins it (a read of one statement:
+//   in that statement), so that nodes whose clocks disagree still agree on
+//   what is due and which lease lapsed. Callers pass their now all the same,
+//   so that one caller's code runs on both engines. Without database_clock
+//   a given `now` is used and a missing one is the server's.
+// An event given to EventAppend(All) is stamped the same way (its `at` is
+// the pin). LedgerNow reads the instant a pass should plan by.
 //
 // Not a stable API: embedders use include/cronledger, not this.
-// Implementations: SqliteStore (store/sqlite), PostgreSQL (a later issue).
-// Every behaviour here is tested by the conformance suite in tests/store.
+// Implementations: SqliteStore (store/sqlite), PostgresStore (store/postgres).
+// Every behaviour here is tested by the conformance suite in tests/store,
+// on PostgreSQL both pinned and on the database's clock.
 #ifndef CRONLEDGER_STORE_STORE_H_
 #define CRONLEDGER_STORE_STORE_H_
 
@@ -38,9 +53,10 @@ class Store {
   virtual Result<SchemaInfo> GetSchemaInfo() = 0;
 
   // The instant the ledger's decisions are made at: `local` (the caller's
-  // clock) on SQLite, the database server's clock on PostgreSQL
-  // (docs/architecture.md, Time), so that a pass reads it once and plans,
-  // releases and reaps by it.
+  // clock) on SQLite, the database server's clock on PostgreSQL with
+  // database_clock (docs/architecture.md, Time): what a pass plans
+  // occurrences up to and sleeps until the next of. One round trip; the
+  // calls themselves do not need it.
   virtual Result<Instant> LedgerNow(Instant local) = 0;
 
   // Creates the job if new and records a new version when `definition`
@@ -72,7 +88,7 @@ class Store {
   // Which jobs RunRelease has work for at `now`, and when it next will: so
   // an idle server wakes when something falls due instead of asking every
   // job every second.
-  virtual Result<ReleaseOutlook> RunReleaseOutlook(Instant now) = 0;
+  virtual Result<ReleaseOutlook> RunReleaseOutlook(std::optional<Instant> now) = 0;
 
   // Pause or resume a job or everything, with a paused/resumed event.
   // kConflict when it is already in that state; kNotFound for an unknown
@@ -88,7 +104,7 @@ class Store {
   virtual Status RunListByDate(const RunDateQuery& q, std::vector<RunRecord>* page) = 0;
   // Released pending runs that are due, oldest first: what a dispatcher
   // claims from.
-  virtual Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) = 0;
+  virtual Result<std::vector<RunRecord>> RunListDue(std::optional<Instant> now, int limit) = 0;
 
   virtual Status EventAppend(const EventRecord& e) = 0;
   // Every event in one transaction, in order: all or none.
@@ -135,7 +151,7 @@ class Store {
   virtual Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) = 0;
 
   // Running runs whose lease expired before `now`.
-  virtual Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) = 0;
+  virtual Result<std::vector<ExpiredLease>> RunListExpiredLeases(std::optional<Instant> now, int limit) = 0;
 
   // The lease of a running run (whether or not it has expired). kNotFound
   // for no such run; kFailedPrecondition naming the state for a run that is
