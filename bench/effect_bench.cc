@@ -85,7 +85,7 @@ constexpr const char* kStep = "work";
 struct Ledger : bench::InprocessLedger {
   explicit Ledger(bool full)
       : InprocessLedger("cronledger-effect-bench", full, kJob, kStep, "0 0 * * *") {
-    config.jobs[0].overlap = config::Overlap::kAllow;
+    config.jobs[0].overlap = ledger::Overlap::kAllow;
   }
 };
 

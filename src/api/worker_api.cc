@@ -519,7 +519,7 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
   facts.end = EndClass::kSucceeded;
   facts.budget_attempts = lease->budget_attempts;
   facts.budget_started_at = lease->budget_started_at;
-  facts.now = finish.now;
+  facts.now = *finish.now;
   facts.jitter_sample = JitterSample();
   finish.step = job.steps.empty() ? "" : job.steps.back().name;
   // Succeeded, unless an effect of the attempt is in doubt: the store then

@@ -94,9 +94,7 @@ int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostre
     err << "cronledger migrate-store: no ledger at " << file << "\n";
     return kExitUnavailable;
   }
-  config::ServerConfig from_config;
-  from_config.store = args.from;
-  auto from = store::OpenStore(from_config, /*create=*/false);
+  auto from = store::OpenStore({.url = args.from}, /*create=*/false);
   if (!from.ok()) {
     err << "cronledger migrate-store: " << from.status().message() << "\n";
     return kExitUnavailable;
@@ -118,9 +116,7 @@ int RunMigrateStore(const MigrateStoreArgs& args, const Clock& clock, std::ostre
       return kExitFound;
     }
   }
-  config::ServerConfig to_config;
-  to_config.store = args.to;
-  auto to = store::OpenStore(to_config);
+  auto to = store::OpenStore({.url = args.to});
   if (!to.ok()) {
     err << "cronledger migrate-store: " << to.status().message() << "\n";
     return kExitUnavailable;

@@ -19,14 +19,14 @@
 #include <vector>
 
 #include "cronledger/schedule.h"
+#include "ledger/catchup.h"
+#include "ledger/overlap.h"
+#include "ledger/retry_policy.h"
 
 namespace cronledger::config {
 
 enum class Durability { kFull, kNormal };
-enum class Catchup { kAll, kLatest, kNone };
-enum class OnPause { kHold, kSkip };
 enum class Executor { kSubprocess, kInprocess, kExternal };
-enum class Overlap { kQueue, kSkip, kAllow };
 
 struct ServerConfig {
   // "sqlite:/abs/path.db" after resolution against the config's folder, or
@@ -56,15 +56,6 @@ struct ServerConfig {
 // backoff before attempt n+1 is min(max_backoff, initial_backoff *
 // multiplier^(n-1)) scaled by a uniform factor in [1 - jitter, 1 + jitter];
 // max_retry_duration counts from the first attempt's start.
-struct RetryConfig {
-  int max_attempts = 3;
-  std::chrono::milliseconds initial_backoff{30000};
-  double multiplier = 2.0;
-  std::chrono::milliseconds max_backoff{600000};
-  double jitter = 0.2;
-  std::chrono::seconds max_retry_duration{6 * 3600};
-};
-
 struct StepConfig {
   std::string name;
   std::vector<std::string> command;  // absolute path or resolved against the config folder
@@ -109,16 +100,16 @@ struct JobConfig {
   std::vector<std::string> partitions_command;
   int max_concurrency = 0;  // 0: limited only by server.max_workers
   std::chrono::seconds misfire_grace{3600};
-  Catchup catchup = Catchup::kAll;
-  OnPause on_pause = OnPause::kHold;
+  ledger::Catchup catchup = ledger::Catchup::kAll;
+  ledger::OnPause on_pause = ledger::OnPause::kHold;
   BackfillConfig backfill;
   AlertConfig alert;
   std::vector<StepConfig> steps;
   Executor executor = Executor::kSubprocess;
   // Unset: three times the longest step timeout.
   std::optional<std::chrono::seconds> lease_ttl;
-  Overlap overlap = Overlap::kQueue;
-  RetryConfig retry;
+  ledger::Overlap overlap = ledger::Overlap::kQueue;
+  ledger::RetryPolicy retry;
   std::vector<int> retry_exit_codes;  // override the default classes
   std::vector<int> fail_exit_codes;
   std::vector<std::pair<std::string, std::string>> env;  // in file order

@@ -160,10 +160,10 @@ extern template void ApplyTable<AlertConfig>(const toml::table&,
                                              std::span<const KeySpec<AlertConfig>>,
                                              std::span<const std::string_view>, std::string_view,
                                              const std::string&, Reporter&, AlertConfig&);
-extern template void ApplyTable<RetryConfig>(const toml::table&,
-                                             std::span<const KeySpec<RetryConfig>>,
+extern template void ApplyTable<ledger::RetryPolicy>(const toml::table&,
+                                             std::span<const KeySpec<ledger::RetryPolicy>>,
                                              std::span<const std::string_view>, std::string_view,
-                                             const std::string&, Reporter&, RetryConfig&);
+                                             const std::string&, Reporter&, ledger::RetryPolicy&);
 
 extern template void ApplyTable<AuthConfig>(const toml::table&,
                                             std::span<const KeySpec<AuthConfig>>,

@@ -312,16 +312,16 @@ constexpr std::string_view kDstRepeatChoices[] = {"first", "last", "both"};
 constexpr DstRepeatPolicy kDstRepeats[] = {DstRepeatPolicy::kFirst, DstRepeatPolicy::kLast,
                                            DstRepeatPolicy::kBoth};
 constexpr std::string_view kCatchupChoices[] = {"all", "latest", "none"};
-constexpr Catchup kCatchups[] = {Catchup::kAll, Catchup::kLatest, Catchup::kNone};
+constexpr ledger::Catchup kCatchups[] = {ledger::Catchup::kAll, ledger::Catchup::kLatest, ledger::Catchup::kNone};
 constexpr std::string_view kOnPauseChoices[] = {"hold", "skip"};
-constexpr OnPause kOnPauses[] = {OnPause::kHold, OnPause::kSkip};
+constexpr ledger::OnPause kOnPauses[] = {ledger::OnPause::kHold, ledger::OnPause::kSkip};
 constexpr std::string_view kExecutorChoices[] = {"subprocess", "inprocess", "external"};
 constexpr Executor kExecutors[] = {Executor::kSubprocess, Executor::kInprocess,
                                    Executor::kExternal};
 constexpr std::string_view kAlertFormatChoices[] = {"json", "slack"};
 constexpr AlertFormat kAlertFormats[] = {AlertFormat::kJson, AlertFormat::kSlack};
 constexpr std::string_view kOverlapChoices[] = {"queue", "skip", "allow"};
-constexpr Overlap kOverlaps[] = {Overlap::kQueue, Overlap::kSkip, Overlap::kAllow};
+constexpr ledger::Overlap kOverlaps[] = {ledger::Overlap::kQueue, ledger::Overlap::kSkip, ledger::Overlap::kAllow};
 
 void ApplyNodeId(const Value& v, const Site& site, ServerConfig& s) {
   if (std::string problem = NodeIdProblem(v.text); !problem.empty()) return site.Error(problem);
@@ -507,22 +507,22 @@ const KeySpec<AlertConfig> kAlertKeys[] = {
      ApplyAlertCommand},
 };
 
-const KeySpec<RetryConfig> kRetryKeys[] = {
+const KeySpec<ledger::RetryPolicy> kRetryKeys[] = {
     {"max_attempts", Kind::kInt, "", "3", "Attempts in all, the first included; 1: never retried.",
-     SetInt<&RetryConfig::max_attempts>, 1, 1000},
+     SetInt<&ledger::RetryPolicy::max_attempts>, 1, 1000},
     {"initial_backoff", Kind::kDurationMs, "", "30s", "The wait before the second attempt.",
-     SetDuration<&RetryConfig::initial_backoff>, 0},
+     SetDuration<&ledger::RetryPolicy::initial_backoff>, 0},
     {"multiplier", Kind::kNumber, "", "2.0", "Each further wait is the previous one times this.",
-     SetNumber<&RetryConfig::multiplier>, 1, 0},
+     SetNumber<&ledger::RetryPolicy::multiplier>, 1, 0},
     {"max_backoff", Kind::kDurationMs, "", "10m",
      "The longest wait, before jitter; not less than initial_backoff.",
-     SetDuration<&RetryConfig::max_backoff>, 0},
+     SetDuration<&ledger::RetryPolicy::max_backoff>, 0},
     {"jitter", Kind::kNumber, "", "0.2",
      "Each wait is scaled by a uniform factor in [1 - jitter, 1 + jitter].",
-     SetNumber<&RetryConfig::jitter>, 0, 1},
+     SetNumber<&ledger::RetryPolicy::jitter>, 0, 1},
     {"max_retry_duration", Kind::kDuration, "", "6h",
      "No retry is scheduled later than this after the first attempt's start.",
-     SetDuration<&RetryConfig::max_retry_duration>, 1},
+     SetDuration<&ledger::RetryPolicy::max_retry_duration>, 1},
 };
 
 const KeySpec<StepConfig> kStepKeys[] = {
@@ -568,7 +568,7 @@ void ApplySteps(const Value&, const Site& site, JobConfig& job) {
 
 void ApplyRetry(const Value&, const Site& site, JobConfig& j) {
   const std::size_t before = site.reporter.count();
-  ApplyTable<RetryConfig>(*site.node.as_table(), kRetryKeys, {}, "job.retry", site.path,
+  ApplyTable<ledger::RetryPolicy>(*site.node.as_table(), kRetryKeys, {}, "job.retry", site.path,
                           site.reporter, j.retry);
   if (site.reporter.count() == before && j.retry.max_backoff < j.retry.initial_backoff) {
     const toml::node* max = site.node.as_table()->get("max_backoff");
@@ -1041,7 +1041,7 @@ std::vector<KeyDoc> DocumentedKeys() {
   AddDocs<JobConfig>("job", kJobKeys, out);
   AddDocs<BackfillConfig>("job.backfill", kBackfillKeys, out);
   AddDocs<AlertConfig>("job.alert", kAlertKeys, out);
-  AddDocs<RetryConfig>("job.retry", kRetryKeys, out);
+  AddDocs<ledger::RetryPolicy>("job.retry", kRetryKeys, out);
   AddDocs<StepConfig>("job.step", kStepKeys, out);
   return out;
 }

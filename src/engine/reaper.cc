@@ -18,7 +18,7 @@ Result<int> Reaper::RunOnce(Clock::TimePoint now) {
   for (const auto& e : *expired) {
     const config::JobConfig* job = config_.FindJob(e.run.job);
     bool idempotent = e.running_step.empty();  // between steps nothing was in flight
-    config::RetryConfig retry;
+    ledger::RetryPolicy retry;
     if (job) {
       retry = job->retry;
       for (const auto& s : job->steps) {

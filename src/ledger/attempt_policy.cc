@@ -63,7 +63,7 @@ EndClass ClassifyExit(int exit_status, const std::vector<int>& retry_codes,
   }
 }
 
-std::chrono::milliseconds Backoff(const config::RetryConfig& policy, int n, double jitter_sample) {
+std::chrono::milliseconds Backoff(const ledger::RetryPolicy& policy, int n, double jitter_sample) {
   const double base = static_cast<double>(policy.initial_backoff.count()) *
                       std::pow(policy.multiplier, std::max(0, n - 1));
   const double capped = std::min(base, static_cast<double>(policy.max_backoff.count()));
@@ -71,7 +71,7 @@ std::chrono::milliseconds Backoff(const config::RetryConfig& policy, int n, doub
   return std::chrono::milliseconds{static_cast<int64_t>(std::llround(capped * factor))};
 }
 
-AttemptDecision DecideAfterAttempt(const config::RetryConfig& policy, const AttemptFacts& f) {
+AttemptDecision DecideAfterAttempt(const ledger::RetryPolicy& policy, const AttemptFacts& f) {
   AttemptDecision d;
   if (f.end == EndClass::kSucceeded) {
     d.state = RunState::kSucceeded;

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.h"
+#include "ledger/retry_policy.h"
 #include "ledger/names.h"
 
 namespace cronledger::ledger {
@@ -60,10 +60,10 @@ struct AttemptFacts {
 // letter); an uncertain end of a step that is not idempotent -> unknown;
 // otherwise a retry after the backoff, unless max_attempts or
 // max_retry_duration is exhausted (-> failed).
-AttemptDecision DecideAfterAttempt(const config::RetryConfig& policy, const AttemptFacts& facts);
+AttemptDecision DecideAfterAttempt(const ledger::RetryPolicy& policy, const AttemptFacts& facts);
 
 // The backoff before attempt n + 1 (n >= 1), jitter applied.
-std::chrono::milliseconds Backoff(const config::RetryConfig& policy, int n, double jitter_sample);
+std::chrono::milliseconds Backoff(const ledger::RetryPolicy& policy, int n, double jitter_sample);
 
 }  // namespace cronledger::ledger
 

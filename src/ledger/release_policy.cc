@@ -9,7 +9,7 @@ std::vector<ReleaseDecision> DecideRelease(std::vector<DueRun> due, const Releas
                                            std::chrono::sys_seconds now) {
   std::vector<ReleaseDecision> out;
   if (policy.paused) {
-    const bool skip = policy.on_pause == config::OnPause::kSkip;
+    const bool skip = policy.on_pause == ledger::OnPause::kSkip;
     for (const DueRun& r : due) {
       if (skip) {
         out.push_back({r.id, ReleaseAction::kSkip, SkipReason::kPaused});
@@ -39,9 +39,9 @@ std::vector<ReleaseDecision> DecideRelease(std::vector<DueRun> due, const Releas
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const DueRun& r = *runs[i];
       const bool newest = i + 1 == runs.size();
-      if (several && policy.catchup == config::Catchup::kNone) {
+      if (several && policy.catchup == ledger::Catchup::kNone) {
         out.push_back({r.id, ReleaseAction::kSkip, SkipReason::kCatchupNone});
-      } else if (several && policy.catchup == config::Catchup::kLatest && !newest) {
+      } else if (several && policy.catchup == ledger::Catchup::kLatest && !newest) {
         out.push_back({r.id, ReleaseAction::kSkip, SkipReason::kCoalesced});
       } else if (within_grace(r)) {
         out.push_back({r.id, ReleaseAction::kRelease, SkipReason::kMisfired});

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
+#include "ledger/catchup.h"
 #include "ledger/names.h"
 
 namespace cronledger::ledger {
@@ -26,8 +26,8 @@ struct DueRun {
 
 struct ReleasePolicy {
   std::chrono::seconds misfire_grace{3600};
-  config::Catchup catchup = config::Catchup::kAll;
-  config::OnPause on_pause = config::OnPause::kHold;
+  ledger::Catchup catchup = ledger::Catchup::kAll;
+  ledger::OnPause on_pause = ledger::OnPause::kHold;
   bool paused = false;
 };
 

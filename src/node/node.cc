@@ -161,7 +161,7 @@ Result<std::unique_ptr<Node>> Node::Open(const Config& config, NodeOptions optio
   impl->node_id = options.node_id.value_or(c.server.node_id);
   if (impl->node_id.empty()) impl->node_id = HostName() + ":" + std::to_string(impl->http->port());
 
-  auto store = store::OpenStore(c.server, /*create=*/true);
+  auto store = store::OpenStore({c.server.store, c.server.durability == config::Durability::kFull}, /*create=*/true);
   if (!store.ok()) {
     return Status(store.status().code() == StatusCode::kInvalidArgument
                       ? StatusCode::kInvalidArgument
@@ -170,7 +170,7 @@ Result<std::unique_ptr<Node>> Node::Open(const Config& config, NodeOptions optio
   }
   impl->store = std::move(*store);
   if (impl->store->WritesBesideClaims()) {
-    auto write_store = store::OpenStore(c.server, /*create=*/true);
+    auto write_store = store::OpenStore({c.server.store, c.server.durability == config::Durability::kFull}, /*create=*/true);
     if (!write_store.ok()) {
       return Status(StatusCode::kUnavailable,
                     "store unavailable: " + write_store.status().message());

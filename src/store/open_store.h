@@ -5,17 +5,22 @@
 #include <string>
 #include <string_view>
 
-#include "config/config.h"
 #include "store/store.h"
 
 namespace cronledger::store {
 
-// Opens the store named by server.store ("sqlite:/path" or a PostgreSQL
-// URL). kUnavailable or
+// Where a ledger is, as [server] names it: the store is opened from this and
+// not from the configuration, which store/ does not know.
+struct StoreLocation {
+  std::string url;               // "sqlite:/path" or a PostgreSQL URL
+  bool synchronous_full = true;  // SQLite: durability = "full"; false: "normal"
+};
+
+// Opens the store at `where`. kUnavailable or
 // kIOError when it cannot be reached, kFailedPrecondition when the database
 // needs a newer cronledger, kInvalidArgument for an unsupported URL.
 // With `create` false a store that does not exist yet is kUnavailable.
-Result<std::unique_ptr<Store>> OpenStore(const config::ServerConfig& server, bool create = true);
+Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where, bool create = true);
 
 // The store's URL as logs and messages may show it: without a password.
 std::string RedactStoreUrl(std::string_view url);

@@ -1,681 +1,48 @@
 // The storage seam. Every method is one whole transaction: it either
-// happens completely or not at all, and it takes the instant it should
-// consider "now" as a parameter (tests pin it; on PostgreSQL production
-// passes nullopt and the database clock decides).
+// happens completely or not at all.
+//
+// One instant per call. Every decision of a call (what is due, which lease
+// has lapsed, the timestamps it writes, the instants it answers) is made at
+// one instant, its `now`:
+// - A `now` given in the params (or as a read's argument) pins it. Tests pin
+//   it; SQLite, one machine, has no clock of its own and needs it (a write
+//   without one is kInvalidArgument): callers pass their Clock's now.
+// - PostgreSQL with PostgresOptions::database_clock (production) ignores the
+//   caller's `now` and reads the server's clock once, inside the call's own
+//   transaction, in the round trip that begins it (a read of one statement:
+//   in that statement), so that nodes whose clocks disagree still agree on
+//   what is due and which lease lapsed. Callers pass their now all the same,
+//   so that one caller's code runs on both engines. Without database_clock
+//   a given `now` is used and a missing one is the server's.
+// An event given to EventAppend(All) is stamped the same way (its `at` is
+// the pin). LedgerNow reads the instant a pass should plan by.
 //
 // Not a stable API: embedders use include/cronledger, not this.
-// Implementations: SqliteStore (store/sqlite), PostgreSQL (a later issue).
-// Every behaviour here is tested by the conformance suite in tests/store.
+// Implementations: SqliteStore (store/sqlite), PostgresStore (store/postgres).
+// Every behaviour here is tested by the conformance suite in tests/store,
+// on PostgreSQL both pinned and on the database's clock.
 #ifndef CRONLEDGER_STORE_STORE_H_
 #define CRONLEDGER_STORE_STORE_H_
 
-#include <chrono>
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "cronledger/status.h"
-#include "config/config.h"
-#include "ledger/attempt_policy.h"
-#include "ledger/names.h"
-#include "ledger/release_policy.h"
+#include "store/effects.h"
+#include "store/execution.h"
+#include "store/nodes.h"
+#include "store/planning.h"
+#include "store/queries.h"
+#include "store/records.h"
+#include "store/recovery.h"
 
 namespace cronledger::store {
-
-using Instant = std::chrono::sys_time<std::chrono::milliseconds>;
-
-Instant ToInstant(std::chrono::system_clock::time_point t);
-
-// ---- records ------------------------------------------------------------
-
-struct JobRecord {
-  std::string name;
-  bool paused = false;  // this job's own flag; see also StoreState::paused_all
-  std::optional<Instant> paused_at;
-  std::string paused_by;
-  std::string pause_reason;
-  // Every occurrence at or before this instant has been planned.
-  std::optional<std::chrono::sys_seconds> planned_through;
-  int current_version = 0;
-};
-
-// A job definition in force from `effective_from` on (docs/ledger.md: the past
-// is judged by the version that was in force).
-struct JobVersion {
-  std::string job;
-  int version = 0;
-  std::chrono::sys_seconds effective_from;
-  std::string definition;  // canonical JSON of the schedule-defining keys
-};
-
-// Membership of a partition: active over [active_from, active_to).
-struct PartitionInterval {
-  std::string job;
-  std::string partition;
-  std::chrono::sys_seconds active_from;
-  std::optional<std::chrono::sys_seconds> active_to;
-};
-
-struct RunRecord {
-  int64_t id = 0;
-  std::string job;
-  std::string partition;
-  std::string period;
-  std::string business_date;  // YYYY-MM-DD
-  std::chrono::sys_seconds scheduled_at;
-  ledger::RunState state = ledger::RunState::kPending;
-  std::optional<ledger::SkipReason> reason;
-  bool released = false;
-  bool misfire_exempt = false;
-  int attempts = 0;
-  int job_version = 0;
-  Instant created_at;
-  Instant updated_at;
-
-  std::string RunKey() const { return job + "/" + partition + "/" + period; }
-};
-
-struct EventRecord {
-  int64_t id = 0;  // assigned by the store
-  Instant at;
-  std::string type;
-  std::string job;            // empty: not about one job
-  std::optional<int64_t> run_id;
-  std::string run_key;
-  std::string actor;          // "planner", "scanner", an operator's name
-  std::string reason;
-  std::string details = "{}";  // a JSON object
-};
-
-// ---- params and results ---------------------------------------------------
-
-struct JobSyncParams {
-  std::string job;
-  std::string definition;  // canonical JSON
-  Instant now;
-  std::string actor = "config";
-};
-struct JobSyncResult {
-  bool created = false;          // the job was new
-  bool version_added = false;    // the definition changed (or the job is new)
-  std::vector<JobVersion> versions;  // all versions, oldest first
-};
-
-struct PartitionSyncParams {
-  std::string job;
-  std::vector<std::string> active;  // the complete current set
-  Instant now;
-};
-struct PartitionSyncResult {
-  std::vector<std::string> added;
-  std::vector<std::string> removed;
-};
-
-// One occurrence of a job's schedule and the runs it expects.
-struct PlannedOccurrence {
-  std::chrono::sys_seconds scheduled_at;
-  std::string local_time;  // 2026-11-28T09:00:00+09:00
-  std::string dst;         // "", "shifted", "repeated"
-  int job_version = 0;
-  std::string tzdata;
-  struct Run {
-    std::string partition;
-    std::string period;
-    std::string business_date;
-  };
-  std::vector<Run> runs;
-};
-
-struct PlanParams {
-  std::string job;
-  std::vector<PlannedOccurrence> occurrences;  // in scheduled order
-  std::chrono::sys_seconds planned_through;    // the watermark after this plan
-  Instant now;
-};
-struct PlanResult {
-  int occurrences_new = 0;  // occurrences not planned before
-  int runs_planned = 0;
-  int runs_deduplicated = 0;  // a later occurrence of an already planned period
-};
-
-struct ReleaseParams {
-  std::string job;
-  ledger::ReleasePolicy policy;  // `paused` is filled in by the store
-  Instant now;
-  int limit = 10000;
-};
-struct ReleaseResult {
-  int released = 0;
-  int skipped = 0;
-};
-
-// What the release pass has to do now, and when it next has anything.
-struct ReleaseOutlook {
-  // Jobs with planned runs due at or before now that no release pass has
-  // judged yet (held runs of a paused job stay here).
-  std::vector<std::string> due_jobs;
-  // The earliest planned run after now that will need judging.
-  std::optional<std::chrono::sys_seconds> next_at;
-};
-
-struct PauseParams {
-  std::optional<std::string> job;  // nullopt: everything
-  bool paused = true;
-  std::string actor;
-  std::string reason;
-  Instant now;
-};
-
-struct RunQuery {
-  std::optional<std::string> job;
-  std::optional<std::string> business_date;
-  std::optional<ledger::RunState> state;
-  std::optional<std::string> partition;
-  std::optional<int64_t> before_id;  // cursor: ids < before_id (newest first)
-  int limit = 100;
-};
-
-// The runs of one job over a range of business dates, in (business_date, id)
-// order, a page at a time: how the gap scanner reads a whole window without
-// holding it. The next page starts after the last row of the previous one.
-struct RunDateQuery {
-  std::string job;
-  std::string from_date;  // YYYY-MM-DD, inclusive
-  std::string to_date;    // YYYY-MM-DD, inclusive
-  // Cursor: only rows after this (business_date, id).
-  std::optional<std::pair<std::string, int64_t>> after;
-  int limit = 1000;
-};
-
-struct EventQuery {
-  std::optional<std::string> job;
-  std::optional<int64_t> run_id;
-  std::optional<Instant> since;
-  std::optional<std::string> type;
-  int limit = 100;  // newest `limit` events, returned oldest first
-};
-
-struct StatsParams {
-  std::string job;
-  std::string business_date;  // the date to count
-  Instant now;
-  std::chrono::sys_seconds horizon_from;  // lag considers runs scheduled at or after this
-};
-struct JobStats {
-  std::string job;
-  std::map<std::string, int> by_state;   // run state name -> count, for business_date
-  std::map<std::string, int> by_reason;  // skip reason -> count, for business_date
-  std::optional<Instant> last_success_at;
-  std::string last_success_business_date;
-  // The oldest due run in the horizon that is neither succeeded nor waived.
-  std::optional<std::chrono::sys_seconds> oldest_open_scheduled_at;
-  int in_flight = 0;  // pending or running, any date
-  int unknown_total = 0;   // runs in `unknown`, any date
-  int expired_leases = 0;  // running runs whose lease expired before now
-  // step name -> step state -> count, for business_date's due runs.
-  std::map<std::string, std::map<std::string, int>> steps;
-};
-
-// ---- metrics: ledger-wide aggregates (GET /metrics) --------------------------
-
-struct LedgerMetricsParams {
-  // Upper bounds (inclusive, ascending) of the attempt-duration histogram.
-  std::vector<std::chrono::milliseconds> duration_bounds;
-  // The event types that count as manual recoveries.
-  std::vector<std::string> recovery_events;
-  // Events by this actor are automatic, not manual ("scanner").
-  std::string automatic_actor;
-};
-struct DurationHistogram {
-  std::vector<int64_t> cumulative;  // attempts at or under each bound, in order
-  int64_t count = 0;                // every ended attempt
-  int64_t sum_ms = 0;
-};
-// Everything counted over the whole ledger (every date), by job.
-struct LedgerMetrics {
-  std::map<std::string, std::map<std::string, int64_t>> runs;      // job -> run state -> runs
-  std::map<std::string, std::map<std::string, int64_t>> attempts;  // job -> end class -> ended
-  // job -> succeeded attempts whose previous attempt did not succeed.
-  std::map<std::string, int64_t> retry_successes;
-  std::map<std::string, std::map<std::string, int64_t>> recoveries;  // job -> event type -> events
-  std::map<std::string, DurationHistogram> durations;  // job -> ended attempts' durations
-};
-
-// ---- execution: claims, leases, attempts, steps -----------------------------
-
-// How the runs of one job may be claimed by the caller.
-struct ClaimRule {
-  std::string job;
-  std::chrono::milliseconds lease_ttl{3600000};
-  int max_concurrency = 0;  // running runs of the job at most; 0: no limit
-  config::Overlap overlap = config::Overlap::kQueue;
-  std::vector<std::string> steps;  // the job's steps, in order
-};
-
-struct ClaimParams {
-  Instant now;
-  std::string node;
-  int limit = 1;
-  std::vector<ClaimRule> rules;  // only these jobs are claimed
-};
-
-struct StepState {
-  std::string name;
-  std::string state;  // pending | running | succeeded | failed
-  friend bool operator==(const StepState&, const StepState&) = default;
-};
-
-struct ClaimedRun {
-  RunRecord run;
-  int attempt = 0;          // this attempt's number (1 for the first)
-  int64_t token = 0;        // its fencing token
-  Instant lease_expires_at;
-  int budget_attempts = 0;  // attempts in the retry budget, this one included
-  Instant budget_started_at;
-  std::vector<StepState> steps;  // in order; a retry resumes at the first not succeeded
-};
-
-struct HeartbeatParams {
-  int64_t run_id = 0;
-  int64_t token = 0;
-  Instant now;
-  std::chrono::milliseconds lease_ttl{3600000};
-  std::string node;
-};
-
-struct StepParams {
-  int64_t run_id = 0;
-  int64_t token = 0;
-  std::string step;
-  std::string state;  // running | succeeded | failed
-  Instant now;
-  std::string node;
-};
-
-struct FinishParams {
-  int64_t run_id = 0;
-  int64_t token = 0;
-  Instant now;
-  std::string node;
-  std::string actor = "worker";  // "worker" | "reaper"
-  ledger::EndClass end_class = ledger::EndClass::kSucceeded;
-  std::optional<int> exit_status;
-  std::string step;  // the step that ended the attempt, if any
-  std::string log_path;
-  std::string output_tail;
-  ledger::AttemptDecision decision;
-  // The reaper's finish: applies only while the lease is still expired, so
-  // a heartbeat that got in first wins.
-  bool only_if_lease_expired = false;
-  // The attempt never started (a run claimed ahead and released at
-  // shutdown): recorded as any attempt, but given back to the run's retry
-  // budget, so a restart does not use up `max_attempts`.
-  bool outside_budget = false;
-};
-
-// One write of a worker for RunApplyWrites: a step's new state, then
-// optionally the end of the attempt. Both carry the attempt's token; when the
-// step update is refused, the finish is not applied.
-struct WorkerWrite {
-  std::optional<StepParams> step;
-  std::optional<FinishParams> finish;
-};
-
-struct ExpiredLease {
-  RunRecord run;
-  int64_t token = 0;
-  int attempt = 0;
-  std::string node;
-  std::string running_step;  // empty when between steps
-  int budget_attempts = 0;
-  Instant budget_started_at;
-};
-
-// The lease a running run is under: what a worker outside this process
-// (an external worker over HTTP) needs to end its attempt as the
-// dispatcher would, with the retry budget the claim counted it in.
-struct RunLease : ExpiredLease {
-  Instant expires_at;
-};
-
-struct OperatorParams {
-  int64_t run_id = 0;
-  std::string actor;
-  std::string reason;
-  Instant now;
-};
-
-struct AttemptRecord {
-  int number = 0;
-  int64_t token = 0;
-  std::string node;
-  Instant started_at;
-  std::optional<Instant> ended_at;
-  std::string end_class;  // empty while open
-  std::optional<int> exit_status;
-  std::string step;
-  std::string log_path;
-  std::string output_tail;
-  // The operator's (or scanner's) action that put the run back to work
-  // before this attempt, if any: every attempt it caused links to it.
-  std::optional<int64_t> action_event_id;
-};
-
-struct SchemaInfo {
-  int version = 0;          // migrations applied
-  int compatible_from = 0;  // the oldest schema version of a binary that may use it
-};
-
-// ---- effects and checkpoints (docs/effects.md) ---------------------------
-
-// One external side effect under an idempotency key, scoped to its job.
-struct EffectRecord {
-  int64_t id = 0;
-  std::string job;
-  std::string key;
-  std::string fingerprint;  // "" by default
-  ledger::EffectState state = ledger::EffectState::kStarted;
-  // What the effect's command answered when it was settled (committed:
-  // exit 0 and its stdout, capped by the caller; failed: its status).
-  std::optional<int> exit_status;
-  std::string result;
-  // The run and attempt that (last) started it: a failed effect that a
-  // later attempt does again is started anew by that attempt.
-  int64_t run_id = 0;
-  std::string run_key;
-  int started_attempt = 0;
-  int64_t started_token = 0;
-  // Who settled it: the attempt that committed or failed it, or the
-  // operator (settled_by) who resolved it.
-  std::optional<int> settled_attempt;
-  std::optional<int64_t> settled_token;
-  std::string settled_by;
-  // The run and attempt that last found it in doubt (another run of the job
-  // may find it: keys are per job).
-  std::optional<int64_t> doubt_run_id;
-  std::optional<int64_t> doubt_token;
-  std::string started_request;  // see EffectBeginParams::request
-  Instant started_at;
-  Instant updated_at;
-};
-
-// A worker's begin, fenced by its attempt's token. The job is the run's.
-struct EffectBeginParams {
-  int64_t run_id = 0;
-  int64_t token = 0;
-  std::string key;          // 1 to kMaxEffectKeyBytes bytes
-  std::string fingerprint;  // what the effect is about; "" by default
-  Instant now;
-  std::string node;         // actor of the events
-  // Names one call of the caller (`effect run` invocation, ctx.Effect call):
-  // the same request asking again goes on; a different request of the same
-  // attempt finds the key in doubt. "" counts as the same request.
-  std::string request;
-};
-inline constexpr std::size_t kMaxEffectKeyBytes = 1024;
-
-enum class EffectBeginOutcome {
-  // Do the effect now: the key is recorded `started` by this attempt
-  // (durable before the answer), first time, or again after `failed`, or
-  // this attempt began it already.
-  kProceed,
-  // Already committed: do not do it again; `effect` holds the stored exit
-  // status and result. Nothing was written.
-  kReplay,
-  // `started` by an attempt that is over without settling it: it may or may
-  // not have happened. Reconcile, then EffectCommit (it happened) or
-  // EffectFail and begin again (it did not), or stop: the run must become
-  // `unknown`. The finding is recorded (doubt_run_id/doubt_token, an
-  // effect_in_doubt event).
-  kInDoubt,
-};
-
-struct EffectBeginResult {
-  EffectBeginOutcome outcome = EffectBeginOutcome::kProceed;
-  EffectRecord effect;  // as stored after the begin
-};
-
-// A watermark to write with an effect's commit, in the same transaction.
-struct CheckpointWrite {
-  ledger::CheckpointScope scope = ledger::CheckpointScope::kRun;
-  std::string value;
-};
-
-struct EffectCommitParams {
-  int64_t run_id = 0;
-  int64_t token = 0;
-  std::string key;
-  std::optional<int> exit_status;  // normally 0
-  std::string result;              // stdout, capped by the caller
-  std::optional<CheckpointWrite> checkpoint;
-  Instant now;
-  std::string node;
-};
-
-struct EffectFailParams {
-  int64_t run_id = 0;
-  int64_t token = 0;
-  std::string key;
-  std::optional<int> exit_status;
-  std::string result;
-  Instant now;
-  std::string node;
-};
-
-// Operator: settle an effect in doubt of an `unknown` run by their word.
-struct EffectResolveParams {
-  int64_t run_id = 0;
-  std::string key;
-  ledger::EffectState as = ledger::EffectState::kCommitted;  // committed | failed
-  std::string actor;
-  std::string reason;
-  Instant now;
-};
-struct EffectResolveResult {
-  // kPending when no effect of the run is in doubt any more; kUnknown while
-  // others still are (listed in still_in_doubt, to be resolved in turn).
-  ledger::RunState run_state = ledger::RunState::kPending;
-  std::vector<std::string> still_in_doubt;
-};
-
-// Operator: settle an `unknown` run that has no effect in doubt.
-enum class RunResolution { kSucceeded, kFailed, kRetry };
-std::string_view Name(RunResolution r);
-std::optional<RunResolution> ParseRunResolution(std::string_view s);
-
-struct RunResolveParams {
-  int64_t run_id = 0;
-  RunResolution as = RunResolution::kRetry;
-  std::string actor;
-  std::string reason;
-  Instant now;
-};
-
-struct CheckpointRecord {
-  ledger::CheckpointScope scope = ledger::CheckpointScope::kRun;
-  std::string job;
-  std::string partition;
-  std::optional<int64_t> run_id;  // scope run only
-  std::string value;
-  Instant updated_at;
-  int64_t writer_run_id = 0;  // the attempt that wrote this value
-  int64_t writer_token = 0;
-};
-
-// The watermarks a run sees: its own, and its job+partition's.
-struct Checkpoints {
-  std::optional<CheckpointRecord> run;
-  std::optional<CheckpointRecord> partition;
-};
-
-struct CheckpointSetParams {
-  int64_t run_id = 0;
-  int64_t token = 0;
-  ledger::CheckpointScope scope = ledger::CheckpointScope::kRun;
-  std::string value;
-  Instant now;
-  std::string node;
-};
-
-// ---- recovery: the gap scanner's backfill, operators' backfill and approve -
-
-// An expected key to queue, with the run (and occurrence) it would have had:
-// a backfilled run keeps its run key, business date and scheduled time.
-struct QueueKey {
-  std::string partition;
-  std::string period;
-  std::string business_date;
-  std::chrono::sys_seconds scheduled_at;
-  int job_version = 0;
-  std::string local_time;  // of the occurrence, recorded if it was never planned
-  std::string tzdata;
-};
-
-struct QueueKeysParams {
-  std::string job;
-  std::vector<QueueKey> keys;
-  // kPending (released, misfire-exempt) or kAwaitingApproval.
-  ledger::RunState as = ledger::RunState::kPending;
-  // Also requeue keys skipped on purpose (coalesced, catchup_none, overlap,
-  // paused), not only never-planned and misfired ones.
-  bool include_waived = false;
-  std::string event_type = "backfill";  // one event per queued key; "" for none
-  std::string actor;
-  std::string reason;
-  Instant now;
-};
-
-struct QueueKeysResult {
-  std::vector<int64_t> queued;            // run ids, in key order
-  std::vector<std::string> left_alone;    // run keys in a state this does not move
-};
-
-// One key of an operator's action over many keys (backfill, rerun,
-// trigger), with what the operator's preview saw of it: the action is
-// refused, whole, when the ledger no longer matches.
-struct RequeueKey {
-  QueueKey key;
-  std::optional<ledger::RunState> seen;  // none: the preview saw no run
-};
-
-struct RequeueParams {
-  std::string job;
-  std::vector<RequeueKey> keys;
-  // Queued runs start again at their first step (a forced rerun), not at
-  // the first step not succeeded. A succeeded run is always restarted so.
-  bool from_first_step = false;
-  std::string event_type;  // backfill, rerun, trigger
-  std::string actor;
-  std::string reason;
-  std::string details = "{}";  // a JSON object; the store adds run_keys and run_ids
-  Instant now;
-};
-
-struct RequeueResult {
-  int64_t event_id = 0;
-  std::vector<int64_t> queued;  // run ids, in key order
-};
-
-struct ApproveParams {
-  std::string job;
-  std::optional<int64_t> run_id;          // one run, or
-  std::optional<std::string> from, to;    // business dates, inclusive
-  std::string actor;
-  std::string reason;
-  Instant now;
-};
-
-// One worker write of the effect ledger for RunEffectBatch: the request,
-// and its answer, filled in by the store. The answers are those of the call
-// of the same params (EffectBegin, EffectCommit, EffectFail, CheckpointSet).
-struct EffectOp {
-  std::variant<EffectBeginParams, EffectCommitParams, EffectFailParams, CheckpointSetParams>
-      request;
-  Status status;             // the op's own answer: ok, kStaleLease, kConflict, ...
-  EffectBeginResult begun;   // a begin's answer, when `status` is ok
-};
-
-// Where RunEffectBatch takes its ops from: the store asks for more until it
-// gets none, applying each lot as it comes, then commits. A group committer
-// hands over what was queued when it started and then, lot by lot, what
-// queued while the store was applying the earlier ones, so that callers
-// arriving during a batch's work join it instead of waiting for the next
-// commit. The ops stay the source's: each span must stay valid, and its
-// ops in place, until RunEffectBatch returns; their answers are written
-// there.
-class EffectOpSource {
- public:
-  virtual ~EffectOpSource() = default;
-  // The next ops to apply in the same transaction; empty: no more.
-  virtual std::span<EffectOp> Next() = 0;
-};
-
-// ---- nodes and retention -----------------------------------------------------
-
-// A `serve` node saying it is alive (the node heartbeat table).
-struct NodeBeat {
-  std::string node;
-  std::string version;
-  std::string listen;  // its API address, "" when it serves none
-  Instant started_at;
-  Instant now;
-  // The process that beats: its host name and process id.
-  std::string host = {};
-  int64_t pid = 0;
-};
-
-struct NodeRecord {
-  std::string node;
-  std::string version;
-  std::string listen;
-  Instant started_at;
-  Instant last_seen_at;
-  int running = 0;  // runs whose lease it holds now
-  // The roles it holds or last held (RoleHold), each with the end of its
-  // lease: held now when that is not past.
-  std::vector<std::pair<std::string, Instant>> roles;
-  // When it stopped cleanly (NodeStopped); none while it runs or after a
-  // crash.
-  std::optional<Instant> stopped_at;
-  // The process that beat last ("" and 0 before schema 10).
-  std::string host;
-  int64_t pid = 0;
-};
-
-// A node asking to hold a role that one node at a time holds (alerting).
-struct RoleParams {
-  std::string role;
-  std::string node;
-  Instant now;  // PostgreSQL in production: the database's clock instead
-  std::chrono::milliseconds ttl{30000};  // held until now + ttl unless renewed
-};
-
-struct PurgeParams {
-  // Runs in a finished end state (succeeded, failed, skipped, cancelled)
-  // whose last change is before this instant go, with what belongs to them.
-  Instant before;
-  int limit = 500;  // runs per call (one transaction)
-  // Nodes last seen before this instant are forgotten (status stops
-  // listing them), in the call that finishes the runs; none when unset.
-  std::optional<Instant> nodes_seen_before;
-};
-struct PurgeResult {
-  int runs = 0;
-  int attempts = 0;
-  int events = 0;
-  int effects = 0;
-  int nodes = 0;
-};
-
-// ---- the interface --------------------------------------------------------
 
 class Store {
  public:
@@ -686,9 +53,10 @@ class Store {
   virtual Result<SchemaInfo> GetSchemaInfo() = 0;
 
   // The instant the ledger's decisions are made at: `local` (the caller's
-  // clock) on SQLite, the database server's clock on PostgreSQL
-  // (docs/architecture.md, Time), so that a pass reads it once and plans,
-  // releases and reaps by it.
+  // clock) on SQLite, the database server's clock on PostgreSQL with
+  // database_clock (docs/architecture.md, Time): what a pass plans
+  // occurrences up to and sleeps until the next of. One round trip; the
+  // calls themselves do not need it.
   virtual Result<Instant> LedgerNow(Instant local) = 0;
 
   // Creates the job if new and records a new version when `definition`
@@ -720,7 +88,7 @@ class Store {
   // Which jobs RunRelease has work for at `now`, and when it next will: so
   // an idle server wakes when something falls due instead of asking every
   // job every second.
-  virtual Result<ReleaseOutlook> RunReleaseOutlook(Instant now) = 0;
+  virtual Result<ReleaseOutlook> RunReleaseOutlook(std::optional<Instant> now) = 0;
 
   // Pause or resume a job or everything, with a paused/resumed event.
   // kConflict when it is already in that state; kNotFound for an unknown
@@ -736,7 +104,7 @@ class Store {
   virtual Status RunListByDate(const RunDateQuery& q, std::vector<RunRecord>* page) = 0;
   // Released pending runs that are due, oldest first: what a dispatcher
   // claims from.
-  virtual Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) = 0;
+  virtual Result<std::vector<RunRecord>> RunListDue(std::optional<Instant> now, int limit) = 0;
 
   virtual Status EventAppend(const EventRecord& e) = 0;
   // Every event in one transaction, in order: all or none.
@@ -783,7 +151,7 @@ class Store {
   virtual Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) = 0;
 
   // Running runs whose lease expired before `now`.
-  virtual Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) = 0;
+  virtual Result<std::vector<ExpiredLease>> RunListExpiredLeases(std::optional<Instant> now, int limit) = 0;
 
   // The lease of a running run (whether or not it has expired). kNotFound
   // for no such run; kFailedPrecondition naming the state for a run that is

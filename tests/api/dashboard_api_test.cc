@@ -92,7 +92,7 @@ void Seed(const std::string& config_path, const std::string& db) {
   engine::Planner planner(config, store, clock);
   store::ClaimRule rule;
   rule.job = "daily";
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"work"};
   for (int back = 2; back >= 0; --back) {
     const Clock::TimePoint midnight = today - std::chrono::days(back);

@@ -198,7 +198,7 @@ void SeedLedger(const std::string& config_path, const std::string& db) {
   ASSERT_TRUE(store.RunRelease(release).ok());
   store::ClaimRule rule;
   rule.job = "report";
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"generate", "deliver"};
   auto claimed = store.RunClaim({Ms("2024-02-29T09:00:02Z"), "node-a", 100, {rule}});
   ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
@@ -735,7 +735,7 @@ class OperatorActions : public ::testing::Test {
     ASSERT_TRUE(store.RunRelease(release).ok());
     store::ClaimRule rule;
     rule.job = "report";
-    rule.overlap = config::Overlap::kAllow;
+    rule.overlap = ledger::Overlap::kAllow;
     rule.steps = {"generate", "deliver"};
     auto claimed = store.RunClaim({Ms("2000-02-29T09:00:02Z"), "node-a", 10, {rule}});
     ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();

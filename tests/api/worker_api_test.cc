@@ -51,7 +51,7 @@ class WorkerApiTest : public StoreConformance {
     x.timezone = "UTC";
     x.executor = config::Executor::kExternal;
     x.lease_ttl = std::chrono::minutes{5};
-    x.overlap = config::Overlap::kAllow;
+    x.overlap = ledger::Overlap::kAllow;
     x.retry.max_attempts = 3;
     x.retry.initial_backoff = std::chrono::seconds{10};
     x.retry.jitter = 0;

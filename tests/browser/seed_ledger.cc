@@ -103,7 +103,7 @@ Status Finish(store::Store& store, const store::ClaimedRun& c, const std::string
 std::vector<store::ClaimRule> Rules(const std::string& job) {
   store::ClaimRule rule;
   rule.job = job;
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = job == "billing" ? std::vector<std::string>{"settle"}
                                 : std::vector<std::string>{"generate", "deliver"};
   return {rule};

@@ -86,7 +86,7 @@ class ResolveCli : public ::testing::Test {
     EXPECT_TRUE(store_->RunRelease(rel).ok());
     store::ClaimRule rule;
     rule.job = job;
-    rule.overlap = config::Overlap::kAllow;
+    rule.overlap = ledger::Overlap::kAllow;
     rule.steps = {"send"};
     auto claimed = store_->RunClaim({At("2024-01-05T09:00:02Z"), "n1", 1, {rule}});
     EXPECT_TRUE(claimed.ok() && claimed->size() == 1u);

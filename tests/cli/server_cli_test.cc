@@ -125,7 +125,7 @@ void Seed(const std::string& config_path, const std::string& db) {
 
   store::ClaimRule rule;
   rule.job = "report";
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"generate", "deliver"};
   // 2000's globex: begins "fax-1", and its attempt is lost: in doubt.
   {

@@ -220,7 +220,7 @@ TEST(MigrateStoreCli, CopiesEveryTableAndFencingContinuesAboveTheCopiedTokens) {
   ASSERT_TRUE(src->RunRelease(rel).ok());
   store::ClaimRule rule;
   rule.job = "deliver";
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.lease_ttl = std::chrono::minutes{5};
   rule.steps = {"send"};
   auto claimed = *src->RunClaim({At("2026-11-05T09:00:02Z"), "n1", 2, {rule}});

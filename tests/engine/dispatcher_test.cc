@@ -64,7 +64,7 @@ class DispatcherTest : public ::testing::Test {
 
   // One in-process job "j" with one partition and the given steps, firing
   // at 09:00 UTC; planned and released at 09:00:01.
-  void AddJob(std::vector<config::StepConfig> steps, config::RetryConfig retry = {},
+  void AddJob(std::vector<config::StepConfig> steps, ledger::RetryPolicy retry = {},
               const std::string& name = "j") {
     config::JobConfig job;
     job.name = name;
@@ -104,7 +104,7 @@ class DispatcherTest : public ::testing::Test {
   // worker: a first run shows the pace, the next claim takes the rest
   // ahead of the worker, whose run holds it until a drain with no grace
   // cancels it. `calls`: the handler's calls.
-  void DrainWithRunsClaimedAhead(int partitions, const config::RetryConfig& retry,
+  void DrainWithRunsClaimedAhead(int partitions, const ledger::RetryPolicy& retry,
                                  int* calls_out = nullptr) {
     AddJob({Step("unsafe", /*idempotent=*/false)}, retry);
     for (int i = 0; i < partitions; ++i) {
@@ -258,7 +258,7 @@ TEST_F(DispatcherTest, AWorkerWriteLostAtCommitIsRecheckedAndAppliedOnce) {
 }
 
 TEST_F(DispatcherTest, RetryableFailureThenSuccessAfterBackoff) {
-  config::RetryConfig retry;
+  ledger::RetryPolicy retry;
   retry.initial_backoff = milliseconds{30000};
   retry.jitter = 0.0;
   AddJob({Step("work")}, retry);
@@ -285,7 +285,7 @@ TEST_F(DispatcherTest, RetryableFailureThenSuccessAfterBackoff) {
 
 // ctx.Effect: the effect runs once; the retry replays the stored result.
 TEST_F(DispatcherTest, AnEffectIsDoneOnceAndReplayedOnTheRetry) {
-  config::RetryConfig retry;
+  ledger::RetryPolicy retry;
   retry.initial_backoff = milliseconds{1000};
   retry.jitter = 0.0;
   AddJob({Step("work")}, retry);
@@ -346,7 +346,7 @@ class EffectInDoubtTest : public DispatcherTest {
  protected:
   // `verdict`: the reconcile function's exit status, -1 for none.
   void Scenario(int verdict) {
-    config::RetryConfig retry;
+    ledger::RetryPolicy retry;
     retry.initial_backoff = milliseconds{1000};
     retry.jitter = 0.0;
     AddJob({Step("work")}, retry);
@@ -432,7 +432,7 @@ TEST_F(DispatcherTest, PermanentExitIsNotRetried) {
 }
 
 TEST_F(DispatcherTest, RetryResumesAtTheFirstStepNotSucceeded) {
-  config::RetryConfig retry;
+  ledger::RetryPolicy retry;
   retry.initial_backoff = milliseconds{1000};
   retry.jitter = 0.0;
   AddJob({Step("generate"), Step("deliver")}, retry);
@@ -563,7 +563,7 @@ TEST_F(DispatcherTest, ADrainReleasesRunsClaimedAheadThatNeverStarted) {
 // is recorded, but not counted against max_attempts. With two attempts
 // allowed, a retryable failure after the restart is retried, not the end.
 TEST_F(DispatcherTest, ARunReleasedBeforeItStartedKeepsItsWholeRetryBudget) {
-  config::RetryConfig retry;
+  ledger::RetryPolicy retry;
   retry.max_attempts = 2;
   DrainWithRunsClaimedAhead(4, retry);
   if (HasFatalFailure()) return;
@@ -736,7 +736,7 @@ TEST_F(DispatcherTest, MissingCommandIsASpawnFailure) {
 }
 
 TEST_F(DispatcherTest, AStalledWorkerIsFencedOffAndItsRunFinishedByAnother) {
-  config::RetryConfig retry;
+  ledger::RetryPolicy retry;
   retry.initial_backoff = milliseconds{0};
   retry.jitter = 0.0;
   AddJob({Step("work", /*idempotent=*/true)}, retry);

@@ -67,7 +67,7 @@ class EffectWriterTest : public ::testing::Test {
     EXPECT_TRUE(store_->RunRelease(r).ok());
     store::ClaimRule rule;
     rule.job = "j";
-    rule.overlap = config::Overlap::kAllow;
+    rule.overlap = ledger::Overlap::kAllow;
     rule.steps = {"deliver"};
     auto claimed = store_->RunClaim({At("2026-11-05T12:00:00Z"), "n1", n, {rule}});
     EXPECT_TRUE(claimed.ok());

@@ -291,7 +291,7 @@ TEST_F(PlannerTest, InvalidPartitionIdsAndTimeoutsAreFailures) {
 }
 
 TEST_F(PlannerTest, DowntimeWithEachCatchupPolicy) {
-  for (auto catchup : {config::Catchup::kAll, config::Catchup::kLatest, config::Catchup::kNone}) {
+  for (auto catchup : {ledger::Catchup::kAll, ledger::Catchup::kLatest, ledger::Catchup::kNone}) {
     SCOPED_TRACE(static_cast<int>(catchup));
     TearDown();
     SetUp();
@@ -305,12 +305,12 @@ TEST_F(PlannerTest, DowntimeWithEachCatchupPolicy) {
     const auto ledger = Ledger("j");
     ASSERT_EQ(ledger.size(), 4u);
     const std::vector<std::string> expected =
-        catchup == config::Catchup::kAll
+        catchup == ledger::Catchup::kAll
             ? std::vector<std::string>{"default/2026-11-05T06:00+00:00 skipped:misfired",
                                        "default/2026-11-05T07:00+00:00 skipped:misfired",
                                        "default/2026-11-05T08:00+00:00 pending",
                                        "default/2026-11-05T09:00+00:00 pending"}
-        : catchup == config::Catchup::kLatest
+        : catchup == ledger::Catchup::kLatest
             ? std::vector<std::string>{"default/2026-11-05T06:00+00:00 skipped:coalesced",
                                        "default/2026-11-05T07:00+00:00 skipped:coalesced",
                                        "default/2026-11-05T08:00+00:00 skipped:coalesced",
@@ -321,7 +321,7 @@ TEST_F(PlannerTest, DowntimeWithEachCatchupPolicy) {
                                        "default/2026-11-05T09:00+00:00 skipped:catchup_none"};
     EXPECT_EQ(ledger, expected);
     EXPECT_EQ(Events("j", "skipped").size(),
-              static_cast<std::size_t>(catchup == config::Catchup::kNone ? 4 : catchup == config::Catchup::kLatest ? 3 : 2));
+              static_cast<std::size_t>(catchup == ledger::Catchup::kNone ? 4 : catchup == ledger::Catchup::kLatest ? 3 : 2));
   }
 }
 
@@ -329,7 +329,7 @@ TEST_F(PlannerTest, PauseHoldRunsOnResumeAndSkipRecords) {
   auto hold = Job("hold", "0 * * * *");
   hold.misfire_grace = minutes{5};
   auto skip = Job("skip", "0 * * * *");
-  skip.on_pause = config::OnPause::kSkip;
+  skip.on_pause = ledger::OnPause::kSkip;
   config_.jobs = {hold, skip};
   ASSERT_TRUE(Pass("2026-11-05T05:30:00Z").ok());
   ASSERT_TRUE(store_->JobSetPaused({std::nullopt, true, "ops", "migration",

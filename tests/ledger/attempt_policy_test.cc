@@ -37,7 +37,7 @@ TEST(ExitClasses, NamesRoundTrip) {
 }
 
 TEST(Backoff, FollowsTheFormula) {
-  config::RetryConfig p;
+  ledger::RetryPolicy p;
   p.initial_backoff = milliseconds{30000};
   p.multiplier = 2.0;
   p.max_backoff = milliseconds{600000};
@@ -63,7 +63,7 @@ AttemptFacts Facts(EndClass end, int attempts, bool idempotent = false) {
 }
 
 TEST(DecideAfterAttempt, SucceededPermanentAndUnknown) {
-  config::RetryConfig p;
+  ledger::RetryPolicy p;
   EXPECT_EQ(DecideAfterAttempt(p, Facts(EndClass::kSucceeded, 1)).state, RunState::kSucceeded);
   const auto permanent = DecideAfterAttempt(p, Facts(EndClass::kPermanent, 1));
   EXPECT_EQ(permanent.state, RunState::kFailed);
@@ -76,7 +76,7 @@ TEST(DecideAfterAttempt, SucceededPermanentAndUnknown) {
 }
 
 TEST(DecideAfterAttempt, RetriesUntilTheBudgetIsSpent) {
-  config::RetryConfig p;
+  ledger::RetryPolicy p;
   p.max_attempts = 3;
   p.jitter = 0.0;
   const auto first = DecideAfterAttempt(p, Facts(EndClass::kRetryable, 1));
@@ -93,7 +93,7 @@ TEST(DecideAfterAttempt, RetriesUntilTheBudgetIsSpent) {
 }
 
 TEST(DecideAfterAttempt, MaxRetryDurationCountsFromTheFirstStart) {
-  config::RetryConfig p;
+  ledger::RetryPolicy p;
   p.max_attempts = 100;
   p.jitter = 0.0;
   p.max_retry_duration = seconds{60};

@@ -34,7 +34,7 @@ TEST(ReleasePolicy, LoneRunWithinAndBeyondGrace) {
 
 TEST(ReleasePolicy, CatchupIsPerPartition) {
   ReleasePolicy p;
-  p.catchup = config::Catchup::kLatest;
+  p.catchup = ledger::Catchup::kLatest;
   // Partition a has two overdue, b one: only a coalesces.
   const auto d = Sorted(DecideRelease(
       {{1, "a", T("08:00"), false}, {2, "a", T("09:00"), false}, {3, "b", T("09:00"), false}},
@@ -44,7 +44,7 @@ TEST(ReleasePolicy, CatchupIsPerPartition) {
 
 TEST(ReleasePolicy, CatchupNoneWaivesEverySeveralOverdue) {
   ReleasePolicy p;
-  p.catchup = config::Catchup::kNone;
+  p.catchup = ledger::Catchup::kNone;
   const auto d = Sorted(
       DecideRelease({{2, "a", T("09:00"), false}, {1, "a", T("08:00"), false}}, p, T("09:00")));
   EXPECT_EQ(d, (std::vector<ReleaseDecision>{Skip(1, SkipReason::kCatchupNone),
@@ -56,7 +56,7 @@ TEST(ReleasePolicy, CatchupNoneWaivesEverySeveralOverdue) {
 TEST(ReleasePolicy, ExemptRunsIgnoreGraceAndCatchup) {
   ReleasePolicy p;
   p.misfire_grace = minutes{1};
-  p.catchup = config::Catchup::kNone;
+  p.catchup = ledger::Catchup::kNone;
   const auto d = Sorted(DecideRelease(
       {{1, "a", T("01:00"), true}, {2, "a", T("02:00"), true}}, p, T("09:00")));
   EXPECT_EQ(d, (std::vector<ReleaseDecision>{Released(1), Released(2)}));
@@ -65,11 +65,11 @@ TEST(ReleasePolicy, ExemptRunsIgnoreGraceAndCatchup) {
 TEST(ReleasePolicy, PausedHoldsOrSkips) {
   ReleasePolicy p;
   p.paused = true;
-  p.on_pause = config::OnPause::kHold;
+  p.on_pause = ledger::OnPause::kHold;
   EXPECT_EQ(DecideRelease({{1, "a", T("09:00"), false}, {2, "a", T("09:00"), true}}, p,
                           T("09:00")),
             (std::vector<ReleaseDecision>{Hold(1)}));
-  p.on_pause = config::OnPause::kSkip;
+  p.on_pause = ledger::OnPause::kSkip;
   EXPECT_EQ(DecideRelease({{1, "a", T("09:00"), false}}, p, T("09:00")),
             (std::vector<ReleaseDecision>{Skip(1, SkipReason::kPaused)}));
 }

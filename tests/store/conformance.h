@@ -147,7 +147,7 @@ class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
     store::ClaimRule rule;
     rule.job = "j";
     rule.lease_ttl = std::chrono::minutes{5};
-    rule.overlap = config::Overlap::kAllow;
+    rule.overlap = ledger::Overlap::kAllow;
     rule.steps = {"deliver"};
     store::ClaimParams p;
     p.now = InstantAt(now);

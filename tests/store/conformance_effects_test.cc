@@ -619,7 +619,7 @@ TEST_P(StoreEffects, ResolvingAnEffectInDoubtPutsTheRunBackToPending) {
     ASSERT_TRUE(S().RunRelease(rel).ok());
     store::ClaimRule rule;
     rule.job = job;
-    rule.overlap = config::Overlap::kAllow;
+    rule.overlap = ledger::Overlap::kAllow;
     rule.steps = {"deliver"};
     store::ClaimParams cp{InstantAt("2026-11-05T12:00:00Z"), "n1", 1, {rule}};
     const auto c = S().RunClaim(cp)->at(0);
@@ -683,7 +683,7 @@ TEST_P(StoreEffects, ResolvingAsFailedRunsTheStepThatBeganTheEffectAgain) {
   ASSERT_TRUE(S().RunRelease(rel).ok());
   store::ClaimRule rule;
   rule.job = "sw";
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"generate", "pay", "notify"};
   const auto c =
       S().RunClaim({InstantAt("2026-11-05T12:00:00Z"), "n1", 1, {rule}})->at(0);

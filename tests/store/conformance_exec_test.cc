@@ -18,7 +18,7 @@ class StoreExec : public StoreConformance {
     store::ClaimRule rule;
     rule.job = job;
     rule.lease_ttl = std::chrono::minutes{5};
-    rule.overlap = config::Overlap::kAllow;
+    rule.overlap = ledger::Overlap::kAllow;
     rule.steps = {"generate", "deliver"};
     return rule;
   }
@@ -412,7 +412,7 @@ TEST_P(StoreExec, MaxConcurrencyPerJob) {
 TEST_P(StoreExec, OverlapQueueWaitsForTheEarlierPeriod) {
   Setup({"a"}, {"09:00", "10:00"});
   auto rule = Rule();
-  rule.overlap = config::Overlap::kQueue;
+  rule.overlap = ledger::Overlap::kQueue;
   const auto first = Claim("2026-11-05T12:00:00Z", 10, {rule});
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0].run.period, "T09:00");
@@ -434,7 +434,7 @@ TEST_P(StoreExec, RunsWaitingBehindAnEarlierPeriodDoNotHoldBackOthers) {
   Setup({"a"}, times);
   Setup({"b"}, {"10:00"}, "k");
   auto queue = Rule();
-  queue.overlap = config::Overlap::kQueue;
+  queue.overlap = ledger::Overlap::kQueue;
   const auto claimed = Claim("2026-11-05T12:00:00Z", 2, {queue, Rule("k")});
   ASSERT_EQ(claimed.size(), 2u);
   EXPECT_EQ(claimed[0].run.job, "j");
@@ -462,7 +462,7 @@ TEST_P(StoreExec, AClaimLooksFurtherWhenTheRunsItReadArePassedOver) {
 TEST_P(StoreExec, OverlapSkipAndAllow) {
   Setup({"a"}, {"09:00", "10:00"});
   auto skip = Rule();
-  skip.overlap = config::Overlap::kSkip;
+  skip.overlap = ledger::Overlap::kSkip;
   const auto first = Claim("2026-11-05T12:00:00Z", 1, {skip});
   ASSERT_EQ(first.size(), 1u);
   EXPECT_TRUE(Claim("2026-11-05T12:00:01Z", 10, {skip}).empty());
@@ -570,7 +570,7 @@ TEST_P(StoreExec, AppliedWritesAreFencedOneByOne) {
 TEST_P(StoreExec, OverlapIsDecidedRunByRunWithinOneClaim) {
   Setup({"a"}, {"09:00", "10:00"});
   auto skip = Rule();
-  skip.overlap = config::Overlap::kSkip;
+  skip.overlap = ledger::Overlap::kSkip;
   const auto claimed = Claim("2026-11-05T12:00:00Z", 10, {skip});
   ASSERT_EQ(claimed.size(), 1u);
   EXPECT_EQ(claimed[0].run.period, "T09:00");

@@ -81,7 +81,7 @@ TEST_P(StoreRecovery, MisfiredKeysAreRequeuedAndWaivedOnesOnlyWhenAsked) {
   store::ReleaseParams rel;
   rel.job = "j";
   rel.policy.misfire_grace = std::chrono::minutes{1};
-  rel.policy.catchup = config::Catchup::kLatest;
+  rel.policy.catchup = ledger::Catchup::kLatest;
   rel.now = InstantAt("2026-11-05T12:00:00Z");
   ASSERT_TRUE(S().RunRelease(rel).ok());
   ASSERT_EQ(RunOf("a", "2026-11-05T09").reason, ledger::SkipReason::kCoalesced);

@@ -11,8 +11,8 @@ using ledger::SkipReason;
 class StoreRelease : public StoreConformance {
  protected:
   store::ReleaseResult Release(const std::string& job, const std::string& now,
-                               config::Catchup catchup = config::Catchup::kAll,
-                               config::OnPause on_pause = config::OnPause::kHold,
+                               ledger::Catchup catchup = ledger::Catchup::kAll,
+                               ledger::OnPause on_pause = ledger::OnPause::kHold,
                                std::chrono::seconds grace = std::chrono::hours{1}) {
     store::ReleaseParams p;
     p.job = job;
@@ -112,8 +112,8 @@ TEST_P(StoreRelease, DueRunWithinGraceIsReleasedOnce) {
 TEST_P(StoreRelease, LoneRunBeyondGraceIsMisfired) {
   AddJob("j");
   PlanFourHours("j", {"a"});
-  const auto r = Release("j", "2026-11-05T06:30:01Z", config::Catchup::kAll,
-                         config::OnPause::kHold, std::chrono::minutes{30});
+  const auto r = Release("j", "2026-11-05T06:30:01Z", ledger::Catchup::kAll,
+                         ledger::OnPause::kHold, std::chrono::minutes{30});
   EXPECT_EQ(r.skipped, 1);
   EXPECT_EQ(Summary("j")[0], "a:T06:skipped:misfired");
   const auto skipped = Events("j", "skipped");
@@ -127,7 +127,7 @@ TEST_P(StoreRelease, LoneRunBeyondGraceIsMisfired) {
 TEST_P(StoreRelease, CatchupAllRunsEachWithinGrace) {
   AddJob("j");
   PlanFourHours("j", {"a", "b"});
-  Release("j", "2026-11-05T09:30:00Z", config::Catchup::kAll, config::OnPause::kHold,
+  Release("j", "2026-11-05T09:30:00Z", ledger::Catchup::kAll, ledger::OnPause::kHold,
           std::chrono::hours{2});
   EXPECT_EQ(Summary("j"), (std::vector<std::string>{
                               "a:T06:skipped:misfired", "b:T06:skipped:misfired",
@@ -139,14 +139,14 @@ TEST_P(StoreRelease, CatchupAllRunsEachWithinGrace) {
 TEST_P(StoreRelease, CatchupLatestCoalescesOlderOnes) {
   AddJob("j");
   PlanFourHours("j", {"a"});
-  Release("j", "2026-11-05T09:30:00Z", config::Catchup::kLatest);
+  Release("j", "2026-11-05T09:30:00Z", ledger::Catchup::kLatest);
   EXPECT_EQ(Summary("j"), (std::vector<std::string>{
                               "a:T06:skipped:coalesced", "a:T07:skipped:coalesced",
                               "a:T08:skipped:coalesced", "a:T09:pending:released"}));
   // The newest beyond grace is misfired, not run.
   AddJob("k");
   PlanFourHours("k", {"a"});
-  Release("k", "2026-11-05T12:00:00Z", config::Catchup::kLatest, config::OnPause::kHold,
+  Release("k", "2026-11-05T12:00:00Z", ledger::Catchup::kLatest, ledger::OnPause::kHold,
           std::chrono::minutes{30});
   EXPECT_EQ(Summary("k")[3], "a:T09:skipped:misfired");
   EXPECT_EQ(Summary("k")[0], "a:T06:skipped:coalesced");
@@ -155,13 +155,13 @@ TEST_P(StoreRelease, CatchupLatestCoalescesOlderOnes) {
 TEST_P(StoreRelease, CatchupNoneSkipsAllOverdue) {
   AddJob("j");
   PlanFourHours("j", {"a"});
-  Release("j", "2026-11-05T08:00:00Z", config::Catchup::kNone);
+  Release("j", "2026-11-05T08:00:00Z", ledger::Catchup::kNone);
   EXPECT_EQ(Summary("j"), (std::vector<std::string>{"a:T06:skipped:catchup_none",
                                                     "a:T07:skipped:catchup_none",
                                                     "a:T08:skipped:catchup_none",
                                                     "a:T09:pending"}));
   // Afterwards a single due run is released as usual.
-  Release("j", "2026-11-05T09:00:05Z", config::Catchup::kNone);
+  Release("j", "2026-11-05T09:00:05Z", ledger::Catchup::kNone);
   EXPECT_EQ(Summary("j")[3], "a:T09:pending:released");
   const auto skipped = Events("j", "skipped");
   ASSERT_EQ(skipped.size(), 3u);
@@ -174,13 +174,13 @@ TEST_P(StoreRelease, PauseWithHoldKeepsRunsThenRunsThemWhateverTheirAge) {
   ASSERT_TRUE(S().JobSetPaused({"j", true, "alice", "maintenance",
                                 InstantAt("2026-11-05T05:30:00Z")})
                   .ok());
-  Release("j", "2026-11-05T07:00:00Z", config::Catchup::kAll, config::OnPause::kHold,
+  Release("j", "2026-11-05T07:00:00Z", ledger::Catchup::kAll, ledger::OnPause::kHold,
           std::chrono::minutes{10});
   EXPECT_EQ(Summary("j")[0], "a:T06:pending");
   EXPECT_EQ(Summary("j")[1], "a:T07:pending");
   ASSERT_TRUE(S().JobSetPaused({"j", false, "alice", "done", InstantAt("2026-11-05T09:30:00Z")})
                   .ok());
-  Release("j", "2026-11-05T09:30:00Z", config::Catchup::kAll, config::OnPause::kHold,
+  Release("j", "2026-11-05T09:30:00Z", ledger::Catchup::kAll, ledger::OnPause::kHold,
           std::chrono::minutes{10});
   // Held ones run; the ones that came due after the last pass while paused
   // were never held and are judged normally.
@@ -194,7 +194,7 @@ TEST_P(StoreRelease, PauseWithSkipRecordsPausedSkips) {
   PlanFourHours("j", {"a"});
   ASSERT_TRUE(S().JobSetPaused({"j", true, "bob", "incident", InstantAt("2026-11-05T05:30:00Z")})
                   .ok());
-  Release("j", "2026-11-05T07:00:00Z", config::Catchup::kAll, config::OnPause::kSkip);
+  Release("j", "2026-11-05T07:00:00Z", ledger::Catchup::kAll, ledger::OnPause::kSkip);
   EXPECT_EQ(Summary("j")[0], "a:T06:skipped:paused");
   EXPECT_EQ(Summary("j")[1], "a:T07:skipped:paused");
   EXPECT_EQ(Summary("j")[2], "a:T08:pending");
@@ -259,7 +259,7 @@ TEST_P(StoreRelease, RunListFiltersAndPaginates) {
   auto rest = S().RunList(q);
   ASSERT_TRUE(rest.ok());
   EXPECT_EQ(rest->size(), 5u);
-  Release("j", "2026-11-05T09:30:00Z", config::Catchup::kLatest);
+  Release("j", "2026-11-05T09:30:00Z", ledger::Catchup::kLatest);
   store::RunQuery skipped;
   skipped.state = RunState::kSkipped;
   auto s = S().RunList(skipped);
@@ -340,7 +340,7 @@ TEST_P(StoreRelease, StatsCountTheBusinessDateAndFindLag) {
         Occurrence("2026-11-05T09:00:00Z", {"a", "b", "c"})},
        "2026-11-05T09:00:00Z", "2026-11-04T00:00:00Z");
   // The 04th is misfired (beyond grace); the 05th released.
-  Release("j", "2026-11-05T09:10:00Z", config::Catchup::kAll, config::OnPause::kHold,
+  Release("j", "2026-11-05T09:10:00Z", ledger::Catchup::kAll, ledger::OnPause::kHold,
           std::chrono::hours{1});
   store::StatsParams p;
   p.job = "j";

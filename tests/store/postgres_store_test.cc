@@ -72,7 +72,7 @@ TEST_F(PostgresStoreTest, TheDatabaseClockDecidesWhateverNowACallerPasses) {
   store::ClaimRule rule;
   rule.job = "j";
   rule.lease_ttl = std::chrono::minutes{5};
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"x"};
   auto claimed = s->RunClaim({long_ago, "n1", 1, {rule}});
   ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
@@ -188,7 +188,7 @@ TEST_F(PostgresStoreTest, WorkerWritesRunBesideAClaimWhileClaimsAndOthersWait) {
   store::ClaimRule rule;
   rule.job = "j";
   rule.lease_ttl = std::chrono::minutes{5};
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"x"};
   const store::Instant now = InstantAt("2026-11-05T09:00:02Z");
   auto claimed = s.RunClaim({now, "n1", 1, {rule}});
@@ -314,7 +314,7 @@ TEST_F(PostgresStoreTest, TwoReleasesShareTheDatabaseDuringARollingUpgrade) {
   EXPECT_EQ(ReleasePartitionsDue(**old_node), 2);
   store::ClaimRule rule;
   rule.job = "j";
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"x"};
   EXPECT_EQ((*old_node)->RunClaim({InstantAt("2026-11-05T09:00:02Z"), "old", 1, {rule}})->size(),
             1u);

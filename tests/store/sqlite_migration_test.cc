@@ -67,7 +67,7 @@ store::ClaimRule Rule() {
   store::ClaimRule rule;
   rule.job = "j";
   rule.lease_ttl = std::chrono::minutes{5};
-  rule.overlap = config::Overlap::kAllow;
+  rule.overlap = ledger::Overlap::kAllow;
   rule.steps = {"extract", "load"};
   return rule;
 }

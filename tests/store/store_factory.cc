@@ -54,7 +54,7 @@ class SqliteBackend final : public StoreBackend {
 // schema is created in milliseconds; a database in a few hundred).
 class PostgresBackend final : public StoreBackend {
  public:
-  PostgresBackend() {
+  explicit PostgresBackend(bool database_clock = false) : database_clock_(database_clock) {
     static std::atomic<int> counter{0};
     server_ = TestPostgresUrl();
     schema_ = fmt::format("t_{}_{}", getpid(), counter++);
@@ -64,7 +64,9 @@ class PostgresBackend final : public StoreBackend {
     if (!server_.empty()) Admin(fmt::format("DROP SCHEMA {} CASCADE", schema_));
   }
 
-  std::string Name() const override { return "postgresql"; }
+  std::string Name() const override {
+    return database_clock_ ? "postgresql_database_clock" : "postgresql";
+  }
 
   Result<std::unique_ptr<store::Store>> Open() override {
     if (server_.empty()) {
@@ -74,7 +76,8 @@ class PostgresBackend final : public StoreBackend {
     }
     store::PostgresOptions o;
     o.url = Url();
-    o.database_clock = false;  // the conformance suite pins time
+    // The conformance suite pins time; the database-clock suite does not.
+    o.database_clock = database_clock_;
     auto s = store::PostgresStore::Open(o);
     if (!s.ok()) return s.status();
     return std::unique_ptr<store::Store>(std::move(*s));
@@ -97,6 +100,7 @@ class PostgresBackend final : public StoreBackend {
     PQfinish(c);
   }
 
+  bool database_clock_;
   std::string server_;
   std::string schema_;
 };
@@ -106,6 +110,11 @@ class PostgresBackend final : public StoreBackend {
 std::vector<StoreFactory> AllStoreFactories() {
   return {{"sqlite", [] { return std::make_unique<SqliteBackend>(); }},
           {"postgresql", [] { return std::make_unique<PostgresBackend>(); }}};
+}
+
+std::vector<StoreFactory> DatabaseClockFactories() {
+  return {{"postgresql_database_clock",
+           [] { return std::make_unique<PostgresBackend>(/*database_clock=*/true); }}};
 }
 
 }  // namespace cronledger::testing

@@ -31,7 +31,12 @@ struct StoreFactory {
   std::function<std::unique_ptr<StoreBackend>()> make;
 };
 
+// Every engine with every instant pinned by the test.
 std::vector<StoreFactory> AllStoreFactories();
+// PostgreSQL as production runs it (PostgresOptions::database_clock): the
+// caller's `now` is ignored, the server's clock decides
+// (conformance_database_clock_test.cc).
+std::vector<StoreFactory> DatabaseClockFactories();
 
 inline void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
 

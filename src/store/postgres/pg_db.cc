@@ -338,10 +338,23 @@ Status Db::Begin(sql::WriteKind kind) {
       sql = fmt::format("BEGIN; SELECT pg_advisory_xact_lock_shared({})", kWriteLockKey);
       break;
   }
-  if (Status s = Command(sql.c_str()); !s.ok()) {
+  // Last, after the locks: PQexec answers the last statement's result.
+  sql += "; SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+  auto conn = Connection();
+  if (!conn.ok()) return conn.status();
+  PGresult* r = PQexec(*conn, sql.c_str());
+  const bool ok = r != nullptr && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+  if (!ok) {
+    Status s = Error(r);
+    PQclear(r);
     Command("ROLLBACK");
     return s;
   }
+  int64_t ms = 0;
+  const char* v = PQgetvalue(r, 0, 0);
+  std::from_chars(v, v + PQgetlength(r, 0, 0), ms);
+  PQclear(r);
+  transaction_clock_ms_ = ms;
   in_transaction_ = true;
   return Status::Ok();
 }
@@ -376,7 +389,7 @@ void Db::Rollback() {
 Result<int64_t> Db::NowMs() {
   auto conn = Connection();
   if (!conn.ok()) return conn.status();
-  PGresult* r = PQexec(*conn, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint");
+  PGresult* r = PQexec(*conn, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint");
   if (r == nullptr || PQresultStatus(r) != PGRES_TUPLES_OK) {
     Status s = Error(r);
     PQclear(r);

@@ -94,13 +94,28 @@ class Db final : public sql::Db {
   Result<sql::Stmt> Prepare(std::string_view sql) override;
   Result<int64_t> LastInsertRowId() override;
   int Changes() const override { return changes_; }
-  // Takes the write lock in the mode `kind` needs (kWriteLockKey).
+  // Takes the write lock in the mode `kind` needs (kWriteLockKey), then
+  // reads the server's clock (TransactionClockMs), in the one round trip.
   Status Begin(sql::WriteKind kind) override;
   Status Commit() override;
   void Rollback() override;
+  std::string_view ClockSql() const override { return kStatementClockSql; }
 
-  // The database server's clock, in milliseconds since the Unix epoch.
+  // The server's clock as the open transaction's Begin read it, in
+  // milliseconds since the Unix epoch: clock_timestamp() once the write lock
+  // was granted, not now() (the transaction's start), so that serialised
+  // writers judge at instants in the order they write, whatever they waited
+  // for the lock. Read once: every statement of the transaction uses it.
+  int64_t TransactionClockMs() const { return transaction_clock_ms_; }
+
+  // The database server's clock, in milliseconds since the Unix epoch: one
+  // round trip of its own (Store::LedgerNow).
   Result<int64_t> NowMs();
+
+  // A statement's instant: statement_timestamp() is constant within it, so
+  // that every row of a read is judged at one instant.
+  static constexpr std::string_view kStatementClockSql =
+      "floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint";
 
   // For Statement: the connection, re-established first when it was lost.
   Result<pg_conn*> Connection();
@@ -119,6 +134,7 @@ class Db final : public sql::Db {
   int changes_ = 0;
   int next_name_ = 0;
   bool in_transaction_ = false;
+  int64_t transaction_clock_ms_ = 0;
   struct SqlHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

@@ -48,66 +48,44 @@ Status PostgresStore::AfterLedgerCopy() {
   return Status::Ok();
 }
 
-Result<Instant> PostgresStore::Now(Instant given) {
-  if (!database_clock_) return given;
+Result<Instant> PostgresStore::TransactionNow(const std::optional<Instant>& given) {
+  if (given && !database_clock_) return *given;
+  // Outside a transaction the reading would be an earlier one's.
+  if (!pg_->in_transaction()) return Internal("the database clock read outside a transaction");
+  return FromMs(pg_->TransactionClockMs());
+}
+
+Result<std::optional<int64_t>> PostgresStore::StatementNow(const std::optional<Instant>& given) {
+  if (given && !database_clock_) return std::optional<int64_t>(Ms(*given));
+  return std::optional<int64_t>();  // the statement's own clock (NowSql)
+}
+
+Result<Instant> PostgresStore::LedgerNow(Instant local) {
+  if (!database_clock_) return local;
   std::lock_guard lock(mutex());
   ASSIGN_OR_RETURN(ms, pg_->NowMs());
   return FromMs(ms);
 }
 
-template <typename P>
-Result<P> PostgresStore::OnDatabaseClock(const P& p) {
-  ASSIGN_OR_RETURN(now, Now(p.now));
-  P q = p;
-  q.now = now;
-  return q;
-}
-
-#define CRONLEDGER_ON_DATABASE_CLOCK(Method, Params)   \
+// After a call that may have made runs claimable, NOTIFY when it succeeded.
+#define CRONLEDGER_NOTIFY_AFTER(Method, Params)                                \
   auto PostgresStore::Method(const Params& p)->decltype(SqlStore::Method(p)) { \
-    ASSIGN_OR_RETURN(q, OnDatabaseClock(p));           \
-    return SqlStore::Method(q);                        \
-  }
-
-CRONLEDGER_ON_DATABASE_CLOCK(JobSync, JobSyncParams)
-CRONLEDGER_ON_DATABASE_CLOCK(PartitionSync, PartitionSyncParams)
-CRONLEDGER_ON_DATABASE_CLOCK(RunPlan, PlanParams)
-CRONLEDGER_ON_DATABASE_CLOCK(JobSetPaused, PauseParams)
-CRONLEDGER_ON_DATABASE_CLOCK(StatsGet, StatsParams)
-CRONLEDGER_ON_DATABASE_CLOCK(RunHeartbeat, HeartbeatParams)
-CRONLEDGER_ON_DATABASE_CLOCK(StepUpdate, StepParams)
-CRONLEDGER_ON_DATABASE_CLOCK(EffectBegin, EffectBeginParams)
-CRONLEDGER_ON_DATABASE_CLOCK(EffectCommit, EffectCommitParams)
-CRONLEDGER_ON_DATABASE_CLOCK(EffectFail, EffectFailParams)
-CRONLEDGER_ON_DATABASE_CLOCK(CheckpointSet, CheckpointSetParams)
-CRONLEDGER_ON_DATABASE_CLOCK(RunCancel, OperatorParams)
-CRONLEDGER_ON_DATABASE_CLOCK(NodeHeartbeat, NodeBeat)
-CRONLEDGER_ON_DATABASE_CLOCK(NodeStopped, NodeBeat)
-CRONLEDGER_ON_DATABASE_CLOCK(RoleHold, RoleParams)
-
-// The same, then NOTIFY when the call succeeded: it may have made runs
-// claimable (released, back to pending).
-#define CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY(Method, Params)                    \
-  auto PostgresStore::Method(const Params& p)->decltype(SqlStore::Method(p)) { \
-    ASSIGN_OR_RETURN(q, OnDatabaseClock(p));                                   \
-    auto result = SqlStore::Method(q);                                         \
+    auto result = SqlStore::Method(p);                                         \
     if (result.ok()) NotifyWork();                                             \
     return result;                                                             \
   }
 
-CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY(RunRetry, OperatorParams)
-CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY(EffectResolve, EffectResolveParams)
-CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY(RunResolve, RunResolveParams)
-CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY(RunQueueKeys, QueueKeysParams)
-CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY(RunRequeue, RequeueParams)
-CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY(RunApprove, ApproveParams)
+CRONLEDGER_NOTIFY_AFTER(RunRetry, OperatorParams)
+CRONLEDGER_NOTIFY_AFTER(EffectResolve, EffectResolveParams)
+CRONLEDGER_NOTIFY_AFTER(RunResolve, RunResolveParams)
+CRONLEDGER_NOTIFY_AFTER(RunQueueKeys, QueueKeysParams)
+CRONLEDGER_NOTIFY_AFTER(RunRequeue, RequeueParams)
+CRONLEDGER_NOTIFY_AFTER(RunApprove, ApproveParams)
 
-#undef CRONLEDGER_ON_DATABASE_CLOCK_NOTIFY
-#undef CRONLEDGER_ON_DATABASE_CLOCK
+#undef CRONLEDGER_NOTIFY_AFTER
 
 Result<ReleaseResult> PostgresStore::RunRelease(const ReleaseParams& p) {
-  ASSIGN_OR_RETURN(q, OnDatabaseClock(p));
-  auto result = SqlStore::RunRelease(q);
+  auto result = SqlStore::RunRelease(p);
   if (result.ok() && result->released > 0) NotifyWork();
   return result;
 }
@@ -165,63 +143,6 @@ void PostgresStore::Listen(std::function<void()> wake) {
       if (notified) wake();
     }
   }
-}
-
-Result<ReleaseOutlook> PostgresStore::RunReleaseOutlook(Instant now) {
-  ASSIGN_OR_RETURN(at, Now(now));
-  return SqlStore::RunReleaseOutlook(at);
-}
-
-Result<std::vector<RunRecord>> PostgresStore::RunListDue(Instant now, int limit) {
-  ASSIGN_OR_RETURN(at, Now(now));
-  return SqlStore::RunListDue(at, limit);
-}
-
-Result<std::vector<ExpiredLease>> PostgresStore::RunListExpiredLeases(Instant now, int limit) {
-  ASSIGN_OR_RETURN(at, Now(now));
-  return SqlStore::RunListExpiredLeases(at, limit);
-}
-
-Status PostgresStore::EventAppend(const EventRecord& e) {
-  ASSIGN_OR_RETURN(at, Now(e.at));
-  EventRecord copy = e;
-  copy.at = at;
-  return SqlStore::EventAppend(copy);
-}
-
-Status PostgresStore::EventAppendAll(const std::vector<EventRecord>& events) {
-  if (!database_clock_ || events.empty()) return SqlStore::EventAppendAll(events);
-  ASSIGN_OR_RETURN(at, Now(events.front().at));
-  std::vector<EventRecord> copy = events;
-  for (auto& e : copy) e.at = at;
-  return SqlStore::EventAppendAll(copy);
-}
-
-Result<std::vector<Status>> PostgresStore::RunFinishAttempts(const std::vector<FinishParams>& p) {
-  if (!database_clock_ || p.empty()) return SqlStore::RunFinishAttempts(p);
-  ASSIGN_OR_RETURN(at, Now(p.front().now));
-  std::vector<FinishParams> copy = p;
-  for (auto& f : copy) f.now = at;
-  return SqlStore::RunFinishAttempts(copy);
-}
-
-// The ops are the caller's: each lot is stamped with the database's time as
-// the store takes it, and answered in place as usual.
-Status PostgresStore::RunEffectBatch(EffectOpSource& source) {
-  if (!database_clock_) return SqlStore::RunEffectBatch(source);
-  ASSIGN_OR_RETURN(at, Now(Instant{}));
-  struct Stamped final : EffectOpSource {
-    EffectOpSource* inner;
-    Instant at;
-    std::span<EffectOp> Next() override {
-      std::span<EffectOp> lot = inner->Next();
-      for (EffectOp& op : lot) std::visit([this](auto& r) { r.now = at; }, op.request);
-      return lot;
-    }
-  } stamped;
-  stamped.inner = &source;
-  stamped.at = at;
-  return SqlStore::RunEffectBatch(stamped);
 }
 
 }  // namespace cronledger::store

@@ -20,9 +20,11 @@ namespace cronledger::store {
 struct PostgresOptions {
   std::string url;  // postgresql://user@host:port/db (libpq syntax)
   // Every ledger decision on the database server's clock (docs/architecture.md,
-  // Time): the `now` a caller passes is replaced by the server's, so nodes
-  // whose clocks disagree still agree on what is due and which lease expired.
-  // Tests that pin time turn it off.
+  // Time): the `now` a caller passes is ignored and each call reads the
+  // server's once, inside its own transaction (store.h, One instant per
+  // call), so nodes whose clocks disagree still agree on what is due and
+  // which lease expired. Off: a given `now` is used (tests pin time), a
+  // missing one is the server's.
   bool database_clock = true;
   // Fault injection for tests: runs before every SQL statement.
   sql::StatementHook statement_hook;
@@ -46,43 +48,20 @@ class PostgresStore final : public SqlStore {
 
   std::string_view Name() const override { return "postgresql"; }
 
-  // Each call that takes `now` reads the database clock first when
-  // options.database_clock is set.
-  Result<JobSyncResult> JobSync(const JobSyncParams& p) override;
-  Result<PartitionSyncResult> PartitionSync(const PartitionSyncParams& p) override;
-  Result<PlanResult> RunPlan(const PlanParams& p) override;
+  // These may make runs claimable (released, back to pending): each
+  // NOTIFYs the other nodes' listeners when it succeeded.
   Result<ReleaseResult> RunRelease(const ReleaseParams& p) override;
-  Result<ReleaseOutlook> RunReleaseOutlook(Instant now) override;
-  Status JobSetPaused(const PauseParams& p) override;
-  Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) override;
-  Status EventAppend(const EventRecord& e) override;
-  Status EventAppendAll(const std::vector<EventRecord>& events) override;
-  Result<JobStats> StatsGet(const StatsParams& p) override;
   // Set-based (postgres_store_exec.cc): a batch in a few statements.
   Result<std::vector<ClaimedRun>> RunClaim(const ClaimParams& p) override;
-  Status RunHeartbeat(const HeartbeatParams& p) override;
-  Status StepUpdate(const StepParams& p) override;
-  Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
   // Set-based too.
   Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) override;
-  Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
   Status RunRetry(const OperatorParams& p) override;
-  Result<EffectBeginResult> EffectBegin(const EffectBeginParams& p) override;
-  Status EffectCommit(const EffectCommitParams& p) override;
-  Status EffectFail(const EffectFailParams& p) override;
   Result<EffectResolveResult> EffectResolve(const EffectResolveParams& p) override;
   Status RunResolve(const RunResolveParams& p) override;
-  Status CheckpointSet(const CheckpointSetParams& p) override;
   Result<QueueKeysResult> RunQueueKeys(const QueueKeysParams& p) override;
   Result<RequeueResult> RunRequeue(const RequeueParams& p) override;
   Result<std::vector<int64_t>> RunApprove(const ApproveParams& p) override;
-  Status RunCancel(const OperatorParams& p) override;
-  Status RunEffectBatch(EffectOpSource& source) override;
-  using Store::RunEffectBatch;
-  Result<Instant> LedgerNow(Instant local) override { return Now(local); }
-  Status NodeHeartbeat(const NodeBeat& b) override;
-  Status NodeStopped(const NodeBeat& b) override;
-  Result<bool> RoleHold(const RoleParams& p) override;
+  Result<Instant> LedgerNow(Instant local) override;
   // LISTEN on a connection of its own, in a thread of its own.
   void WatchForWork(std::function<void()> wake) override;
   bool NotifiesWork() const override { return true; }
@@ -102,10 +81,9 @@ class PostgresStore final : public SqlStore {
   // postgres_store_exec.cc: `events` in one statement, in order.
   Status AppendEventsLocked(const std::vector<EventRecord>& events);
 
-  // `given`, or the database's clock when database_clock is set.
-  Result<Instant> Now(Instant given);
-  template <typename P>
-  Result<P> OnDatabaseClock(const P& p);
+  // One instant per call: `given` when pinned, else the clock Begin read.
+  Result<Instant> TransactionNow(const std::optional<Instant>& given) override;
+  Result<std::optional<int64_t>> StatementNow(const std::optional<Instant>& given) override;
 
   postgres::Db* pg_ = nullptr;
   std::string url_;

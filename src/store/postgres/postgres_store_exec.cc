@@ -108,9 +108,7 @@ Status PostgresStore::AppendEventsLocked(const std::vector<EventRecord>& events)
 Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given) {
   std::vector<ClaimedRun> out;
   if (given.rules.empty() || given.limit <= 0) return out;
-  ClaimParams p = given;
-  ASSIGN_OR_RETURN(now, Now(given.now));
-  p.now = now;
+  const ClaimParams& p = given;
   std::map<std::string, const ClaimRule*> rules;
   json jobs = json::array();
   json queued = json::array();   // jobs with overlap = queue
@@ -119,28 +117,33 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   for (const auto& r : p.rules) {
     rules[r.job] = &r;
     jobs.push_back(Str(r.job));
-    if (r.overlap == config::Overlap::kQueue) queued.push_back(Str(r.job));
-    if (r.overlap == config::Overlap::kSkip) skipped.push_back(Str(r.job));
+    if (r.overlap == ledger::Overlap::kQueue) queued.push_back(Str(r.job));
+    if (r.overlap == ledger::Overlap::kSkip) skipped.push_back(Str(r.job));
     counted = counted || r.max_concurrency > 0;
   }
   const std::string jobs_param = Param(jobs);
   std::lock_guard lock(mutex());
-  constexpr const char* kClaimable =
-      "r.state = 'pending' AND r.released = 1 AND r.scheduled_at <= ?1 "
-      "AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= ?1) "
+  constexpr const char* kClaimableAt =
+      "r.state = 'pending' AND r.released = 1 AND r.scheduled_at <= {0} "
+      "AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= {0}) "
       "AND r.job IN (SELECT json_array_elements_text(?2::json)) "
       "AND r.job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
       "AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused_all' AND value = '1')";
   {
-    // An idle dispatcher polls: one cheap look before the write lock.
-    ASSIGN_OR_RETURN(s, db().Prepare(
-        fmt::format("SELECT 1 FROM runs r WHERE {} LIMIT 1", kClaimable)));
-    s.Bind(1, Ms(p.now)).Bind(2, jobs_param);
+    // An idle dispatcher polls: one cheap look before the write lock, at
+    // its own statement's instant (a little earlier than the transaction's:
+    // it can only find less due, never more).
+    ASSIGN_OR_RETURN(at, StatementNow(p.now));
+    ASSIGN_OR_RETURN(s, db().Prepare(fmt::format(
+        "SELECT 1 FROM runs r WHERE {} LIMIT 1", fmt::format(fmt::runtime(kClaimableAt), NowSql(1)))));
+    s.BindOptional(1, at).Bind(2, jobs_param);
     ASSIGN_OR_RETURN(row, s.Step());
     if (!row) return out;
   }
   Transaction tx(db());
   RETURN_IF_ERROR(tx.Begin(sql::WriteKind::kClaim));
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  const std::string claimable = fmt::format(fmt::runtime(kClaimableAt), "?1");
 
   struct Candidate {
     RunRecord run;
@@ -201,8 +204,8 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
           "r.id, r.job, r.partition, r.period, r.business_date, r.scheduled_at, r.state, "
           "r.reason, r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, "
           "r.updated_at",
-          kClaimable)));
-      s.Bind(1, Ms(p.now)).Bind(2, Param(open_jobs)).Bind(3, look)
+          claimable)));
+      s.Bind(1, Ms(now)).Bind(2, Param(open_jobs)).Bind(3, look)
           .Bind(4, Param(queued)).Bind(5, Param(skipped)).Bind(6, after.first)
           .Bind(7, after.second);
       RETURN_IF_ERROR(ForEachRow(s, [&] {
@@ -224,11 +227,11 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
       if (static_cast<int>(claims.size()) >= p.limit) break;
       const ClaimRule& rule = *rules.at(c.run.job);
       if (full(rule)) continue;
-      if (rule.overlap != config::Overlap::kAllow) {
+      if (rule.overlap != ledger::Overlap::kAllow) {
         // Candidates come in scheduled order: one claimed earlier in this
         // batch is an earlier run of the partition, now running.
         const bool earlier_claimed = claimed_partitions.contains({c.run.job, c.run.partition});
-        if (rule.overlap == config::Overlap::kQueue) {
+        if (rule.overlap == ledger::Overlap::kQueue) {
           if (earlier_claimed) continue;  // waits behind the earlier period
         } else if (c.earlier_running || earlier_claimed) {
           skips.push_back(&c);
@@ -250,9 +253,9 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "UPDATE runs SET state = 'skipped', reason = 'overlap', updated_at = ?1, "
         "finished_at = ?1 WHERE id = ANY(ARRAY(SELECT unnest(?2::bigint[]))) "
         "AND state = 'pending'"));
-    s.Bind(1, Ms(p.now)).Bind(2, IdArray(ids));
+    s.Bind(1, Ms(now)).Bind(2, IdArray(ids));
     RETURN_IF_ERROR(s.Run());
-    for (const Candidate* c : skips) events.push_back(OverlapSkipEvent(c->run, p.node, p.now));
+    for (const Candidate* c : skips) events.push_back(OverlapSkipEvent(c->run, p.node, now));
   }
   if (claims.empty()) {
     RETURN_IF_ERROR(AppendEventsLocked(events));
@@ -286,9 +289,9 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     claimed.attempt = c.run.attempts + 1;
     claimed.run.attempts = claimed.attempt;
     claimed.token = first_token + static_cast<int64_t>(i);
-    claimed.lease_expires_at = p.now + rule.lease_ttl;
+    claimed.lease_expires_at = now + rule.lease_ttl;
     claimed.budget_attempts = c.budget_attempts + 1;
-    claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(p.now)));
+    claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(now)));
     leases.Row()
         .Int("id", c.run.id)
         .Int("token", claimed.token)
@@ -326,7 +329,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "AND r.state = 'pending'"));
     std::vector<int64_t> ids;
     for (const ClaimedRun& c : out) ids.push_back(c.run.id);
-    s.Bind(1, Ms(p.now)).Bind(2, p.node).Bind(3, std::move(leases).Take())
+    s.Bind(1, Ms(now)).Bind(2, p.node).Bind(3, std::move(leases).Take())
         .Bind(4, IdArray(ids));
     RETURN_IF_ERROR(s.Run());
     // The rows are locked by this transaction since the candidates' read.
@@ -340,7 +343,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "action_event_id) SELECT x.id, x.number, x.token, ?1, ?2, x.action "
         "FROM json_to_recordset(?3::json) AS x(id bigint, number bigint, token bigint, "
         "action bigint)"));
-    s.Bind(1, p.node).Bind(2, Ms(p.now)).Bind(3, std::move(attempts).Take());
+    s.Bind(1, p.node).Bind(2, Ms(now)).Bind(3, std::move(attempts).Take());
     RETURN_IF_ERROR(s.Run());
   }
   if (!first_steps.empty()) {
@@ -349,17 +352,17 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         "SELECT x.id, x.step, x.position, x.state, x.attempt, ?1 "
         "FROM json_to_recordset(?2::json) AS x(id bigint, step text, position bigint, "
         "state text, attempt bigint)"));
-    s.Bind(1, Ms(p.now)).Bind(2, std::move(first_steps).Take());
+    s.Bind(1, Ms(now)).Bind(2, std::move(first_steps).Take());
     RETURN_IF_ERROR(s.Run());
   }
   for (ClaimedRun& claimed : out) {
     if (claimed.attempt > 1) {
       // A retry resumes at the first step not succeeded: rare, per row.
       ASSIGN_OR_RETURN(steps, ResumeStepsLocked(claimed.run.id, claimed.attempt,
-                                                rules.at(claimed.run.job)->steps, p.now));
+                                                rules.at(claimed.run.job)->steps, now));
       claimed.steps = std::move(steps);
     }
-    for (EventRecord& e : ClaimEvents(claimed, p.node, p.now)) events.push_back(std::move(e));
+    for (EventRecord& e : ClaimEvents(claimed, p.node, now)) events.push_back(std::move(e));
   }
   RETURN_IF_ERROR(AppendEventsLocked(events));
   RETURN_IF_ERROR(tx.Commit());
@@ -369,16 +372,21 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
 Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<WorkerWrite>& given) {
   if (given.empty()) return std::vector<Status>{};
   std::vector<WorkerWrite> writes = given;
-  if (database_clock_) {
-    ASSIGN_OR_RETURN(at, Now(Instant{}));
-    for (auto& w : writes) {
-      if (w.step) w.step->now = at;
-      if (w.finish) w.finish->now = at;
-    }
-  }
   std::lock_guard lock(mutex());
   Transaction tx(db());
   RETURN_IF_ERROR(tx.Begin(sql::WriteKind::kWorkerWrite));
+  // Each write stamped with its instant (the transaction's, on the
+  // database's clock): the statements below read it from the rows.
+  for (auto& w : writes) {
+    if (w.step) {
+      ASSIGN_OR_RETURN(at, TransactionNow(w.step->now));
+      w.step->now = at;
+    }
+    if (w.finish) {
+      ASSIGN_OR_RETURN(at, TransactionNow(w.finish->now));
+      w.finish->now = at;
+    }
+  }
   RETURN_IF_ERROR(db().Exec(kBatchPlans));
   std::vector<Status> results(writes.size());
 
@@ -395,11 +403,11 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
     for (std::size_t i = 0; i < writes.size(); ++i) {
       const WorkerWrite& w = writes[i];
       if (w.step) {
-        ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step));
+        ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step, *w.step->now));
         results[i] = std::move(stepped.status);
       }
       if (results[i].ok() && w.finish) {
-        ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish));
+        ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish, *w.finish->now));
         results[i] = std::move(finished.status);
       }
     }
@@ -423,7 +431,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
           .Int("token", st->token)
           .Text("step", st->step)
           .Text("state", st->state)
-          .Int("now", Ms(st->now));
+          .Int("now", Ms(*st->now));
     }
   }
   if (!steps.empty()) {
@@ -443,11 +451,12 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
       const auto i = static_cast<std::size_t>(s.Int(0));
       applied[i] = true;
       events[i].push_back(
-          StepEvent(*writes[i].step, s.TextView(2), s.TextView(3), static_cast<int>(s.Int(1))));
+          StepEvent(*writes[i].step, *writes[i].step->now, s.TextView(2), s.TextView(3),
+                    static_cast<int>(s.Int(1))));
     }));
     for (std::size_t i = 0; i < writes.size(); ++i) {
       if (!writes[i].step || applied[i]) continue;
-      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*writes[i].step));
+      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*writes[i].step, *writes[i].step->now));
       results[i] = std::move(stepped.status);
     }
   }
@@ -504,14 +513,14 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
           .Int("i", static_cast<int64_t>(i))
           .Int("id", f.run_id)
           .Int("token", f.token)
-          .Int("now", Ms(f.now))
+          .Int("now", Ms(*f.now))
           .Bool("expired_only", f.only_if_lease_expired)
           .Int("uncounted", f.outside_budget ? 1 : 0)
           .Text("state", ledger::Name(d.state))
           .IntOrNull("next", d.next_attempt_at ? std::optional<int64_t>(Ms(*d.next_attempt_at))
                                                : std::nullopt)
           .Text("end_class", ledger::Name(f.end_class))
-          .IntOrNull("finished", ended ? std::optional<int64_t>(Ms(f.now)) : std::nullopt)
+          .IntOrNull("finished", ended ? std::optional<int64_t>(Ms(*f.now)) : std::nullopt)
           .IntOrNull("exit_status", f.exit_status ? std::optional<int64_t>(*f.exit_status)
                                                   : std::nullopt)
           .Text("step", f.step)
@@ -545,7 +554,8 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
       RETURN_IF_ERROR(ForEachRow(s, [&] {
         const auto i = static_cast<std::size_t>(s.Int(0));
         applied[i] = true;
-        for (EventRecord& e : FinishEvents(*writes[i].finish, s.TextView(1), s.TextView(2),
+        const FinishParams& f = *writes[i].finish;
+        for (EventRecord& e : FinishEvents(f, *f.now, s.TextView(1), s.TextView(2),
                                            static_cast<int>(s.Int(3)))) {
           events[i].push_back(std::move(e));
         }
@@ -570,7 +580,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
         ended_ids.push_back(ids[k]);
         ended_tokens.push_back(writes[i].finish->token);
         if (step_running[i]) {
-          left_running.Row().Int("id", ids[k]).Int("now", Ms(writes[i].finish->now));
+          left_running.Row().Int("id", ids[k]).Int("now", Ms(*writes[i].finish->now));
           left_running_ids.push_back(ids[k]);
         }
       }
@@ -614,7 +624,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
   for (std::size_t i : refused) {
     // Stale, or a reaper's finish after a heartbeat: FinishLocked answers
     // (and records a stale write) as it does for SQLite.
-    ASSIGN_OR_RETURN(finished, FinishLocked(*writes[i].finish));
+    ASSIGN_OR_RETURN(finished, FinishLocked(*writes[i].finish, *writes[i].finish->now));
     results[i] = std::move(finished.status);
   }
   RETURN_IF_ERROR(tx.Commit());

@@ -167,6 +167,12 @@ class Db {
   virtual Status Commit() = 0;
   virtual void Rollback() = 0;
 
+  // The engine's clock as an SQL expression (milliseconds since the Unix
+  // epoch, constant within one statement), for the store's
+  // `coalesce(?, clock)`; "NULL" for an engine without one (SQLite: the
+  // store pins every instant, store/sql/sql_store.h).
+  virtual std::string_view ClockSql() const { return "NULL"; }
+
   void SetStatementHook(StatementHook hook) { hook_ = std::move(hook); }
   // Runs the hook, if any, for `sql`.
   Status BeforeStatement(std::string_view sql) { return hook_ ? hook_(sql) : Status::Ok(); }

@@ -49,6 +49,21 @@ Instant ToInstant(std::chrono::system_clock::time_point t) {
   return std::chrono::floor<milliseconds>(t);
 }
 
+Result<Instant> SqlStore::TransactionNow(const std::optional<Instant>& given) {
+  if (given) return *given;
+  return InvalidArgument(fmt::format(
+      "{}: a call without `now`: this store has no clock of its own; pass the caller's", Name()));
+}
+
+std::string SqlStore::NowSql(int param) const {
+  return fmt::format("coalesce(?{}, {})", param, db_->ClockSql());
+}
+
+Result<std::optional<int64_t>> SqlStore::StatementNow(const std::optional<Instant>& given) {
+  ASSIGN_OR_RETURN(at, TransactionNow(given));
+  return std::optional<int64_t>(Ms(at));
+}
+
 void SqlStore::SetStatementHook(sql::StatementHook hook) {
   std::lock_guard lock(mu_);
   db_->SetStatementHook(std::move(hook));
@@ -212,18 +227,25 @@ Result<int64_t> SqlStore::AppendActionLocked(const EventRecord& e,
 }
 
 Status SqlStore::EventAppend(const EventRecord& e) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  RETURN_IF_ERROR(AppendEventLocked(e));
-  return tx.Commit();
+  return EventAppendAll(std::vector<EventRecord>{e});
 }
 
+// Each event's `at` is its pin: on the database's clock they all get the
+// transaction's instant.
 Status SqlStore::EventAppendAll(const std::vector<EventRecord>& events) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  for (const auto& e : events) RETURN_IF_ERROR(AppendEventLocked(e));
+  for (const auto& e : events) {
+    ASSIGN_OR_RETURN(at, TransactionNow(e.at));
+    if (at == e.at) {
+      RETURN_IF_ERROR(AppendEventLocked(e));
+    } else {
+      EventRecord stamped = e;
+      stamped.at = at;
+      RETURN_IF_ERROR(AppendEventLocked(std::move(stamped)));
+    }
+  }
   return tx.Commit();
 }
 
@@ -267,6 +289,7 @@ Result<JobSyncResult> SqlStore::JobSync(const JobSyncParams& p) {
   }
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   JobSyncResult result;
   int current = 0;
   std::optional<int64_t> planned_through;
@@ -283,7 +306,7 @@ Result<JobSyncResult> SqlStore::JobSync(const JobSyncParams& p) {
   if (current == 0) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "INSERT INTO jobs (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING"));
-    s.Bind(1, p.job).Bind(2, Ms(p.now));
+    s.Bind(1, p.job).Bind(2, Ms(now));
     RETURN_IF_ERROR(s.Run());
     result.created = db_->Changes() > 0;
   }
@@ -296,7 +319,7 @@ Result<JobSyncResult> SqlStore::JobSync(const JobSyncParams& p) {
     if (row) previous = s.Text(0);
   }
   if (current == 0 || previous != p.definition) {
-    sys_seconds effective = CeilSeconds(p.now);
+    sys_seconds effective = CeilSeconds(now);
     if (planned_through) effective = std::max(effective, SecondsFromMs(*planned_through) + seconds{1});
     const int version = current + 1;
     {
@@ -304,7 +327,7 @@ Result<JobSyncResult> SqlStore::JobSync(const JobSyncParams& p) {
           "INSERT INTO job_versions (job, version, effective_from, definition, created_at) "
           "VALUES (?, ?, ?, ?, ?)"));
       s.Bind(1, p.job).Bind(2, int64_t{version}).Bind(3, Ms(effective)).Bind(4, p.definition)
-          .Bind(5, Ms(p.now));
+          .Bind(5, Ms(now));
       RETURN_IF_ERROR(s.Run());
     }
     {
@@ -319,7 +342,7 @@ Result<JobSyncResult> SqlStore::JobSync(const JobSyncParams& p) {
       details["changes"] = Diff(previous, p.definition);
     }
     EventRecord e;
-    e.at = p.now;
+    e.at = now;
     e.type = ledger::event::kConfigChanged;
     e.job = p.job;
     e.actor = p.actor;
@@ -379,8 +402,9 @@ Result<PartitionSyncResult> SqlStore::PartitionSync(const PartitionSyncParams& p
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   ASSIGN_OR_RETURN(planned_through, PlannedThroughLocked(p.job));
-  sys_seconds boundary = CeilSeconds(p.now);
+  sys_seconds boundary = CeilSeconds(now);
   if (planned_through) {
     boundary = std::max(boundary, SecondsFromMs(*planned_through) + seconds{1});
   }
@@ -415,7 +439,7 @@ Result<PartitionSyncResult> SqlStore::PartitionSync(const PartitionSyncParams& p
   }
   if (!result.added.empty() || !result.removed.empty()) {
     EventRecord e;
-    e.at = p.now;
+    e.at = now;
     e.type = ledger::event::kPartitionsChanged;
     e.job = p.job;
     e.actor = "planner";
@@ -448,6 +472,7 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   PlanResult result;
   for (const PlannedOccurrence& occ : p.occurrences) {
     {
@@ -460,7 +485,7 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
       } else {
         s.Bind(4, occ.dst);
       }
-      s.Bind(5, int64_t{occ.job_version}).Bind(6, occ.tzdata).Bind(7, Ms(p.now));
+      s.Bind(5, int64_t{occ.job_version}).Bind(6, occ.tzdata).Bind(7, Ms(now));
       RETURN_IF_ERROR(s.Run());
     }
     if (db_->Changes() == 0) continue;  // planned before: re-planning is a no-op
@@ -473,8 +498,8 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
             "job_version, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', "
             "?, ?) ON CONFLICT (job, partition, period) DO NOTHING"));
         s.Bind(1, p.job).Bind(2, run.partition).Bind(3, run.period).Bind(4, run.business_date)
-            .Bind(5, Ms(occ.scheduled_at)).Bind(6, int64_t{occ.job_version}).Bind(7, Ms(p.now))
-            .Bind(8, Ms(p.now));
+            .Bind(5, Ms(occ.scheduled_at)).Bind(6, int64_t{occ.job_version}).Bind(7, Ms(now))
+            .Bind(8, Ms(now));
         RETURN_IF_ERROR(s.Run());
       }
       if (db_->Changes() == 0) {
@@ -483,7 +508,7 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
       }
       ++result.runs_planned;
       EventRecord e;
-      e.at = p.now;
+      e.at = now;
       e.type = ledger::event::kPlanned;
       e.job = p.job;
       ASSIGN_OR_RETURN(run_id, db_->LastInsertRowId());
@@ -504,7 +529,7 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
       // One event per occurrence, not per partition: a fine schedule with
       // key = "date" would otherwise flood the log.
       EventRecord e;
-      e.at = p.now;
+      e.at = now;
       e.type = ledger::event::kDeduplicated;
       e.job = p.job;
       e.actor = "planner";
@@ -531,23 +556,30 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
   return result;
 }
 
-Result<ReleaseOutlook> SqlStore::RunReleaseOutlook(Instant now) {
+Result<ReleaseOutlook> SqlStore::RunReleaseOutlook(std::optional<Instant> now) {
   std::lock_guard lock(mu_);
   ReleaseOutlook out;
+  ASSIGN_OR_RETURN(pinned, StatementNow(now));
+  int64_t at = 0;
+  {
+    // First the aggregate, which always answers a row: with the instant it
+    // judged by, which the second statement then uses (one instant per call).
+    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+        "SELECT min(scheduled_at), {0} FROM runs WHERE state = 'pending' AND released = 0 "
+        "AND scheduled_at > {0}",
+        NowSql(1))));
+    s.BindOptional(1, pinned);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row || s.IsNull(1)) return Internal("the release outlook read no instant");
+    if (!s.IsNull(0)) out.next_at = SecondsFromMs(s.Int(0));
+    at = s.Int(1);
+  }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT DISTINCT job FROM runs WHERE state = 'pending' AND released = 0 "
         "AND scheduled_at <= ? ORDER BY job"));
-    s.Bind(1, Ms(now));
+    s.Bind(1, at);
     RETURN_IF_ERROR(ForEachRow(s, [&] { out.due_jobs.push_back(s.Text(0)); }));
-  }
-  {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT min(scheduled_at) FROM runs WHERE state = 'pending' AND released = 0 "
-        "AND scheduled_at > ?"));
-    s.Bind(1, Ms(now));
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (row && !s.IsNull(0)) out.next_at = SecondsFromMs(s.Int(0));
   }
   return out;
 }
@@ -556,17 +588,22 @@ Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
   std::lock_guard lock(mu_);
   {
     // Runs every second for every job: look before taking the write lock,
-    // so that a job with nothing newly due costs one read.
-    ASSIGN_OR_RETURN(s, db_->Prepare(
+    // so that a job with nothing newly due costs one read. (On the
+    // database's clock this look's instant is a little earlier than the
+    // transaction's: it can only find less due, never more.)
+    ASSIGN_OR_RETURN(at, StatementNow(p.now));
+    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
         "SELECT EXISTS (SELECT 1 FROM jobs WHERE name = ?1), EXISTS (SELECT 1 FROM runs "
-        "WHERE job = ?1 AND state = 'pending' AND scheduled_at <= ?2 AND released = 0)"));
-    s.Bind(1, p.job).Bind(2, Ms(p.now));
+        "WHERE job = ?1 AND state = 'pending' AND scheduled_at <= {} AND released = 0)",
+        NowSql(2))));
+    s.Bind(1, p.job).BindOptional(2, at);
     ASSIGN_OR_RETURN(row, s.Step());
     if (row && s.Int(0) == 0) return NotFound(fmt::format("no job \"{}\" in the ledger", p.job));
     if (row && s.Int(1) == 0) return ReleaseResult{};
   }
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   ledger::ReleasePolicy policy = p.policy;
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
@@ -584,7 +621,7 @@ Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
         "SELECT id, partition, period, scheduled_at, misfire_exempt FROM runs "
         "WHERE job = ? AND state = 'pending' AND scheduled_at <= ? AND released = 0 "
         "ORDER BY scheduled_at, id LIMIT ?"));
-    s.Bind(1, p.job).Bind(2, Ms(p.now)).Bind(3, int64_t{p.limit});
+    s.Bind(1, p.job).Bind(2, Ms(now)).Bind(3, int64_t{p.limit});
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       ledger::DueRun r{s.Int(0), s.Text(1), SecondsFromMs(s.Int(3)), s.Int(4) != 0};
       keys[r.id] = {p.job + "/" + r.partition + "/" + s.Text(2), r.scheduled_at};
@@ -593,7 +630,7 @@ Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
   }
   ReleaseResult result;
   const auto decisions =
-      ledger::DecideRelease(std::move(due), policy, std::chrono::floor<seconds>(p.now));
+      ledger::DecideRelease(std::move(due), policy, std::chrono::floor<seconds>(now));
   std::vector<int64_t> released;
   for (const auto& d : decisions) {
     switch (d.action) {
@@ -604,7 +641,7 @@ Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
         ASSIGN_OR_RETURN(s, db_->Prepare(
             "UPDATE runs SET misfire_exempt = 1, updated_at = ? WHERE id = ? AND "
             "state = 'pending' AND released = 0"));
-        s.Bind(1, Ms(p.now)).Bind(2, d.id);
+        s.Bind(1, Ms(now)).Bind(2, d.id);
         RETURN_IF_ERROR(s.Run());
         break;
       }
@@ -613,13 +650,13 @@ Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
             "UPDATE runs SET state = 'skipped', reason = ?, updated_at = ?, finished_at = ? "
             "WHERE id = ? AND state = 'pending' AND released = 0"));
         const std::string_view reason = ledger::Name(d.reason);
-        s.Bind(1, reason).Bind(2, Ms(p.now)).Bind(3, Ms(p.now)).Bind(4, d.id);
+        s.Bind(1, reason).Bind(2, Ms(now)).Bind(3, Ms(now)).Bind(4, d.id);
         RETURN_IF_ERROR(s.Run());
         if (db_->Changes() == 0) break;
         ++result.skipped;
         const auto& [run_key, scheduled_at] = keys[d.id];
         EventRecord e;
-        e.at = p.now;
+        e.at = now;
         e.type = ledger::event::kSkipped;
         e.job = p.job;
         e.run_id = d.id;
@@ -631,14 +668,14 @@ Result<ReleaseResult> SqlStore::RunRelease(const ReleaseParams& p) {
             {"waived", ledger::IsWaived(d.reason)},
             {"scheduled_at", FormatUtc(scheduled_at)},
             {"late_seconds",
-             std::chrono::duration_cast<seconds>(p.now - scheduled_at).count()}}
+             std::chrono::duration_cast<seconds>(now - scheduled_at).count()}}
                         .dump();
         RETURN_IF_ERROR(AppendEventLocked(e));
         break;
       }
     }
   }
-  ASSIGN_OR_RETURN(n, ReleaseLocked(released, p.now));
+  ASSIGN_OR_RETURN(n, ReleaseLocked(released, now));
   result.released = n;
   RETURN_IF_ERROR(tx.Commit());
   return result;
@@ -674,6 +711,7 @@ Status SqlStore::JobSetPaused(const PauseParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   // "job X is already paused" / "job X is not paused".
   const std::string_view state = p.paused ? "already paused" : "not paused";
   if (p.job) {
@@ -689,7 +727,7 @@ Status SqlStore::JobSetPaused(const PauseParams& p) {
         "WHERE name = ?"));
     u.Bind(1, int64_t{p.paused ? 1 : 0});
     if (p.paused) {
-      u.Bind(2, Ms(p.now)).Bind(3, p.actor).Bind(4, p.reason);
+      u.Bind(2, Ms(now)).Bind(3, p.actor).Bind(4, p.reason);
     } else {
       u.Bind(2, std::nullopt).Bind(3, std::nullopt).Bind(4, std::nullopt);
     }
@@ -709,7 +747,7 @@ Status SqlStore::JobSetPaused(const PauseParams& p) {
     RETURN_IF_ERROR(u.Run());
   }
   EventRecord e;
-  e.at = p.now;
+  e.at = now;
   e.type = p.paused ? ledger::event::kPaused : ledger::event::kResumed;
   e.job = p.job.value_or("");
   e.actor = p.actor;
@@ -781,13 +819,14 @@ Result<RunRecord> SqlStore::RunGet(int64_t id) {
   return RunFromRow(s);
 }
 
-Result<std::vector<RunRecord>> SqlStore::RunListDue(Instant now, int limit) {
+Result<std::vector<RunRecord>> SqlStore::RunListDue(std::optional<Instant> now, int limit) {
   std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(at, StatementNow(now));
   ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
-      "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ? "
-      "ORDER BY scheduled_at, id LIMIT ?",
-      kRunColumns)));
-  s.Bind(1, Ms(now)).Bind(2, int64_t{limit});
+      "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= {} "
+      "ORDER BY scheduled_at, id LIMIT ?2",
+      kRunColumns, NowSql(1))));
+  s.BindOptional(1, at).Bind(2, int64_t{limit});
   std::vector<RunRecord> out;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
     out.push_back(RunFromRow(s));
@@ -827,11 +866,31 @@ Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
   std::lock_guard lock(mu_);
   JobStats stats;
   stats.job = p.job;
+  // First the counts, which always answer a row: with the instant they
+  // judged by, which the later statements use (one instant per call).
+  ASSIGN_OR_RETURN(pinned, StatementNow(p.now));
+  int64_t at = 0;
+  {
+    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+        "SELECT (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'pending' AND "
+        "scheduled_at <= {0}) + (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running'), "
+        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'unknown'), "
+        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running' "
+        "AND lease_expires_at < {0}), {0}",
+        NowSql(2))));
+    s.Bind(1, p.job).BindOptional(2, pinned);
+    ASSIGN_OR_RETURN(row, s.Step());
+    if (!row || s.IsNull(3)) return Internal("the stats read no instant");
+    stats.in_flight = static_cast<int>(s.Int(0));
+    stats.unknown_total = static_cast<int>(s.Int(1));
+    stats.expired_leases = static_cast<int>(s.Int(2));
+    at = s.Int(3);
+  }
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT state, coalesce(reason, ''), count(*) FROM runs WHERE job = ? AND "
         "business_date = ? AND scheduled_at <= ? GROUP BY state, reason"));
-    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
+    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, at);
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       const int n = static_cast<int>(s.Int(2));
       stats.by_state[s.Text(0)] += n;
@@ -861,7 +920,7 @@ Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
         "  AND scheduled_at BETWEEN ?2 AND ?3"
         " UNION ALL SELECT min(scheduled_at) FROM runs WHERE job = ?1 AND state = 'skipped' "
         "  AND reason = 'misfired' AND scheduled_at BETWEEN ?2 AND ?3) AS ranges"));
-    s.Bind(1, p.job).Bind(2, Ms(p.horizon_from)).Bind(3, Ms(p.now));
+    s.Bind(1, p.job).Bind(2, Ms(p.horizon_from)).Bind(3, at);
     ASSIGN_OR_RETURN(row, s.Step());
     if (row && !s.IsNull(0)) stats.oldest_open_scheduled_at = SecondsFromMs(s.Int(0));
   }
@@ -870,25 +929,10 @@ Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
         "SELECT rs.step, rs.state, count(*) FROM run_steps rs JOIN runs r ON r.id = rs.run_id "
         "WHERE r.job = ? AND r.business_date = ? AND r.scheduled_at <= ? "
         "GROUP BY rs.step, rs.state"));
-    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, Ms(p.now));
+    s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, at);
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       stats.steps[s.Text(0)][s.Text(1)] = static_cast<int>(s.Int(2));
     }));
-  }
-  {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'pending' AND "
-        "scheduled_at <= ?2) + (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running'), "
-        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'unknown'), "
-        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running' "
-        "AND lease_expires_at < ?2)"));
-    s.Bind(1, p.job).Bind(2, Ms(p.now));
-    ASSIGN_OR_RETURN(row, s.Step());
-    if (row) {
-      stats.in_flight = static_cast<int>(s.Int(0));
-      stats.unknown_total = static_cast<int>(s.Int(1));
-      stats.expired_leases = static_cast<int>(s.Int(2));
-    }
   }
   return stats;
 }

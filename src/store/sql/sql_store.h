@@ -59,14 +59,14 @@ class SqlStore : public Store {
 
   Result<PlanResult> RunPlan(const PlanParams& p) override;
   Result<ReleaseResult> RunRelease(const ReleaseParams& p) override;
-  Result<ReleaseOutlook> RunReleaseOutlook(Instant now) override;
+  Result<ReleaseOutlook> RunReleaseOutlook(std::optional<Instant> now) override;
   Status JobSetPaused(const PauseParams& p) override;
   Result<bool> IsPausedAll() override;
 
   Result<std::vector<RunRecord>> RunList(const RunQuery& q) override;
   Result<RunRecord> RunGet(int64_t id) override;
   Status RunListByDate(const RunDateQuery& q, std::vector<RunRecord>* page) override;
-  Result<std::vector<RunRecord>> RunListDue(Instant now, int limit) override;
+  Result<std::vector<RunRecord>> RunListDue(std::optional<Instant> now, int limit) override;
 
   Status EventAppend(const EventRecord& e) override;
   Status EventAppendAll(const std::vector<EventRecord>& events) override;
@@ -80,7 +80,7 @@ class SqlStore : public Store {
   Status StepUpdate(const StepParams& p) override;
   Result<std::vector<Status>> RunFinishAttempts(const std::vector<FinishParams>& p) override;
   Result<std::vector<Status>> RunApplyWrites(const std::vector<WorkerWrite>& writes) override;
-  Result<std::vector<ExpiredLease>> RunListExpiredLeases(Instant now, int limit) override;
+  Result<std::vector<ExpiredLease>> RunListExpiredLeases(std::optional<Instant> now, int limit) override;
   Result<RunLease> RunGetLease(int64_t run_id) override;
   Status RunRetry(const OperatorParams& p) override;
   Result<std::vector<AttemptRecord>> AttemptList(int64_t run_id) override;
@@ -145,6 +145,19 @@ class SqlStore : public Store {
 
   sql::Db& db() { return *db_; }
   std::mutex& mutex() { return mu_; }
+
+  // One instant per call (store.h). The instant of the write transaction
+  // just begun: `given`; kInvalidArgument without one, since SQLite has no
+  // clock of its own. PostgresStore answers with the database's clock read
+  // in the round trip that began the transaction.
+  virtual Result<Instant> TransactionNow(const std::optional<Instant>& given);
+  // For one statement outside a write transaction: the instant's SQL,
+  // `coalesce(?N, <the engine's clock>)`, constant within the statement,
+  // with ?N bound to what StatementNow answers (BindOptional): the pinned
+  // instant in ms, or none for the engine's own clock. SQLite has none:
+  // its StatementNow is kInvalidArgument without a pin.
+  std::string NowSql(int param) const;
+  virtual Result<std::optional<int64_t>> StatementNow(const std::optional<Instant>& given);
 
  protected:
   // The helpers below run inside the caller's transaction, with mutex()
@@ -231,10 +244,12 @@ class SqlStore : public Store {
   // `ending`: the attempt's end follows in this transaction (a worker's last
   // step result with its finish); the fence then also reads what the
   // finish needs, so that FinishLocked does not read it again.
-  Result<Answer> StepUpdateLocked(const StepParams& p, bool ending = false);
+  // `now` is the transaction's instant (TransactionNow), for this and the
+  // other helpers that take one.
+  Result<Answer> StepUpdateLocked(const StepParams& p, Instant now, bool ending = false);
   // `fenced`: what a fence read of the same run and token found earlier in
   // this transaction, when it was read for an ending.
-  Result<Answer> FinishLocked(const FinishParams& p, const Fence* fenced = nullptr);
+  Result<Answer> FinishLocked(const FinishParams& p, Instant now, const Fence* fenced = nullptr);
   // One fenced write as its own transaction: commits when it applied, and
   // when it was refused as stale (its stale_write_rejected event stays).
   Status FencedWrite(const std::function<Result<Answer>()>& write);
@@ -248,10 +263,11 @@ class SqlStore : public Store {
   static EventRecord OverlapSkipEvent(const RunRecord& run, std::string_view node, Instant now);
   static std::vector<EventRecord> ClaimEvents(const ClaimedRun& c, std::string_view node,
                                               Instant now);
-  static EventRecord StepEvent(const StepParams& p, std::string_view job,
+  static EventRecord StepEvent(const StepParams& p, Instant now, std::string_view job,
                                std::string_view run_key, int attempt);
-  static std::vector<EventRecord> FinishEvents(const FinishParams& p, std::string_view job,
-                                               std::string_view run_key, int attempt);
+  static std::vector<EventRecord> FinishEvents(const FinishParams& p, Instant now,
+                                               std::string_view job, std::string_view run_key,
+                                               int attempt);
 
  private:
   // Settles a started effect for EffectCommit / EffectFail, fenced
@@ -262,8 +278,8 @@ class SqlStore : public Store {
     Status status;
     EffectBeginResult begun;  // when status is ok
   };
-  Result<BeginAnswer> EffectBeginLocked(const EffectBeginParams& p);
-  Result<Answer> CheckpointSetLocked(const CheckpointSetParams& p);
+  Result<BeginAnswer> EffectBeginLocked(const EffectBeginParams& p, Instant now);
+  Result<Answer> CheckpointSetLocked(const CheckpointSetParams& p, Instant now);
   // Applies one op inside the caller's transaction, answering it in place;
   // a non-ok Status is a database failure.
   Status EffectOpLocked(EffectOp& op);

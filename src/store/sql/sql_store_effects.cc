@@ -308,13 +308,13 @@ Result<std::optional<std::string>> StepToRedo(Db& db, int64_t run_id, std::strin
 
 // ---- begin ------------------------------------------------------------------
 
-Result<SqlStore::BeginAnswer> SqlStore::EffectBeginLocked(const EffectBeginParams& p) {
+Result<SqlStore::BeginAnswer> SqlStore::EffectBeginLocked(const EffectBeginParams& p, Instant now) {
   ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
   if (!holder) {
-    return BeginAnswer{RejectStaleLocked(p.run_id, p.token, "effect begin", p.node, p.now), {}};
+    return BeginAnswer{RejectStaleLocked(p.run_id, p.token, "effect begin", p.node, now), {}};
   }
   EventRecord ev;
-  ev.at = p.now;
+  ev.at = now;
   ev.job = holder->job;
   ev.run_id = p.run_id;
   ev.run_key = holder->run_key;
@@ -337,7 +337,7 @@ Result<SqlStore::BeginAnswer> SqlStore::EffectBeginLocked(const EffectBeginParam
     stored.started_attempt = holder->attempt;
     stored.started_token = p.token;
     stored.started_request = p.request;
-    stored.started_at = stored.updated_at = p.now;
+    stored.started_at = stored.updated_at = now;
     {
       ASSIGN_OR_RETURN(s, db_->Prepare(
           "INSERT INTO effects (job, key, fingerprint, state, run_id, run_key, started_attempt, "
@@ -381,7 +381,7 @@ Result<SqlStore::BeginAnswer> SqlStore::EffectBeginLocked(const EffectBeginParam
           "settled_by = NULL, doubt_run_id = NULL, doubt_token = NULL, started_at = ?5, "
           "updated_at = ?5 WHERE id = ?6"));
       s.Bind(1, p.run_id).Bind(2, holder->run_key).Bind(3, int64_t{holder->attempt})
-          .Bind(4, p.token).Bind(5, Ms(p.now)).Bind(6, e.id).Bind(7, p.request);
+          .Bind(4, p.token).Bind(5, Ms(now)).Bind(6, e.id).Bind(7, p.request);
       RETURN_IF_ERROR(s.Run());
       ev.type = ledger::event::kEffectStarted;
       details["fingerprint"] = p.fingerprint;
@@ -413,7 +413,7 @@ Result<SqlStore::BeginAnswer> SqlStore::EffectBeginLocked(const EffectBeginParam
   // may or may not have happened.
   ASSIGN_OR_RETURN(recorded, FoundInDoubt(*db_, e, p.token));
   if (recorded) return BeginAnswer{Status::Ok(), {EffectBeginOutcome::kInDoubt, std::move(e)}};
-  RETURN_IF_ERROR(RecordDoubt(*db_, e, p.run_id, p.token, p.now));
+  RETURN_IF_ERROR(RecordDoubt(*db_, e, p.run_id, p.token, now));
   ev.type = ledger::event::kEffectInDoubt;
   ev.reason = own ? fmt::format("effect \"{}\" was started by an earlier call of this attempt "
                                 "(fencing token {}), whose outcome is unknown",
@@ -532,6 +532,7 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
   ASSIGN_OR_RETURN(found, LoadEffect(*db_, run->job, p.key));
@@ -580,7 +581,7 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE effects SET state = ?, settled_attempt = NULL, settled_token = NULL, "
         "settled_by = ?, updated_at = ? WHERE id = ?"));
-    s.Bind(1, ledger::Name(p.as)).Bind(2, p.actor).Bind(3, Ms(p.now)).Bind(4, e.id);
+    s.Bind(1, ledger::Name(p.as)).Bind(2, p.actor).Bind(3, Ms(now)).Bind(4, e.id);
     RETURN_IF_ERROR(s.Run());
   }
   // It did not happen: the step that began it does it again, and the steps
@@ -595,7 +596,7 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
           "UPDATE run_steps SET state = 'pending', updated_at = ?3 WHERE run_id = ?1 AND "
           "state = 'succeeded' AND position >= (SELECT position FROM run_steps WHERE "
           "run_id = ?1 AND step = ?2)"));
-      s.Bind(1, p.run_id).Bind(2, *step).Bind(3, Ms(p.now));
+      s.Bind(1, p.run_id).Bind(2, *step).Bind(3, Ms(now));
       RETURN_IF_ERROR(s.Run());
       redo_from = std::move(step);
     }
@@ -604,13 +605,13 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
   ASSIGN_OR_RETURN(still, InDoubtKeys(*db_, p.run_id));
   out.still_in_doubt = std::move(still);
   if (out.still_in_doubt.empty()) {
-    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, p.now));
+    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
     out.run_state = ledger::RunState::kPending;
   } else {
     out.run_state = ledger::RunState::kUnknown;  // the operator resolves the others in turn
   }
   EventRecord ev;
-  ev.at = p.now;
+  ev.at = now;
   ev.type = ledger::event::kResolve;
   ev.job = run->job;
   ev.run_id = p.run_id;
@@ -640,6 +641,7 @@ Status SqlStore::RunResolve(const RunResolveParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
   if (run->state != "unknown") {
@@ -656,18 +658,18 @@ Status SqlStore::RunResolve(const RunResolveParams& p) {
   }
   ledger::RunState to = ledger::RunState::kPending;
   if (p.as == RunResolution::kRetry) {
-    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, p.now));
+    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
   } else {
     to = p.as == RunResolution::kSucceeded ? ledger::RunState::kSucceeded
                                            : ledger::RunState::kFailed;
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE runs SET state = ?, reason = NULL, finished_at = ?2, updated_at = ?2 "
         "WHERE id = ?3"));
-    s.Bind(1, ledger::Name(to)).Bind(2, Ms(p.now)).Bind(3, p.run_id);
+    s.Bind(1, ledger::Name(to)).Bind(2, Ms(now)).Bind(3, p.run_id);
     RETURN_IF_ERROR(s.Run());
   }
   EventRecord ev;
-  ev.at = p.now;
+  ev.at = now;
   ev.type = ledger::event::kResolve;
   ev.job = run->job;
   ev.run_id = p.run_id;
@@ -724,14 +726,14 @@ Result<Checkpoints> SqlStore::CheckpointGet(int64_t run_id) {
   return out;
 }
 
-Result<SqlStore::Answer> SqlStore::CheckpointSetLocked(const CheckpointSetParams& p) {
+Result<SqlStore::Answer> SqlStore::CheckpointSetLocked(const CheckpointSetParams& p, Instant now) {
   ASSIGN_OR_RETURN(holder, CurrentHolder(*db_, p.run_id, p.token));
   if (!holder) {
     return Answer{RejectStaleLocked(p.run_id, p.token,
                                     fmt::format("checkpoint set ({})", ledger::Name(p.scope)),
-                                    p.node, p.now)};
+                                    p.node, now)};
   }
-  RETURN_IF_ERROR(WriteCheckpoint(*db_, p.scope, *holder, p.run_id, p.token, p.value, p.now));
+  RETURN_IF_ERROR(WriteCheckpoint(*db_, p.scope, *holder, p.run_id, p.token, p.value, now));
   return Answer{Status::Ok()};
 }
 
@@ -756,14 +758,21 @@ Status RunStatement(Db& db, std::string_view sql) {
 }  // namespace
 
 Status SqlStore::EffectOpLocked(EffectOp& op) {
+  // The op's instant; without one (SQLite) the op alone is refused.
+  Result<Instant> at = std::visit([&](const auto& r) { return TransactionNow(r.now); }, op.request);
+  if (!at.ok()) {
+    op.status = at.status();
+    return Status::Ok();
+  }
+  const Instant now = *at;
   if (const auto* begin = std::get_if<EffectBeginParams>(&op.request)) {
-    ASSIGN_OR_RETURN(answer, EffectBeginLocked(*begin));
+    ASSIGN_OR_RETURN(answer, EffectBeginLocked(*begin, now));
     op.status = std::move(answer.status);
     op.begun = std::move(answer.begun);
     return Status::Ok();
   }
   if (const auto* set = std::get_if<CheckpointSetParams>(&op.request)) {
-    ASSIGN_OR_RETURN(answer, CheckpointSetLocked(*set));
+    ASSIGN_OR_RETURN(answer, CheckpointSetLocked(*set, now));
     op.status = std::move(answer.status);
     return Status::Ok();
   }
@@ -775,7 +784,7 @@ Status SqlStore::EffectOpLocked(EffectOp& op) {
     settle.key = p.key;
     settle.exit_status = p.exit_status;
     settle.result = p.result;
-    settle.now = p.now;
+    settle.now = now;
     settle.node = p.node;
   };
   if (const auto* commit = std::get_if<EffectCommitParams>(&op.request)) {

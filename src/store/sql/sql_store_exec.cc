@@ -54,7 +54,7 @@ std::string CandidatesSql(const std::vector<const ClaimRule*>& jobs) {
   for (const ClaimRule* r : jobs) {
     const std::string at = fmt::format("?{}", param++);
     listed += (listed.empty() ? "" : ", ") + at;
-    if (r->overlap == config::Overlap::kQueue) queued += (queued.empty() ? "" : ", ") + at;
+    if (r->overlap == ledger::Overlap::kQueue) queued += (queued.empty() ? "" : ", ") + at;
   }
   const std::string waiting =
       queued.empty()
@@ -155,6 +155,9 @@ EventRecord SqlStore::OverlapSkipEvent(const RunRecord& run, std::string_view no
 Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   std::vector<ClaimedRun> out;
   if (p.rules.empty() || p.limit <= 0) return out;
+  // Resolved before the look that precedes the transaction: this path has
+  // no database clock to read (PostgresStore claims set-based).
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   std::lock_guard lock(mu_);
   {
     // An idle dispatcher polls often: one cheap look, before building the
@@ -162,7 +165,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "SELECT 1 FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
         "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) LIMIT 1"));
-    s.Bind(1, Ms(p.now));
+    s.Bind(1, Ms(now));
     ASSIGN_OR_RETURN(row, s.Step());
     if (!row) return out;
   }
@@ -181,7 +184,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
                                    int64_t limit) -> Result<bool> {
     candidates.clear();
     ASSIGN_OR_RETURN(s, db_->Prepare(CandidatesSql(jobs)));
-    s.Bind(1, Ms(p.now)).Bind(2, limit).Bind(3, after.first).Bind(4, after.second);
+    s.Bind(1, Ms(now)).Bind(2, limit).Bind(3, after.first).Bind(4, after.second);
     int i = 5;
     for (const ClaimRule* r : jobs) s.Bind(i++, r->job);
     RETURN_IF_ERROR(ForEachRow(s, [&] {
@@ -252,7 +255,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
       if (static_cast<int>(out.size()) >= p.limit) break;
       const ClaimRule& rule = *rules.at(c.job);
       if (full(rule)) continue;
-      if (rule.overlap == config::Overlap::kSkip) {
+      if (rule.overlap == ledger::Overlap::kSkip) {
         // Read now, in this transaction: an earlier period claimed by this
         // very claim is running.
         ASSIGN_OR_RETURN(s, db_->Prepare(
@@ -261,7 +264,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
         s.Bind(1, c.job).Bind(2, c.partition).Bind(3, Ms(c.scheduled_at));
         ASSIGN_OR_RETURN(blocked, s.Step());
         if (blocked) {
-          RETURN_IF_ERROR(SkipForOverlapLocked(c, p.node, p.now));
+          RETURN_IF_ERROR(SkipForOverlapLocked(c, p.node, now));
           continue;
         }
       }
@@ -274,7 +277,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
         last_token = s.Int(0);
       }
       const int64_t token = *last_token + 1;
-      const Instant expires = p.now + rule.lease_ttl;
+      const Instant expires = now + rule.lease_ttl;
       ClaimedRun claimed;
       {
         // No RETURNING: the candidate row has the counters (SQLite builds an
@@ -284,14 +287,14 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
             "lease_node = ?3, attempts = attempts + 1, budget_attempts = budget_attempts + 1, "
             "budget_started_at = coalesce(budget_started_at, ?4), next_attempt_at = NULL, "
             "updated_at = ?4 WHERE id = ?5 AND state = 'pending'"));
-        s.Bind(1, token).Bind(2, Ms(expires)).BindInPlace(3, p.node).Bind(4, Ms(p.now))
+        s.Bind(1, token).Bind(2, Ms(expires)).BindInPlace(3, p.node).Bind(4, Ms(now))
             .Bind(5, c.id);
         RETURN_IF_ERROR(s.Run());
         if (db_->Changes() != 1) continue;
         last_token = token;
         claimed.attempt = c.attempts + 1;
         claimed.budget_attempts = c.budget_attempts + 1;
-        claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(p.now)));
+        claimed.budget_started_at = FromMs(c.budget_started_at.value_or(Ms(now)));
       }
       attempts.push_back({c.id, claimed.attempt, token, c.action_event_id});
       if (claimed.attempt == 1) {
@@ -301,7 +304,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
           claimed.steps.push_back({rule.steps[i], i == 0 ? "running" : "pending"});
         }
       } else {
-        ASSIGN_OR_RETURN(steps, ResumeStepsLocked(c.id, claimed.attempt, rule.steps, p.now));
+        ASSIGN_OR_RETURN(steps, ResumeStepsLocked(c.id, claimed.attempt, rule.steps, now));
         claimed.steps = std::move(steps);
       }
       claimed.run = c;
@@ -309,7 +312,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
       claimed.run.attempts = claimed.attempt;
       claimed.token = token;
       claimed.lease_expires_at = expires;
-      for (EventRecord& e : ClaimEvents(claimed, p.node, p.now)) {
+      for (EventRecord& e : ClaimEvents(claimed, p.node, now)) {
         RETURN_IF_ERROR(AppendEventLocked(std::move(e)));
       }
       if (rule.max_concurrency > 0) ++running[c.job];
@@ -322,7 +325,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
       6, attempts.size(), [&](sql::Stmt& s, int first, std::size_t i) {
         const NewAttempt& a = attempts[i];
         s.Bind(first, a.run_id).Bind(first + 1, int64_t{a.attempt}).Bind(first + 2, a.token)
-            .BindInPlace(first + 3, p.node).Bind(first + 4, Ms(p.now))
+            .BindInPlace(first + 3, p.node).Bind(first + 4, Ms(now))
             .BindOptional(first + 5, a.action_event_id);
       }));
   RETURN_IF_ERROR(InsertRowsLocked(
@@ -336,7 +339,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
         } else {
           s.Bind(first + 4, std::nullopt);
         }
-        s.Bind(first + 5, Ms(p.now));
+        s.Bind(first + 5, Ms(now));
       }));
   RETURN_IF_ERROR(events.Flush());
   if (last_token && !out.empty()) {
@@ -378,13 +381,14 @@ Status SqlStore::RunHeartbeat(const HeartbeatParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "UPDATE runs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_token = ? "
       "AND state = 'running'"));
-  s.Bind(1, Ms(p.now + p.lease_ttl)).Bind(2, Ms(p.now)).Bind(3, p.run_id).Bind(4, p.token);
+  s.Bind(1, Ms(now + p.lease_ttl)).Bind(2, Ms(now)).Bind(3, p.run_id).Bind(4, p.token);
   RETURN_IF_ERROR(s.Run());
   Status result;
-  if (db_->Changes() == 0) result = RejectStaleLocked(p.run_id, p.token, "heartbeat", p.node, p.now);
+  if (db_->Changes() == 0) result = RejectStaleLocked(p.run_id, p.token, "heartbeat", p.node, now);
   if (result.code() == StatusCode::kNotFound) return result;
   RETURN_IF_ERROR(tx.Commit());
   return result;
@@ -440,17 +444,17 @@ Result<std::optional<SqlStore::Fence>> SqlStore::ReadFenceLocked(int64_t run_id,
   return out;
 }
 
-Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p, bool ending) {
+Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p, Instant now, bool ending) {
   FenceRead how;
   how.ending = ending;
   how.step = p.step;
   ASSIGN_OR_RETURN(fence, ReadFenceLocked(p.run_id, p.token, how));
-  if (!fence) return Answer{RejectStaleLocked(p.run_id, p.token, "step " + p.step, p.node, p.now)};
+  if (!fence) return Answer{RejectStaleLocked(p.run_id, p.token, "step " + p.step, p.node, now)};
   {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = ?, attempt = ?, updated_at = ? WHERE run_id = ? AND "
         "step = ?"));
-    s.BindInPlace(1, p.state).Bind(2, int64_t{fence->attempt}).Bind(3, Ms(p.now))
+    s.BindInPlace(1, p.state).Bind(2, int64_t{fence->attempt}).Bind(3, Ms(now))
         .Bind(4, p.run_id).BindInPlace(5, p.step);
     RETURN_IF_ERROR(s.Run());
     if (db_->Changes() == 0) {
@@ -458,7 +462,7 @@ Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p, bool en
     }
   }
   if (fence->ending && p.state == "running") fence->ending->step_running = true;
-  RETURN_IF_ERROR(AppendEventLocked(StepEvent(p, fence->job, fence->run_key, fence->attempt)));
+  RETURN_IF_ERROR(AppendEventLocked(StepEvent(p, now, fence->job, fence->run_key, fence->attempt)));
   return Answer{Status::Ok(), std::move(fence)};
 }
 
@@ -473,7 +477,10 @@ Status SqlStore::FencedWrite(const std::function<Result<Answer>()>& write) {
 }
 
 Status SqlStore::StepUpdate(const StepParams& p) {
-  return FencedWrite([&] { return StepUpdateLocked(p); });
+  return FencedWrite([&]() -> Result<Answer> {
+    ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+    return StepUpdateLocked(p, now);
+  });
 }
 
 void SqlStore::ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::string_view own) {
@@ -495,7 +502,7 @@ void SqlStore::ApplyEffectsInDoubt(FinishParams& p, std::string doubted, std::st
   }
 }
 
-Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const Fence* fenced) {
+Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, Instant now, const Fence* fenced) {
   // Neither the params nor the fence is copied unless an effect in doubt
   // changes the decision (below): a group commit finishes hundreds of runs.
   std::optional<Fence> read;
@@ -505,7 +512,7 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     FenceRead how;
     how.ending = true;
     how.only_if_lease_expired = given.only_if_lease_expired;
-    how.now = given.now;
+    how.now = now;
     ASSIGN_OR_RETURN(found, ReadFenceLocked(given.run_id, given.token, how));
     read = std::move(found);
     fence = read ? &*read : nullptr;
@@ -515,7 +522,7 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
       // The lease was renewed or the run finished meanwhile: nothing to reap.
       return Answer{Status(StatusCode::kConflict, "lease no longer expired")};
     }
-    return Answer{RejectStaleLocked(given.run_id, given.token, "finish", given.node, given.now)};
+    return Answer{RejectStaleLocked(given.run_id, given.token, "finish", given.node, now)};
   }
   // docs/effects.md, At the end of an attempt: an effect this attempt found in
   // doubt and did not settle makes the run `unknown`, whatever the step's exit
@@ -543,9 +550,9 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     } else {
       s.Bind(2, std::nullopt);
     }
-    s.BindInPlace(3, ledger::Name(p.end_class)).Bind(4, Ms(p.now));
+    s.BindInPlace(3, ledger::Name(p.end_class)).Bind(4, Ms(now));
     if (ended) {
-      s.Bind(5, Ms(p.now));
+      s.Bind(5, Ms(now));
     } else {
       s.Bind(5, std::nullopt);
     }
@@ -556,7 +563,7 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE attempts SET ended_at = ?, end_class = ?, exit_status = ?, step = ?, "
         "log_path = ?, output_tail = ? WHERE run_id = ? AND fencing_token = ?"));
-    s.Bind(1, Ms(p.now)).BindInPlace(2, ledger::Name(p.end_class));
+    s.Bind(1, Ms(now)).BindInPlace(2, ledger::Name(p.end_class));
     if (p.exit_status) {
       s.Bind(3, int64_t{*p.exit_status});
     } else {
@@ -571,10 +578,10 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, const
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = 'pending', updated_at = ? WHERE run_id = ? AND "
         "state = 'running'"));
-    s.Bind(1, Ms(p.now)).Bind(2, p.run_id);
+    s.Bind(1, Ms(now)).Bind(2, p.run_id);
     RETURN_IF_ERROR(s.Run());
   }
-  for (EventRecord& e : FinishEvents(p, fence->job, fence->run_key, fence->attempt)) {
+  for (EventRecord& e : FinishEvents(p, now, fence->job, fence->run_key, fence->attempt)) {
     RETURN_IF_ERROR(AppendEventLocked(std::move(e)));
   }
   return Answer{Status::Ok()};
@@ -606,10 +613,10 @@ std::vector<EventRecord> SqlStore::ClaimEvents(const ClaimedRun& c, std::string_
   return out;
 }
 
-EventRecord SqlStore::StepEvent(const StepParams& p, std::string_view job,
+EventRecord SqlStore::StepEvent(const StepParams& p, Instant now, std::string_view job,
                                 std::string_view run_key, int attempt) {
   EventRecord e;
-  e.at = p.now;
+  e.at = now;
   e.type = p.state == "running"     ? ledger::event::kStepStarted
            : p.state == "succeeded" ? ledger::event::kStepSucceeded
                                     : ledger::event::kStepFailed;
@@ -621,8 +628,9 @@ EventRecord SqlStore::StepEvent(const StepParams& p, std::string_view job,
   return e;
 }
 
-std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, std::string_view job,
-                                                std::string_view run_key, int attempt) {
+std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, Instant now,
+                                                std::string_view job, std::string_view run_key,
+                                                int attempt) {
   const auto& d = p.decision;
   std::string details = fmt::format(R"({{"attempt":{},"end_class":"{}")", attempt,
                                     ledger::Name(p.end_class));
@@ -635,7 +643,7 @@ std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, std::stri
   if (!p.step.empty()) fmt::format_to(std::back_inserter(details), R"(,"step":{})", JsonQuoted(p.step));
   details += '}';
   EventRecord e;
-  e.at = p.now;
+  e.at = now;
   e.job = std::string(job);
   e.run_id = p.run_id;
   e.run_key = std::string(run_key);
@@ -666,7 +674,8 @@ Result<std::vector<Status>> SqlStore::RunFinishAttempts(const std::vector<Finish
   std::vector<Status> results;
   results.reserve(batch.size());
   for (const FinishParams& p : batch) {
-    ASSIGN_OR_RETURN(r, FinishLocked(p));
+    ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+    ASSIGN_OR_RETURN(r, FinishLocked(p, now));
     results.push_back(std::move(r.status));
   }
   RETURN_IF_ERROR(tx.Commit());
@@ -684,12 +693,14 @@ Result<std::vector<Status>> SqlStore::RunApplyWrites(const std::vector<WorkerWri
     Status r;
     std::optional<Fence> fence;
     if (w.step) {
-      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step, w.finish.has_value()));
+      ASSIGN_OR_RETURN(now, TransactionNow(w.step->now));
+      ASSIGN_OR_RETURN(stepped, StepUpdateLocked(*w.step, now, w.finish.has_value()));
       r = std::move(stepped.status);
       fence = std::move(stepped.fence);
     }
     if (r.ok() && w.finish) {
-      ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish, fence ? &*fence : nullptr));
+      ASSIGN_OR_RETURN(now, TransactionNow(w.finish->now));
+      ASSIGN_OR_RETURN(finished, FinishLocked(*w.finish, now, fence ? &*fence : nullptr));
       r = std::move(finished.status);
     }
     results.push_back(std::move(r));
@@ -699,15 +710,17 @@ Result<std::vector<Status>> SqlStore::RunApplyWrites(const std::vector<WorkerWri
   return results;
 }
 
-Result<std::vector<ExpiredLease>> SqlStore::RunListExpiredLeases(Instant now, int limit) {
+Result<std::vector<ExpiredLease>> SqlStore::RunListExpiredLeases(std::optional<Instant> now,
+                                                                  int limit) {
   std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(at, StatementNow(now));
   ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
       "SELECT {}, lease_token, lease_node, budget_attempts, coalesce(budget_started_at, 0), "
       "(SELECT step FROM run_steps WHERE run_id = runs.id AND state = 'running' LIMIT 1) "
-      "FROM runs WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at "
-      "LIMIT ?",
-      kRunColumns)));
-  s.Bind(1, Ms(now)).Bind(2, int64_t{limit});
+      "FROM runs WHERE state = 'running' AND lease_expires_at < {} ORDER BY lease_expires_at "
+      "LIMIT ?2",
+      kRunColumns, NowSql(1))));
+  s.BindOptional(1, at).Bind(2, int64_t{limit});
   std::vector<ExpiredLease> out;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
     ExpiredLease e;
@@ -753,6 +766,7 @@ Status SqlStore::RunRetry(const OperatorParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   std::string state;
   std::string job;
   std::string run_key;
@@ -771,9 +785,9 @@ Status SqlStore::RunRetry(const OperatorParams& p) {
                   fmt::format("run {} is {}; only failed or unknown runs can be retried",
                               p.run_id, state));
   }
-  RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, p.now));
+  RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
   EventRecord e;
-  e.at = p.now;
+  e.at = now;
   e.type = ledger::event::kRetry;
   e.job = job;
   e.run_id = p.run_id;

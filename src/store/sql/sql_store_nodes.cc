@@ -23,22 +23,26 @@ Result<int> RunForId(sql::Db& db, std::string_view sql, int64_t id) {
 
 Status SqlStore::NodeHeartbeat(const NodeBeat& b) {
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(s, db_->Prepare(
+  ASSIGN_OR_RETURN(at, StatementNow(b.now));
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
       "INSERT INTO nodes (name, version, listen, started_at, last_seen_at, host, pid) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (name) DO UPDATE SET "
+      "VALUES (?1, ?2, ?3, ?4, {}, ?6, ?7) ON CONFLICT (name) DO UPDATE SET "
       "version = excluded.version, listen = excluded.listen, "
       "started_at = excluded.started_at, last_seen_at = excluded.last_seen_at, "
-      "stopped_at = NULL, host = excluded.host, pid = excluded.pid"));
+      "stopped_at = NULL, host = excluded.host, pid = excluded.pid",
+      NowSql(5))));
   s.Bind(1, b.node).Bind(2, b.version).Bind(3, b.listen).Bind(4, Ms(b.started_at))
-      .Bind(5, Ms(b.now)).Bind(6, b.host).Bind(7, b.pid);
+      .BindOptional(5, at).Bind(6, b.host).Bind(7, b.pid);
   return s.Run();
 }
 
 Status SqlStore::NodeStopped(const NodeBeat& b) {
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(s, db_->Prepare(
-      "UPDATE nodes SET last_seen_at = ?3, stopped_at = ?3 WHERE name = ?1 AND started_at = ?2"));
-  s.Bind(1, b.node).Bind(2, Ms(b.started_at)).Bind(3, Ms(b.now));
+  ASSIGN_OR_RETURN(at, StatementNow(b.now));
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "UPDATE nodes SET last_seen_at = {0}, stopped_at = {0} WHERE name = ?1 AND started_at = ?2",
+      NowSql(3))));
+  s.Bind(1, b.node).Bind(2, Ms(b.started_at)).BindOptional(3, at);
   return s.Run();
 }
 
@@ -80,11 +84,13 @@ Result<bool> SqlStore::RoleHold(const RoleParams& p) {
   // The conflict's WHERE is judged on the row as it is when this statement
   // gets it (PostgreSQL waits for a concurrent holder's write first): a
   // live lease of another node leaves the row as it is, and no row changes.
-  ASSIGN_OR_RETURN(s, db_->Prepare(
-      "INSERT INTO roles (name, node, expires_at) VALUES (?1, ?2, ?3) "
+  ASSIGN_OR_RETURN(at, StatementNow(p.now));
+  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
+      "INSERT INTO roles (name, node, expires_at) VALUES (?1, ?2, {0} + ?3) "
       "ON CONFLICT (name) DO UPDATE SET node = excluded.node, expires_at = excluded.expires_at "
-      "WHERE roles.node = excluded.node OR roles.expires_at < ?4"));
-  s.Bind(1, p.role).Bind(2, p.node).Bind(3, Ms(p.now + p.ttl)).Bind(4, Ms(p.now));
+      "WHERE roles.node = excluded.node OR roles.expires_at < {0}",
+      NowSql(4))));
+  s.Bind(1, p.role).Bind(2, p.node).Bind(3, int64_t{p.ttl.count()}).BindOptional(4, at);
   RETURN_IF_ERROR(s.Run());
   return db_->Changes() == 1;
 }

@@ -101,6 +101,7 @@ Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   RETURN_IF_ERROR(RequireJob(*db_, p.job));
   const bool released = p.as == ledger::RunState::kPending;
   const std::string_view state = ledger::Name(p.as);
@@ -111,11 +112,11 @@ Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
     int64_t id = 0;
     std::string from;
     if (!run) {
-      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, state, released, p.now));
+      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, state, released, now));
       id = inserted;
       from = "never_planned";
     } else if (Requeueable(*run, p.include_waived)) {
-      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, p.now, state, released));
+      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, now, state, released));
       id = run->id;
       from = run->reason ? std::string(ledger::Name(*run->reason)) : "skipped";
     } else {
@@ -124,7 +125,7 @@ Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
     }
     out.queued.push_back(id);
     if (p.event_type.empty()) continue;
-    const EventRecord e = ActionEvent(p.event_type, p.job, id, run_key, p.actor, p.reason, p.now,
+    const EventRecord e = ActionEvent(p.event_type, p.job, id, run_key, p.actor, p.reason, now,
                                       {{"from", from},
                                        {"to", state},
                                        {"business_date", k.business_date},
@@ -145,6 +146,7 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   RETURN_IF_ERROR(RequireJob(*db_, p.job));
   RequeueResult out;
   nlohmann::json run_keys = nlohmann::json::array();
@@ -163,7 +165,7 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
     }
     int64_t id = 0;
     if (!run) {
-      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, "pending", true, p.now));
+      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, "pending", true, now));
       id = inserted;
       ++from_counts["never_planned"];
     } else {
@@ -173,12 +175,12 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
                       fmt::format("{} is {}: it is in flight already", run_key,
                                   ledger::Name(run->state)));
       }
-      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, p.now));
+      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, now));
       if (p.from_first_step || run->state == RunState::kSucceeded) {
         ASSIGN_OR_RETURN(s, db_->Prepare(
             "UPDATE run_steps SET state = 'pending', attempt = NULL, updated_at = ? "
             "WHERE run_id = ?"));
-        s.Bind(1, Ms(p.now)).Bind(2, run->id);
+        s.Bind(1, Ms(now)).Bind(2, run->id);
         RETURN_IF_ERROR(s.Run());
       }
       id = run->id;
@@ -192,7 +194,7 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
   extra["from"] = from_counts;
   extra["from_first_step"] = p.from_first_step;
   EventRecord e;
-  e.at = p.now;
+  e.at = now;
   e.type = p.event_type;
   e.job = p.job;
   if (out.queued.size() == 1) {
@@ -212,6 +214,7 @@ Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   std::vector<RunRecord> runs;
   if (p.run_id) {
     ASSIGN_OR_RETURN(found, RunById(*db_, *p.run_id));
@@ -237,10 +240,10 @@ Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
   std::vector<int64_t> approved;
   for (const RunRecord& r : runs) {
     {
-      RETURN_IF_ERROR(RunBackToWork(*db_, r.id, p.now));
+      RETURN_IF_ERROR(RunBackToWork(*db_, r.id, now));
     }
     const EventRecord e =
-        ActionEvent(ledger::event::kApprove, r.job, r.id, r.RunKey(), p.actor, p.reason, p.now,
+        ActionEvent(ledger::event::kApprove, r.job, r.id, r.RunKey(), p.actor, p.reason, now,
                     {{"business_date", r.business_date}});
     const int64_t ids[] = {r.id};
     RETURN_IF_ERROR(AppendActionLocked(e, ids).status());
@@ -254,6 +257,7 @@ Status SqlStore::RunCancel(const OperatorParams& p) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
   ASSIGN_OR_RETURN(found, RunById(*db_, p.run_id));
   if (!found) return NotFound(fmt::format("no run with id {}", p.run_id));
   const RunRecord run = std::move(*found);
@@ -269,11 +273,11 @@ Status SqlStore::RunCancel(const OperatorParams& p) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE runs SET state = 'cancelled', reason = NULL, next_attempt_at = NULL, "
         "finished_at = ?1, updated_at = ?1 WHERE id = ?2"));
-    s.Bind(1, Ms(p.now)).Bind(2, run.id);
+    s.Bind(1, Ms(now)).Bind(2, run.id);
     RETURN_IF_ERROR(s.Run());
   }
   const EventRecord e =
-      ActionEvent(ledger::event::kCancel, run.job, run.id, run.RunKey(), p.actor, p.reason, p.now,
+      ActionEvent(ledger::event::kCancel, run.job, run.id, run.RunKey(), p.actor, p.reason, now,
                   {{"from", ledger::Name(run.state)}});
   RETURN_IF_ERROR(AppendEventLocked(e));
   return tx.Commit();
