@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -797,7 +798,18 @@ TEST(FaultSameKey, ScheduleBackfillRerunAndTriggerAtOnce) {
   constexpr int kRounds = 20;
   Scenario sc;
   sc.WriteEffectStep();
-  const auto today = testing::RunProcess({"/bin/date", "-u", "+%F"});
+  // The race jobs' day is that of a zone where it is now about noon: the
+  // rounds take minutes, and a local midnight within them would have the
+  // every-second schedule plan the next date's key beside the one the
+  // commands race on. Etc/GMT-N is UTC+N (POSIX signs).
+  const auto utc_hour = testing::RunProcess({"/bin/date", "-u", "+%H"});
+  ASSERT_EQ(utc_hour.exit_code, 0);
+  const int offset = 12 - std::stoi(utc_hour.out);  // -11..12
+  const std::string zone = offset == 0 ? "UTC"
+                           : std::string("Etc/GMT") + (offset > 0 ? "-" : "+") +
+                                 S(std::abs(offset));
+  const auto today = testing::RunProcess(
+      {"/bin/date", "-u", "-d", (offset >= 0 ? "+" : "") + S(offset) + " hours", "+%F"});
   ASSERT_EQ(today.exit_code, 0);
   const std::string date = today.out.substr(0, 10);
   std::string config = "[server]\nlisten = \"127.0.0.1:0\"\nstore = \"sqlite:ledger.db\"\n"
@@ -822,7 +834,8 @@ TEST(FaultSameKey, ScheduleBackfillRerunAndTriggerAtOnce) {
       EXPECT_EQ(serve->Stop(), 0) << Tail(serve->Log());
     }
     config += "\n[[job]]\nname = \"" + job +
-              "\"\nschedule = \"* * * * * *\"\ntimezone = \"UTC\"\nkey = \"date\"\nenv = " +
+              "\"\nschedule = \"* * * * * *\"\ntimezone = \"" + zone +
+              "\"\nkey = \"date\"\nenv = " +
               kStepAsan +
               "\nretry = { max_attempts = 20, initial_backoff = \"0s\", max_backoff = \"0s\", "
               "jitter = 0 }\n\n  [[job.step]]\n  name = \"deliver\"\n  command = "
