@@ -58,10 +58,10 @@ inline bool WaitUntilLogged(ServeProcess& serve, const std::string& line, int tr
 
 // What differs between the tests that start serve.
 struct ServeOptions {
-  std::vector<std::string> args;  // after `serve --config CONFIG`
-  std::vector<std::string> env;   // "NAME=value", replacing inherited ones
-  std::string log = "serve.log";  // in the folder: stderr, and stdout too
-  std::string stdout_log;         // in the folder: stdout alone, when given
+  std::vector<std::string> args = {};  // after `serve --config CONFIG`
+  std::vector<std::string> env = {};   // "NAME=value", replacing inherited ones
+  std::string log = "serve.log";       // in the folder: stderr, and stdout too
+  std::string stdout_log = "";         // in the folder: stdout alone, when given
 };
 
 // A temp folder with a config, and serve on it. Start() and Restart() wait
