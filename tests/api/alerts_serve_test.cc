@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/subprocess.h"
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "cronledger/clock.h"
 
@@ -146,8 +146,7 @@ alert = {{ webhook = "{hooks}/slack/SLACK-SECRET", format = "slack" }}
   std::unique_ptr<ServeProcess> Start() {
     log_ = dir_.File(fmt::format("serve.{}.log", ++starts_));
     auto serve = std::make_unique<ServeProcess>(config_, log_);
-    port_ = serve->WaitForApiPort();
-    if (port_ == 0) ADD_FAILURE() << "serve did not start:\n" << ReadFile(log_);
+    port_ = testing::WaitUntilListening(*serve);
     return serve;
   }
   std::string Logs() {

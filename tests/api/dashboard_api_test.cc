@@ -17,7 +17,7 @@
 #include <string>
 #include <variant>
 
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -31,7 +31,7 @@ namespace {
 
 using Json = nlohmann::json;
 using testing::ReadFile;
-using testing::ServeProcess;
+using testing::ServeFixture;
 using testing::TempDir;
 using testing::WaitFor;
 
@@ -169,11 +169,12 @@ std::string CookieOf(const Answer& a) {
 class DashboardLocal : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir("cronledger-dashboard-local");
-    config_ = dir_->Write("cronledger.toml", Config(""));
+    serve_ = new ServeFixture("cronledger-dashboard-local");
+    dir_ = &serve_->dir();
+    config_ = serve_->WriteConfig(Config(""));
     Seed(config_, dir_->File("ledger.db"));
-    serve_ = new ServeProcess(config_, dir_->File("serve.log"));
-    port_ = serve_->WaitForApiPort();
+    if (!serve_->Start()) return;
+    port_ = serve_->port();
     WaitFor([] { return serve_->Log().find("/login?code=") != std::string::npos; }, 600);
     const std::string log = serve_->Log();
     const std::size_t at = log.find("/login?code=");
@@ -182,17 +183,14 @@ class DashboardLocal : public ::testing::Test {
       code_ = log.substr(from, log.find_first_not_of("0123456789abcdef", from) - from);
     }
   }
-  static void TearDownTestSuite() {
-    delete serve_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete serve_; }
   void SetUp() override {
     ASSERT_GT(port_, 0) << serve_->Log();
     ASSERT_FALSE(code_.empty()) << serve_->Log();
   }
-  static inline TempDir* dir_ = nullptr;
+  static inline ServeFixture* serve_ = nullptr;
+  static inline const TempDir* dir_ = nullptr;  // serve_'s
   static inline std::string config_;
-  static inline ServeProcess* serve_ = nullptr;
   static inline int port_ = 0;
   static inline std::string code_;
 };
@@ -264,19 +262,16 @@ TEST_F(DashboardLocal, TheLoginLinkLogsInOnceAndNeverShowsTheToken) {
 class Dashboard : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir("cronledger-dashboard");
-    config_ = dir_->Write("cronledger.toml", Config(kTokens));
+    serve_ = new ServeFixture("cronledger-dashboard");
+    dir_ = &serve_->dir();
+    config_ = serve_->WriteConfig(Config(kTokens));
     Seed(config_, dir_->File("ledger.db"));
     setenv("CL_DASH_READ", kReadSecret, 1);
     setenv("CL_DASH_OPERATE", kOperateSecret, 1);
     setenv("CL_DASH_WORKER", kWorkerSecret, 1);
-    serve_ = new ServeProcess(config_, dir_->File("serve.log"));
-    port_ = serve_->WaitForApiPort();
+    if (serve_->Start()) port_ = serve_->port();
   }
-  static void TearDownTestSuite() {
-    delete serve_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete serve_; }
   void SetUp() override { ASSERT_GT(port_, 0) << serve_->Log(); }
 
   struct Login {
@@ -299,9 +294,9 @@ class Dashboard : public ::testing::Test {
         .size();
   }
 
-  static inline TempDir* dir_ = nullptr;
+  static inline ServeFixture* serve_ = nullptr;
+  static inline const TempDir* dir_ = nullptr;  // serve_'s
   static inline std::string config_;
-  static inline ServeProcess* serve_ = nullptr;
   static inline int port_ = 0;
 };
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -35,9 +35,7 @@
 namespace cronledger {
 namespace {
 
-using testing::ReadFile;
-using testing::ServeProcess;
-using testing::TempDir;
+using testing::ServeFixture;
 using testing::WaitFor;
 
 constexpr const char* kReadSecret = "metrics-read-secret-0123456789";
@@ -78,12 +76,6 @@ name = "w1"
 role = "worker"
 secret_env = "CL_METRICS_WORKER"
 )";
-
-int StartServe(ServeProcess& serve, const std::string& log) {
-  const int port = serve.WaitForApiPort();
-  if (port == 0) ADD_FAILURE() << "serve did not start; its log:\n" << ReadFile(log);
-  return port;
-}
 
 struct Scrape {
   int status = 0;
@@ -172,18 +164,15 @@ std::string Event(const std::string& type, const std::string& actor) {
 class MetricsServe : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir("cronledger-metrics");
-    config_ = dir_->Write("cronledger.toml", ConfigText("", kTokens));
+    serve_ = new ServeFixture("cronledger-metrics");
+    config_ = serve_->WriteConfig(ConfigText("", kTokens));
+    dir_ = &serve_->dir();
     Seed();
     setenv("CL_METRICS_READ", kReadSecret, 1);
     setenv("CL_METRICS_WORKER", kWorkerSecret, 1);
-    serve_ = new ServeProcess(config_, dir_->File("serve.log"));
-    port_ = StartServe(*serve_, dir_->File("serve.log"));
+    if (serve_->Start()) port_ = serve_->port();
   }
-  static void TearDownTestSuite() {
-    delete serve_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete serve_; }
   void SetUp() override { ASSERT_GT(port_, 0); }
 
   // Before 2024 every key succeeded but umbrella's of 2020 (coalesced,
@@ -234,16 +223,11 @@ class MetricsServe : public ::testing::Test {
     Sql(db, Event("retry", "alice") + Event("rerun", "bob") + Event("backfill", "scanner"));
   }
 
-  static TempDir* dir_;
-  static std::string config_;
-  static ServeProcess* serve_;
-  static int port_;
+  static inline ServeFixture* serve_ = nullptr;
+  static inline const testing::TempDir* dir_ = nullptr;  // serve_'s
+  static inline std::string config_;
+  static inline int port_ = 0;
 };
-
-TempDir* MetricsServe::dir_ = nullptr;
-std::string MetricsServe::config_;
-ServeProcess* MetricsServe::serve_ = nullptr;
-int MetricsServe::port_ = 0;
 
 TEST_F(MetricsServe, ScrapeCarriesTheLedgersValues) {
   const Scrape scrape = Request(port_, "GET", kReadSecret);
@@ -364,12 +348,10 @@ TEST_F(MetricsServe, PromtoolAcceptsTheScrape) {
 // Without [[auth.token]] (serve keeps its own operator token), a public
 // /metrics answers anyone.
 TEST(MetricsPublic, AnswersWithoutAToken) {
-  TempDir dir("cronledger-metrics-public");
-  const std::string config =
-      dir.Write("cronledger.toml", ConfigText("metrics_public = true\n", ""));
-  ServeProcess serve(config, dir.File("serve.log"));
-  const int port = StartServe(serve, dir.File("serve.log"));
-  ASSERT_GT(port, 0);
+  ServeFixture serve("cronledger-metrics-public");
+  serve.WriteConfig(ConfigText("metrics_public = true\n", ""));
+  ASSERT_TRUE(serve.Start());
+  const int port = serve.port();
   const Scrape scrape = Request(port, "GET", "");
   EXPECT_EQ(scrape.status, 200) << scrape.body;
   EXPECT_NE(scrape.body.find("cronledger_runs{job=\"report\",state=\"succeeded\"} 0\n"),

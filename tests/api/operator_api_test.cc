@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -41,7 +41,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using testing::Cronledger;
 using testing::ReadFile;
-using testing::ServeProcess;
+using testing::ServeFixture;
 using testing::TempDir;
 using testing::WaitFor;
 
@@ -99,13 +99,6 @@ name = "w1"
 role = "worker"
 secret_env = "CL_TEST_WORKER"
 )";
-
-// Starts serve and waits until it answers; the port, or 0 (failure added).
-int StartServe(ServeProcess& serve, const std::string& log) {
-  const int port = serve.WaitForApiPort();
-  if (port == 0) ADD_FAILURE() << "serve did not start; its log:\n" << ReadFile(log);
-  return port;
-}
 
 struct Answer {
   int status = 0;
@@ -250,14 +243,14 @@ void SeedLedger(const std::string& config_path, const std::string& db) {
 class OperatorApi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir("cronledger-operator-api");
-    config_ = dir_->Write("cronledger.toml", ConfigText("127.0.0.1:0", kTokens));
+    serve_ = new ServeFixture("cronledger-operator-api");
+    dir_ = &serve_->dir();
+    config_ = serve_->WriteConfig(ConfigText("127.0.0.1:0", kTokens));
     Seed();
     setenv("CL_TEST_READ", kReadSecret, 1);
     setenv("CL_TEST_OPERATE", kOperateSecret, 1);
     setenv("CL_TEST_WORKER", kWorkerSecret, 1);
-    serve_ = new ServeProcess(config_, dir_->File("serve.log"));
-    port_ = StartServe(*serve_, dir_->File("serve.log"));
+    if (serve_->Start()) port_ = serve_->port();
     // serve's first planner pass moves the watermark (nothing is due before
     // 2028): wait for it, so that it does not move under a test.
     const bool planned =
@@ -270,10 +263,7 @@ class OperatorApi : public ::testing::Test {
     if (!planned)
       ADD_FAILURE() << "serve never planned; its log:\n" << ReadFile(dir_->File("serve.log"));
   }
-  static void TearDownTestSuite() {
-    delete serve_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete serve_; }
   void SetUp() override { ASSERT_GT(port_, 0); }
 
   static void Seed() { SeedLedger(config_, dir_->File("ledger.db")); }
@@ -297,16 +287,11 @@ class OperatorApi : public ::testing::Test {
     return a.body["runs"].empty() ? 0 : a.body["runs"][0]["id"].get<int64_t>();
   }
 
-  static TempDir* dir_;
-  static std::string config_;
-  static ServeProcess* serve_;
-  static int port_;
+  static inline ServeFixture* serve_ = nullptr;
+  static inline const TempDir* dir_ = nullptr;  // serve_'s
+  static inline std::string config_;
+  static inline int port_ = 0;
 };
-
-TempDir* OperatorApi::dir_ = nullptr;
-std::string OperatorApi::config_;
-ServeProcess* OperatorApi::serve_ = nullptr;
-int OperatorApi::port_ = 0;
 
 // Every read route, as an operator calls it.
 std::vector<std::string> ReadRoutes(int64_t run_id) {
@@ -691,8 +676,9 @@ Answer Post(int port, const std::string& path, const std::string& body, const st
 class OperatorActions : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir("cronledger-operator-actions");
-    config_ = dir_->Write("cronledger.toml", ConfigText("127.0.0.1:0", kTokens));
+    serve_ = new ServeFixture("cronledger-operator-actions");
+    dir_ = &serve_->dir();
+    config_ = serve_->WriteConfig(ConfigText("127.0.0.1:0", kTokens));
     const std::string db = dir_->File("ledger.db");
     SeedLedger(config_, db);
     SqlOn(db,
@@ -708,13 +694,9 @@ class OperatorActions : public ::testing::Test {
     setenv("CL_TEST_READ", kReadSecret, 1);
     setenv("CL_TEST_OPERATE", kOperateSecret, 1);
     setenv("CL_TEST_WORKER", kWorkerSecret, 1);
-    serve_ = new ServeProcess(config_, dir_->File("serve.log"));
-    port_ = StartServe(*serve_, dir_->File("serve.log"));
+    if (serve_->Start()) port_ = serve_->port();
   }
-  static void TearDownTestSuite() {
-    delete serve_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete serve_; }
   void SetUp() override { ASSERT_GT(port_, 0); }
 
   // 2000's globex run ends unknown: its attempt began the effect "fax-1"
@@ -784,16 +766,11 @@ class OperatorActions : public ::testing::Test {
     return Read("/v1/events?limit=1000").text + Read("/v1/runs?limit=1000").text;
   }
 
-  static TempDir* dir_;
-  static std::string config_;
-  static ServeProcess* serve_;
-  static int port_;
+  static inline ServeFixture* serve_ = nullptr;
+  static inline const TempDir* dir_ = nullptr;  // serve_'s
+  static inline std::string config_;
+  static inline int port_ = 0;
 };
-
-TempDir* OperatorActions::dir_ = nullptr;
-std::string OperatorActions::config_;
-ServeProcess* OperatorActions::serve_ = nullptr;
-int OperatorActions::port_ = 0;
 
 TEST_F(OperatorActions, OnlyOperateTokensActAndARefusalChangesNothing) {
   const std::string before = Ledger();
@@ -1169,7 +1146,8 @@ TEST_F(OperatorActions, TriggerWithNothingDueWithinTheHorizonIsRefused) {
 // reports a gap once, leaves it alone).
 TEST(OperatorActionsTrigger, TriggerQueuesTheLatestDuePeriodOnceWithActorAndReason) {
   using namespace std::chrono;
-  TempDir dir("cronledger-operator-trigger");
+  ServeFixture serve("cronledger-operator-trigger");
+  const TempDir& dir = serve.dir();
   const auto key_at = floor<minutes>(RealClock().Now()) - hours{2};
   const auto day = floor<days>(key_at);
   const year_month_day date(day);
@@ -1177,8 +1155,7 @@ TEST(OperatorActionsTrigger, TriggerQueuesTheLatestDuePeriodOnceWithActorAndReas
   const std::string schedule =
       fmt::format("{} {} {} {} *", at.minutes().count(), at.hours().count(),
                   static_cast<unsigned>(date.day()), static_cast<unsigned>(date.month()));
-  const std::string config =
-      dir.Write("cronledger.toml", ConfigText("127.0.0.1:0", std::string(kTokens) + R"(
+  const std::string config = serve.WriteConfig(ConfigText("127.0.0.1:0", std::string(kTokens) + R"(
 [[job]]
 name = "tick"
 schedule = ")" + schedule + R"("
@@ -1221,9 +1198,8 @@ backfill = { horizon = "1d" }
   setenv("CL_TEST_READ", kReadSecret, 1);
   setenv("CL_TEST_OPERATE", kOperateSecret, 1);
   setenv("CL_TEST_WORKER", kWorkerSecret, 1);
-  ServeProcess serve(config, dir.File("serve.log"));
-  const int port = StartServe(serve, dir.File("serve.log"));
-  ASSERT_GT(port, 0);
+  ASSERT_TRUE(serve.Start());
+  const int port = serve.port();
   const Answer none = Get(port, "/v1/runs?job=tick", kReadSecret);
   ASSERT_EQ(none.status, 200) << none.text;
   ASSERT_EQ(none.body["runs"], Json::array()) << none.text;
@@ -1256,14 +1232,14 @@ backfill = { horizon = "1d" }
 // ---- servers of their own --------------------------------------------------------------------
 
 TEST(OperatorApiAuth, WithoutTokensServeKeepsALocalOperatorTokenInAPrivateFile) {
-  TempDir dir("cronledger-local-token");
-  const std::string config = dir.Write("cronledger.toml", ConfigText("127.0.0.1:0", ""));
+  ServeFixture serve("cronledger-local-token");
+  const TempDir& dir = serve.dir();
+  const std::string config = serve.WriteConfig(ConfigText("127.0.0.1:0", ""));
   const std::string token_path = dir.File("cronledger.token");
   std::string token;
   {
-    ServeProcess serve(config, dir.File("serve1.log"));
-    const int port = StartServe(serve, dir.File("serve1.log"));
-    ASSERT_GT(port, 0);
+    ASSERT_TRUE(serve.Start({.log = "serve1.log"}));
+    const int port = serve.port();
     struct stat st {};
     ASSERT_EQ(stat(token_path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -1283,9 +1259,8 @@ TEST(OperatorApiAuth, WithoutTokensServeKeepsALocalOperatorTokenInAPrivateFile) 
     EXPECT_EQ(serve.Stop(), 0);
   }
   {
-    ServeProcess serve(config, dir.File("serve2.log"));
-    const int port = StartServe(serve, dir.File("serve2.log"));
-    ASSERT_GT(port, 0);
+    ASSERT_TRUE(serve.Start({.log = "serve2.log"}));
+    const int port = serve.port();
     EXPECT_EQ(ReadFile(token_path), token + "\n");
     EXPECT_EQ(Get(port, "/v1/runs", token).status, 200);
     EXPECT_NE(ReadFile(dir.File("serve2.log")).find("(as before)"), std::string::npos);

@@ -27,7 +27,7 @@
 #include <variant>
 #include <vector>
 
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -40,7 +40,6 @@ namespace cronledger {
 namespace {
 
 using testing::ReadFile;
-using testing::ServeProcess;
 using testing::TempDir;
 using testing::WaitFor;
 
@@ -234,14 +233,13 @@ class WorkerServe : public ::testing::Test {
 
   // Writes the config, seeds the ledger and starts serve; false on failure.
   bool Start(const std::string& partitions, const std::string& lease_ttl) {
-    config_ = dir_.Write("cronledger.toml", ConfigText(partitions, lease_ttl));
+    config_ = serve_.WriteConfig(ConfigText(partitions, lease_ttl));
     db_ = dir_.File("ledger.db");
     Seed(config_, db_);
     if (::testing::Test::HasFatalFailure()) return false;
-    serve_ = std::make_unique<ServeProcess>(config_, dir_.File("serve.log"));
-    port_ = serve_->WaitForApiPort();
-    if (port_ == 0) ADD_FAILURE() << "serve did not start:\n" << ReadFile(dir_.File("serve.log"));
-    return port_ > 0;
+    if (!serve_.Start()) return false;
+    port_ = serve_.port();
+    return true;
   }
 
   std::vector<std::string> WorkerArgs(const std::string& id, const std::string& out,
@@ -260,11 +258,11 @@ class WorkerServe : public ::testing::Test {
     return all;
   }
 
-  TempDir dir_{"cronledger-workers"};
+  testing::ServeFixture serve_{"cronledger-workers"};
+  const TempDir& dir_ = serve_.dir();
   std::string node_;
   std::string config_;
   std::string db_;
-  std::unique_ptr<ServeProcess> serve_;
   int port_ = 0;
 };
 

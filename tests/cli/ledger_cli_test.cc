@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "cronledger/clock.h"
 #include "store/sqlite/sqlite_store.h"
@@ -32,6 +32,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 using testing::Cronledger;
+using testing::ServeFixture;
 using testing::ServeProcess;
 using TempDir = testing::TempDir;
 using testing::ReadFile;
@@ -98,39 +99,36 @@ date_offset_days = -1
 class LedgerCliServed : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    config_ = dir_->Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
-    const std::string log = dir_->File("serve.log");
-    ServeProcess serve(config_, log);
+    served_ = new ServeFixture();
+    config_ = served_->WriteConfig(ConfigText("sqlite:ledger.db"));
+    ServeFixture& serve = *served_;
     // Wait until serve has opened (and created) the store before touching
     // it, then for its first pass, which plans a minute ahead at once; then
     // let a couple of release passes run.
-    const bool started = WaitFor(
-        [&] { return !serve.Running() || ReadFile(log).find("started with") != std::string::npos; },
-        200);
+    const bool started = serve.StartUntilLogged("started with", {}, 200);
     const bool planned =
         started &&
         WaitFor(
             [&] {
-              if (!serve.Running()) return true;
+              if (!serve.process().Running()) return true;
               auto r = Cronledger({"runs", "--config", config_, "--limit", "1", "--json"});
               return r.exit_code == 0 && !Json::parse(r.out)["runs"].empty();
             },
             200);
-    if (!planned || !serve.Running()) {
-      error_ = new std::string("serve planned nothing; its log:\n" + ReadFile(log));
+    if (!planned || !serve.process().Running()) {
+      error_ = new std::string("serve planned nothing; its log:\n" + serve.Log());
+      serve.process().Kill9();
       return;
     }
     usleep(2000 * 1000);
     const int rc = serve.Stop();
     if (rc != 0) {
-      error_ =
-          new std::string("serve exited " + std::to_string(rc) + "; its log:\n" + ReadFile(log));
+      error_ = new std::string("serve exited " + std::to_string(rc) + "; its log:\n" + serve.Log());
     }
   }
   static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
+    delete served_;
+    served_ = nullptr;
     delete error_;
     error_ = nullptr;
   }
@@ -152,14 +150,10 @@ class LedgerCliServed : public ::testing::Test {
     return RunJson(std::move(args))["events"];
   }
 
-  static TempDir* dir_;
-  static std::string config_;
-  static std::string* error_;
+  static inline ServeFixture* served_ = nullptr;  // stopped once it planned
+  static inline std::string config_;
+  static inline std::string* error_ = nullptr;
 };
-
-TempDir* LedgerCliServed::dir_ = nullptr;
-std::string LedgerCliServed::config_;
-std::string* LedgerCliServed::error_ = nullptr;
 
 const std::vector<std::string> kRunKeys = {"id",     "run_key",       "job",          "partition",
                                            "period", "business_date", "scheduled_at", "state",

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -39,7 +39,7 @@ using testing::Cronledger;
 using testing::Lines;
 using testing::ProcessResult;
 using testing::ReadFile;
-using testing::ServeProcess;
+using testing::ServeFixture;
 using testing::TempDir;
 
 const std::vector<std::string> kLeapDays = {"2000-02-29", "2004-02-29", "2008-02-29", "2012-02-29",
@@ -196,14 +196,15 @@ void Seed(const std::string& config_path, const std::string& db) {
 }
 
 // A ledger in its own folder: the config, the seeded SQLite file and, once
-// serve ran there, cronledger.token.
+// serve ran there (`serve`, not started here), cronledger.token.
 struct Ledger {
   explicit Ledger(const std::string& name, const std::string& extra_config = "")
-      : dir("cronledger-server-cli-" + name) {
-    config = dir.Write("cronledger.toml", kConfig + extra_config);
+      : serve("cronledger-server-cli-" + name), dir(serve.dir()) {
+    config = serve.WriteConfig(kConfig + extra_config);
     Seed(config, dir.File("ledger.db"));
   }
-  TempDir dir;
+  ServeFixture serve;
+  const TempDir& dir;  // serve's
   std::string config;
 };
 
@@ -237,18 +238,9 @@ class ServerCli : public ::testing::Test {
   static void SetUpTestSuite() {
     ClearServerEnvironment();
     ledger_ = new Ledger("read");
-    serve_ = new ServeProcess(ledger_->config, ledger_->dir.File("serve.log"));
-    const int port = serve_->WaitForApiPort();
-    if (port == 0) {
-      ADD_FAILURE() << "serve did not start; its log:\n" << serve_->Log();
-      return;
-    }
-    url_ = "http://127.0.0.1:" + std::to_string(port);
+    if (ledger_->serve.Start()) url_ = ledger_->serve.url();
   }
-  static void TearDownTestSuite() {
-    delete serve_;
-    delete ledger_;
-  }
+  static void TearDownTestSuite() { delete ledger_; }
   void SetUp() override {
     ClearServerEnvironment();
     ASSERT_FALSE(url_.empty());
@@ -267,14 +259,9 @@ class ServerCli : public ::testing::Test {
     return runs.empty() ? 0 : runs[0]["id"].get<int64_t>();
   }
 
-  static Ledger* ledger_;
-  static ServeProcess* serve_;
-  static std::string url_;
+  static inline Ledger* ledger_ = nullptr;
+  static inline std::string url_;
 };
-
-Ledger* ServerCli::ledger_ = nullptr;
-ServeProcess* ServerCli::serve_ = nullptr;
-std::string ServerCli::url_;
 
 // `status` lists the nodes with when each was last seen, which serve moves
 // every 5 s: that is left out of the comparison (the nodes' names stay).
@@ -398,10 +385,8 @@ TEST(ServerCliPages, ListingsLongerThanAnApiPageAreFetchedPageByPage) {
       "state, attempts, created_at, updated_at) "
       "SELECT 'report', 'bulk', printf('1990-01-01T%05d', i), '1990-01-01', "
       "631152000000 + i * 1000, 1, 'cancelled', 0, 631152000000, 631152000000 FROM n");
-  ServeProcess serve(ledger.config, ledger.dir.File("serve.log"));
-  const int port = serve.WaitForApiPort();
-  ASSERT_GT(port, 0) << serve.Log();
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  ASSERT_TRUE(ledger.serve.Start());
+  const std::string url = ledger.serve.url();
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"runs", "--limit", "100000", "--json"},
            {"runs", "--limit", "1200"},
@@ -534,16 +519,9 @@ class ServerCliActions : public ::testing::Test {
     ClearServerEnvironment();
     local_ = new Ledger("local");
     remote_ = new Ledger("remote");
-    serve_ = new ServeProcess(remote_->config, remote_->dir.File("serve.log"));
-    const int port = serve_->WaitForApiPort();
-    if (port == 0) {
-      ADD_FAILURE() << "serve did not start; its log:\n" << serve_->Log();
-      return;
-    }
-    url_ = "http://127.0.0.1:" + std::to_string(port);
+    if (remote_->serve.Start()) url_ = remote_->serve.url();
   }
   static void TearDownTestSuite() {
-    delete serve_;
     delete remote_;
     delete local_;
   }
@@ -590,16 +568,10 @@ class ServerCliActions : public ::testing::Test {
     EXPECT_EQ(e["reason"], reason) << e;
   }
 
-  static Ledger* local_;
-  static Ledger* remote_;
-  static ServeProcess* serve_;
-  static std::string url_;
+  static inline Ledger* local_ = nullptr;
+  static inline Ledger* remote_ = nullptr;  // the one serve runs on
+  static inline std::string url_;
 };
-
-Ledger* ServerCliActions::local_ = nullptr;
-Ledger* ServerCliActions::remote_ = nullptr;
-ServeProcess* ServerCliActions::serve_ = nullptr;
-std::string ServerCliActions::url_;
 
 TEST_F(ServerCliActions, PauseAndResumeRecordTheActorAndAStateRefusalIsExit1) {
   auto r = Both({"pause", "--job", "report", "--reason", "quarter close"}, 0);
@@ -738,10 +710,8 @@ name = "oncall"
 role = "operate"
 secret_env = "CL_TEST_CLI_OPERATE"
 )");
-  ServeProcess serve(ledger.config, ledger.dir.File("serve.log"));
-  const int port = serve.WaitForApiPort();
-  ASSERT_GT(port, 0) << serve.Log();
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  ASSERT_TRUE(ledger.serve.Start());
+  const std::string url = ledger.serve.url();
 
   // With tokens configured serve keeps no token file: one must be given.
   auto r = Cli(ledger.config, url, {"status"});

@@ -90,6 +90,9 @@ class ServeProcess {
   ServeProcess& operator=(const ServeProcess&) = delete;
 
   pid_t pid() const { return pid_; }
+  // The exit code once Running() saw serve exit; -1 while it runs or when
+  // it ended by a signal.
+  int exit_code() const { return exit_code_; }
 
   std::string Log() const {
     std::ifstream in(log_);

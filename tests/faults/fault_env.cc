@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cli/subprocess.h"
+#include "common/serve_process.h"
+#include "faults/scenario.h"
 
 namespace cronledger::faults {
 namespace {
@@ -77,6 +79,37 @@ int64_t Tmpfs::FillUp(const std::string& path) {
   }
   close(fd);
   return written;
+}
+
+LedgerDisk::LedgerDisk(Scenario& sc, int64_t size_bytes)
+    : tmpfs_(sc.dir().File("disk"), size_bytes) {
+  sc.UseLedgerFile("disk/ledger.db");
+}
+
+int64_t LedgerDisk::Fill(Sql& ledger) {
+  const bool truncated = testing::WaitFor(
+      [&] {
+        return ledger.Rows("PRAGMA wal_checkpoint(TRUNCATE)") ==
+               std::vector<std::vector<std::string>>{{"0", "0", "0"}};
+      },
+      100);
+  return truncated ? Tmpfs::FillUp(dir() + "/filler") : 0;
+}
+
+void LedgerDisk::Free() {
+  std::error_code ignored;
+  std::filesystem::remove(dir() + "/filler", ignored);
+}
+
+int LedgerDisk::MakeReadOnly() {
+  int err = -1;
+  testing::WaitFor(
+      [&] {
+        ReapZombies();
+        return (err = tmpfs_.SetReadOnly(true)) == 0;
+      },
+      200);
+  return err;
 }
 
 OwnPostgres::OwnPostgres(std::string state_dir, bool durable)

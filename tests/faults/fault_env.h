@@ -11,6 +11,9 @@
 
 namespace cronledger::faults {
 
+class Scenario;
+class Sql;
+
 // A tmpfs of `size_bytes` mounted on `dir` (created if missing). Needs root
 // (CAP_SYS_ADMIN), as CI and the development machines run the tests.
 // Unmounted (lazily, so a straggler cannot keep it) on destruction.
@@ -39,6 +42,38 @@ class Tmpfs {
   int64_t size_bytes_;
   bool mounted_ = false;
   std::string error_;
+};
+
+// A scenario's SQLite ledger on a small tmpfs of its own (the scenario
+// folder's `disk/`, its ledger `disk/ledger.db`): the disk-full and
+// read-only scenarios. Construct before serve first starts.
+class LedgerDisk {
+ public:
+  LedgerDisk(Scenario& sc, int64_t size_bytes);
+
+  // Whether the tmpfs is mounted; error() says why not.
+  bool mounted() const { return tmpfs_.mounted(); }
+  const std::string& error() const { return tmpfs_.error(); }
+  const std::string& dir() const { return tmpfs_.dir(); }
+
+  // Fills the file system up with a file of the test's, after the WAL was
+  // checkpointed and truncated through `ledger` (bounded wait), so that
+  // serve's next write must take space: the bytes written, 0 when the WAL
+  // could not be truncated.
+  int64_t Fill(Sql& ledger);
+  // Removes the file Fill() wrote: the space is back.
+  void Free();
+
+  // remount,ro as soon as no process holds a file there open for writing
+  // (bounded wait, reaping zombies: a supervisor serve forked for a step
+  // holds serve's files until its parent-death signal lands): 0, or the
+  // errno of the last refusal.
+  int MakeReadOnly();
+  // remount,ro or rw once: 0 or the errno (EBUSY under a running serve).
+  int SetReadOnly(bool read_only) { return tmpfs_.SetReadOnly(read_only); }
+
+ private:
+  Tmpfs tmpfs_;
 };
 
 // A PostgreSQL server of the test's own (scripts/pg-server.sh, given as

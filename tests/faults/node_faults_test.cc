@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "faults/invariant_checker.h"
 #include "faults/pg_proxy.h"
 #include "faults/scenario.h"
@@ -116,19 +116,6 @@ int64_t FirstLogSecond(const std::string& log) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
-// SIGTERM to every node at once (they drain in parallel), then their exit
-// codes once all have exited (-1: still running after ~20 s, then killed).
-// Only one SIGTERM each: a second makes serve exit at once.
-std::vector<int> StopAll(const std::vector<ServeProcess*>& nodes) {
-  for (ServeProcess* p : nodes) p->Signal(SIGTERM);
-  std::vector<int> codes;
-  for (ServeProcess* p : nodes) {
-    WaitFor([&] { return !p->Running(); }, 400);
-    codes.push_back(p->Stop());  // the exit code; SIGKILL if it is still running
-  }
-  return codes;
-}
-
 // A PostgreSQL scenario with one every-second job whose step delivers its
 // run key through `cronledger effect run` (the effect key is the run key;
 // reconcile.sh asks the sink) into the fenced sink, and helpers to run
@@ -190,22 +177,7 @@ class Nodes {
     const std::string params = "application_name=" + node;
     sc_.WriteConfig(Job(), node + ".toml",
                     store.empty() ? sc_.StoreUrl(params) : store + "&" + params);
-    const int n = ++starts_[node];
-    // A small quarantine keeps an ASan serve's memory small: it forks a
-    // supervisor for each of the thousands of steps, and a fork's cost
-    // grows with the memory it copies the mappings of.
-    std::vector<std::string> environment = env;
-    bool asan = false;
-    for (auto& e : environment) {
-      if (e.rfind("ASAN_OPTIONS=", 0) == 0) {
-        e += ":quarantine_size_mb=16";
-        asan = true;
-      }
-    }
-    if (!asan) environment.push_back("ASAN_OPTIONS=quarantine_size_mb=16");
-    return std::make_unique<ServeProcess>(
-        sc_.dir().File(node + ".toml"), sc_.dir().File(node + "-" + std::to_string(n) + ".log"),
-        std::vector<std::string>{"--node-id", node}, environment);
+    return serve_.Start(node, sc_.dir().File(node + ".toml"), env);
   }
 
   // (run id, fencing token) of the live leases `node` holds now: running
@@ -328,7 +300,7 @@ class Nodes {
   Scenario sc_;
   Options options_;
   Sql ledger_{sc_.LedgerDb()};
-  std::map<std::string, int> starts_;
+  ServeNodes serve_{sc_};
 };
 
 // ---------------------------------------------------------------------------
@@ -448,7 +420,7 @@ void RunThreeNodes(const ThreeNodesCase& c) {
     EXPECT_LT(lag, 600) << scrape;
   }
   nodes.WaitForNoRetryQueued();
-  EXPECT_EQ(StopAll({a.get(), b.get(), cnode.get()}), (std::vector<int>{0, 0, 0}))
+  EXPECT_EQ(StopAll({a.get(), b.get(), cnode.get()}, 400), (std::vector<int>{0, 0, 0}))
       << Tail(a->Log()) << Tail(b->Log()) << Tail(cnode->Log());
 
   std::vector<std::string> keys;
@@ -645,7 +617,7 @@ TEST(FaultNodes, ConnectionCutAtCommitLosesNothingAndDoublesNothing) {
       << nodes.ClaimedNotSucceeded(cutoff) << " claimed run(s) not succeeded\n"
       << Tail(p->Log());
   nodes.WaitForNoRetryQueued();
-  EXPECT_EQ(StopAll({p.get()}), std::vector<int>{0}) << Tail(p->Log());
+  EXPECT_EQ(StopAll({p.get()}, 400), std::vector<int>{0}) << Tail(p->Log());
 
   std::vector<std::string> keys;
   const auto v = nodes.Check(&keys, cutoff);
@@ -732,8 +704,8 @@ TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
   Sql& ledger = nodes.ledger();
   PgProxy proxy(PortOf(testing::TestPostgresUrl()));
   auto p = nodes.Start("node-p", {}, ViaProxy(nodes.sc(), proxy));
-  const int port = p->WaitForApiPort();
-  ASSERT_GT(port, 0) << Tail(p->Log());
+  const int port = testing::WaitUntilListening(*p);
+  ASSERT_GT(port, 0);
   ASSERT_TRUE(WaitFor(
       [&] {
         ReapZombies();
@@ -817,7 +789,7 @@ TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
   EXPECT_EQ(outages, 1u) << Tail(log, 80);
 
   nodes.WaitForNoRetryQueued();
-  EXPECT_EQ(StopAll({p.get()}), std::vector<int>{0}) << Tail(p->Log());
+  EXPECT_EQ(StopAll({p.get()}, 400), std::vector<int>{0}) << Tail(p->Log());
   const auto v = nodes.Check(nullptr, cutoff);
   EXPECT_TRUE(v.empty()) << Describe(v);
   EXPECT_TRUE(nodes.sc().LiveSteps().empty());
@@ -856,8 +828,8 @@ TEST(FaultNodes, NodesPlanningAtOnceCreateEachRunOnce) {
   // Each has passed its planner at least twice (a pass after another
   // node's).
   for (auto& n : nodes) {
-    const int port = n->WaitForApiPort();
-    ASSERT_GT(port, 0) << Tail(n->Log());
+    const int port = testing::WaitUntilListening(*n);
+    ASSERT_GT(port, 0);
     double first = -1;
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -871,7 +843,7 @@ TEST(FaultNodes, NodesPlanningAtOnceCreateEachRunOnce) {
   }
   std::vector<ServeProcess*> all;
   for (auto& n : nodes) all.push_back(n.get());
-  EXPECT_EQ(StopAll(all), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(StopAll(all, 400), (std::vector<int>{0, 0, 0}));
 
   Sql ledger(sc.LedgerDb());
   const int64_t runs = ledger.Int("SELECT count(*) FROM runs");

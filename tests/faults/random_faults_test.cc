@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -35,7 +36,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
-#include "common/serve_process.h"
+#include "common/serve_fixture.h"
 #include "faults/fault_env.h"
 #include "faults/invariant_checker.h"
 #include "faults/scenario.h"
@@ -64,24 +65,6 @@ std::size_t Count(const std::string& text, const std::string& needle) {
   for (std::size_t at = 0; (at = text.find(needle, at)) != std::string::npos; ++at) ++n;
   return n;
 }
-
-// Numbered serve processes on one scenario's config, with ServeEnv().
-class Nodes {
- public:
-  explicit Nodes(Scenario& sc) : sc_(sc) {}
-  std::unique_ptr<ServeProcess> Start(const std::string& node, const std::string& config = "",
-                                      const std::vector<std::string>& env = {}) {
-    const int n = ++starts_[node];
-    return std::make_unique<ServeProcess>(
-        config.empty() ? sc_.Config() : config,
-        sc_.dir().File(node + "-" + S(n) + ".log"), std::vector<std::string>{"--node-id", node},
-        ServeEnv(env));
-  }
-
- private:
-  Scenario& sc_;
-  std::map<std::string, int> starts_;
-};
 
 // Waits (bounded) until every step process of the scenario is gone: after
 // a kill -9 of serve they die with their supervisor shims.
@@ -129,18 +112,6 @@ std::vector<std::string> ExpectNothingLostOrDoubled(const Scenario& sc, Sql& led
   const auto v = sc.CheckClaimed(job, cutoff, keys, effects);
   EXPECT_TRUE(v.empty()) << Describe(v);
   return keys;
-}
-
-// SIGTERM to every node at once (they drain in parallel; a second SIGTERM
-// would make serve exit at once), then their exit codes.
-std::vector<int> StopAll(const std::vector<ServeProcess*>& nodes) {
-  for (ServeProcess* p : nodes) p->Signal(SIGTERM);
-  std::vector<int> codes;
-  for (ServeProcess* p : nodes) {
-    WaitFor([&] { return !p->Running(); }, 600);
-    codes.push_back(p->Stop());
-  }
-  return codes;
 }
 
 // Waits (bounded) for a moment no claimed run of the ledger waits for a
@@ -288,7 +259,7 @@ TEST(FaultKill9, TwentyRandomKillsOverFiveHundredRunKeys) {
   sc.WriteCheckedStep();
   Sql ledger(sc.LedgerDb());
   auto succeeded = [&] { return ledger.Int("SELECT count(*) FROM runs WHERE state = 'succeeded'"); };
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   auto serve = nodes.Start("node");
   std::string plan;
   for (int k = 1; k <= kKills; ++k) {
@@ -393,7 +364,7 @@ TEST(FaultSigstop, TwentyStopsPastTheLeasesThenContinue) {
   // stop to land in it most of the time.
   sc.WriteEffectStep("0.3");
   Sql ledger(sc.LedgerDb());
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   std::map<std::string, std::unique_ptr<ServeProcess>> serve;
   serve["node-a"] = nodes.Start("node-a");
   serve["node-b"] = nodes.Start("node-b");
@@ -507,7 +478,7 @@ TEST(FaultDowntime, EachCatchupPolicyAcrossTwentyRestarts) {
     return ledger.Int("SELECT coalesce(max(scheduled_at), 0) FROM runs WHERE job = '" + job +
                       "' AND " + where);
   };
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   auto serve = nodes.Start("node");
   // Each job has run once (the ledger exists, a job's first occurrence
   // comes after its definition is recorded).
@@ -708,7 +679,7 @@ TEST(FaultClock, TwentyJumpsForwardAndBackOnSqlite) {
   auto max_claimed = [&] {
     return ledger.Int("SELECT coalesce(max(scheduled_at), 0) FROM runs WHERE attempts > 0");
   };
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   auto serve = nodes.Start("node", "", faketime);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -827,7 +798,18 @@ TEST(FaultSameKey, ScheduleBackfillRerunAndTriggerAtOnce) {
   constexpr int kRounds = 20;
   Scenario sc;
   sc.WriteEffectStep();
-  const auto today = testing::RunProcess({"/bin/date", "-u", "+%F"});
+  // The race jobs' day is that of a zone where it is now about noon: the
+  // rounds take minutes, and a local midnight within them would have the
+  // every-second schedule plan the next date's key beside the one the
+  // commands race on. Etc/GMT-N is UTC+N (POSIX signs).
+  const auto utc_hour = testing::RunProcess({"/bin/date", "-u", "+%H"});
+  ASSERT_EQ(utc_hour.exit_code, 0);
+  const int offset = 12 - std::stoi(utc_hour.out);  // -11..12
+  const std::string zone = offset == 0 ? "UTC"
+                           : std::string("Etc/GMT") + (offset > 0 ? "-" : "+") +
+                                 S(std::abs(offset));
+  const auto today = testing::RunProcess(
+      {"/bin/date", "-u", "-d", (offset >= 0 ? "+" : "") + S(offset) + " hours", "+%F"});
   ASSERT_EQ(today.exit_code, 0);
   const std::string date = today.out.substr(0, 10);
   std::string config = "[server]\nlisten = \"127.0.0.1:0\"\nstore = \"sqlite:ledger.db\"\n"
@@ -839,9 +821,9 @@ TEST(FaultSameKey, ScheduleBackfillRerunAndTriggerAtOnce) {
             "\"{run_key}\"]\n  timeout = \"10s\"\n  idempotent = true\n";
   sc.dir().Write("cronledger.toml", config);
   Sql ledger(sc.LedgerDb());
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   std::unique_ptr<ServeProcess> serve = nodes.Start("node");
-  ASSERT_GT(serve->WaitForApiPort(), 0) << Tail(serve->Log());
+  ASSERT_GT(testing::WaitUntilListening(*serve), 0);
   std::string plan;
   int reruns_accepted = 0;
   std::map<std::string, std::map<int, int>> outcomes;  // command -> exit code -> count
@@ -852,7 +834,8 @@ TEST(FaultSameKey, ScheduleBackfillRerunAndTriggerAtOnce) {
       EXPECT_EQ(serve->Stop(), 0) << Tail(serve->Log());
     }
     config += "\n[[job]]\nname = \"" + job +
-              "\"\nschedule = \"* * * * * *\"\ntimezone = \"UTC\"\nkey = \"date\"\nenv = " +
+              "\"\nschedule = \"* * * * * *\"\ntimezone = \"" + zone +
+              "\"\nkey = \"date\"\nenv = " +
               kStepAsan +
               "\nretry = { max_attempts = 20, initial_backoff = \"0s\", max_backoff = \"0s\", "
               "jitter = 0 }\n\n  [[job.step]]\n  name = \"deliver\"\n  command = "
@@ -1014,9 +997,8 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
   FaultSeed seed;
   constexpr int kFills = 20;
   Scenario sc;
-  Tmpfs disk(sc.dir().File("disk"), 24 << 20);
+  LedgerDisk disk(sc, 24 << 20);
   ASSERT_TRUE(disk.mounted()) << disk.error();
-  sc.UseLedgerFile("disk/ledger.db");
   const auto parts = PartitionNames(3);
   sc.WriteConfig({.name = "full",
                   .partitions = TomlArray(parts),
@@ -1027,10 +1009,9 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
                   .env = kStepAsan,
                   .misfire_grace = "1h"});
   sc.WriteEffectStep();
-  const std::string filler = disk.dir() + "/filler";
   Sql ledger(sc.LedgerDb());
   auto succeeded = [&] { return ledger.Int("SELECT count(*) FROM runs WHERE state = 'succeeded'"); };
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   auto serve = nodes.Start("node");
   std::string plan;
   for (int i = 1; i <= kFills; ++i) {
@@ -1048,15 +1029,7 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
     const auto committed = Committed(ledger);
     const std::string log_before = serve->Log();
     // serve's next write must take space: the WAL starts from nothing.
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          return ledger.Rows("PRAGMA wal_checkpoint(TRUNCATE)") ==
-                 std::vector<std::vector<std::string>>{{"0", "0", "0"}};
-        },
-        100))
-        << "fill " << i << ": the WAL could not be truncated";
-    const int64_t filled = Tmpfs::FillUp(filler);
-    ASSERT_GT(filled, 0);
+    ASSERT_GT(disk.Fill(ledger), 0) << "fill " << i << ": the WAL could not be truncated";
     ASSERT_TRUE(WaitFor(
         [&] {
           return Count(serve->Log(), "the store is unavailable") >
@@ -1074,7 +1047,7 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
     const int hold = seed.Uniform(200, 1500);
     plan += " " + S(more) + "runs+" + S(hold) + "ms";
     usleep(static_cast<useconds_t>(hold) * 1000);
-    std::filesystem::remove(filler);
+    disk.Free();
     ASSERT_TRUE(WaitFor(
         [&] {
           return Count(serve->Log(), "the store is available again") >
@@ -1109,6 +1082,17 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
 }
 
 
+// serve started on a ledger whose file system is read-only must refuse:
+// exit by itself, with 3 (store unavailable). Its log in *log.
+void ServeRefusesTheReadOnlyLedger(ServeNodes& nodes, std::string* log) {
+  auto refused = nodes.Start("node");
+  ASSERT_TRUE(WaitFor([&] { return !refused->Running(); }, 600))
+      << "serve runs on a read-only ledger\n"
+      << Tail(refused->Log());
+  *log = refused->Log();
+  EXPECT_EQ(refused->Stop(), 3) << Tail(*log);
+}
+
 // The ledger on a tmpfs of its own, made read-only 20 times. Linux refuses
 // `mount -o remount,ro` while a file on it is open for writing (EBUSY),
 // and serve holds its ledger open for as long as it runs: a running serve
@@ -1124,9 +1108,8 @@ TEST(FaultDisk, ReadOnlyTwentyTimesBetweenRuns) {
   FaultSeed seed;
   constexpr int kTimes = 20;
   Scenario sc;
-  Tmpfs disk(sc.dir().File("disk"), 24 << 20);
+  LedgerDisk disk(sc, 24 << 20);
   ASSERT_TRUE(disk.mounted()) << disk.error();
-  sc.UseLedgerFile("disk/ledger.db");
   const auto parts = PartitionNames(3);
   sc.WriteConfig({.name = "ro",
                   .partitions = TomlArray(parts),
@@ -1141,7 +1124,7 @@ TEST(FaultDisk, ReadOnlyTwentyTimesBetweenRuns) {
   // open would keep the tmpfs from being remounted read-only too.
   auto count = [&](const std::string& sql) { return Sql(sc.LedgerDb()).Int(sql); };
   auto succeeded = [&] { return count("SELECT count(*) FROM runs WHERE state = 'succeeded'"); };
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   auto serve = nodes.Start("node");
   std::string plan;
   int refused_while_running = 0;
@@ -1175,23 +1158,12 @@ TEST(FaultDisk, ReadOnlyTwentyTimesBetweenRuns) {
       committed = Committed(ledger);
     }
     // A supervisor serve forked for a step that had not yet recorded its
-    // group holds serve's files until its parent-death signal lands: wait
-    // (bounded) for the last writer to go.
-    int ro = -1;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          ReapZombies();
-          return (ro = disk.SetReadOnly(true)) == 0;
-        },
-        200))
-        << "time " << i << ": remount,ro after the kill: " << std::strerror(ro);
+    // group may still hold serve's files: MakeReadOnly waits for it.
+    const int ro = disk.MakeReadOnly();
+    ASSERT_EQ(ro, 0) << "time " << i << ": remount,ro after the kill: " << std::strerror(ro);
     {
-      auto refused = nodes.Start("node");
-      ASSERT_TRUE(WaitFor([&] { return !refused->Running(); }, 600))
-          << "time " << i << ": serve runs on a read-only ledger\n"
-          << Tail(refused->Log());
-      EXPECT_EQ(refused->Stop(), 3) << Tail(refused->Log());
-      const std::string log = refused->Log();
+      std::string log;
+      ASSERT_NO_FATAL_FAILURE(ServeRefusesTheReadOnlyLedger(nodes, &log)) << "time " << i;
       EXPECT_NE(log.find("store unavailable"), std::string::npos) << log;
       // What it said, for the record (see ReadOnlyLedgerIsNamedAsTheCause).
       const auto at = log.find("store unavailable");
@@ -1250,13 +1222,12 @@ TEST(FaultDisk, ReadOnlyTwentyTimesBetweenRuns) {
 // (src/store/sqlite/sqlite_db.cc, WhyNotWritable).
 TEST(FaultDisk, ReadOnlyLedgerIsNamedAsTheCause) {
   Scenario sc;
-  Tmpfs disk(sc.dir().File("disk"), 8 << 20);
+  LedgerDisk disk(sc, 8 << 20);
   ASSERT_TRUE(disk.mounted()) << disk.error();
-  sc.UseLedgerFile("disk/ledger.db");
   sc.WriteConfig({.name = "ro", .partitions = "", .lease_ttl = "3s", .timeout = "2s",
                   .misfire_grace = "1h"});
   sc.WriteCheckedStep();
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   auto serve = nodes.Start("node");
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -1267,11 +1238,9 @@ TEST(FaultDisk, ReadOnlyLedgerIsNamedAsTheCause) {
       << Tail(serve->Log());
   serve->Kill9();
   ASSERT_TRUE(StepsGone(sc));
-  ASSERT_EQ(disk.SetReadOnly(true), 0);
-  auto refused = nodes.Start("node");
-  ASSERT_TRUE(WaitFor([&] { return !refused->Running(); }, 600)) << Tail(refused->Log());
-  EXPECT_EQ(refused->Stop(), 3);
-  const std::string log = refused->Log();
+  ASSERT_EQ(disk.MakeReadOnly(), 0);
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(ServeRefusesTheReadOnlyLedger(nodes, &log));
   EXPECT_NE(log.find("is mounted read-only"), std::string::npos) << log;
   EXPECT_NE(log.find(sc.dir().File("disk")), std::string::npos)
       << "the message names the folder that is read-only\n"
@@ -1313,7 +1282,7 @@ TEST(FaultPgRestart, ThreeNodesTwentyRestartsOfTheirDatabase) {
                     .misfire_grace = "1h"};
   sc.WriteEffectStep();
   const std::vector<std::string> names = {"node-a", "node-b", "node-c"};
-  Nodes nodes(sc);
+  ServeNodes nodes(sc);
   std::vector<std::unique_ptr<ServeProcess>> serve;
   for (const auto& n : names) {
     sc.WriteConfig(job, n + ".toml", sc.StoreUrl("application_name=" + n));

@@ -479,4 +479,27 @@ std::vector<Violation> Scenario::CheckWith(CheckInput input) const {
   return CheckInvariants(input);
 }
 
+// ---------------------------------------------------------------------------
+// serve nodes.
+
+std::unique_ptr<testing::ServeProcess> ServeNodes::Start(const std::string& node,
+                                                         const std::string& config,
+                                                         const std::vector<std::string>& env) {
+  const int n = ++starts_[node];
+  return std::make_unique<testing::ServeProcess>(
+      config.empty() ? sc_.Config() : config,
+      sc_.dir().File(node + "-" + std::to_string(n) + ".log"),
+      std::vector<std::string>{"--node-id", node}, ServeEnv(env));
+}
+
+std::vector<int> StopAll(const std::vector<testing::ServeProcess*>& nodes, int tries) {
+  for (testing::ServeProcess* p : nodes) p->Signal(SIGTERM);
+  std::vector<int> codes;
+  for (testing::ServeProcess* p : nodes) {
+    testing::WaitFor([&] { return !p->Running(); }, tries);
+    codes.push_back(p->Stop());
+  }
+  return codes;
+}
+
 }  // namespace cronledger::faults

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/serve_process.h"
 #include "faults/invariant_checker.h"
 #include "faults/pg_read.h"
 
@@ -274,6 +276,31 @@ class Scenario {
   std::string schema_;      // PostgreSQL: the ledger's schema
   std::string ledger_file_ = "ledger.db";
 };
+
+// ---------------------------------------------------------------------------
+// serve nodes on a scenario.
+
+// Numbered `serve --node-id NODE` processes on the scenario's config (or
+// `config`), with ServeEnv(env): NODE's n-th start logs to NODE-n.log in
+// the scenario folder, so a restart keeps the earlier logs.
+class ServeNodes {
+ public:
+  explicit ServeNodes(const Scenario& sc) : sc_(sc) {}
+
+  std::unique_ptr<testing::ServeProcess> Start(const std::string& node,
+                                               const std::string& config = "",
+                                               const std::vector<std::string>& env = {});
+
+ private:
+  const Scenario& sc_;
+  std::map<std::string, int> starts_;
+};
+
+// SIGTERM to every node at once (they drain in parallel; a second SIGTERM
+// would make serve exit at once), then their exit codes once all have
+// exited: -1 for one still running after `tries` polls of 50 ms and
+// ServeProcess::Stop()'s own wait, then killed.
+std::vector<int> StopAll(const std::vector<testing::ServeProcess*>& nodes, int tries = 600);
 
 }  // namespace cronledger::faults
 
