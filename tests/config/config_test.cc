@@ -21,6 +21,9 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using ledger::Catchup;
+using ledger::OnPause;
+using ledger::Overlap;
 
 std::filesystem::path SourceRoot() { return cronledger::testing::kSourceDir; }
 
