@@ -56,7 +56,7 @@ const config::StepConfig* CurrentStep(const config::JobConfig& job,
   for (const auto& step : job.steps) {
     const auto it = std::find_if(steps.begin(), steps.end(),
                                  [&](const store::StepState& s) { return s.name == step.name; });
-    if (it == steps.end() || it->state != "succeeded") return &step;
+    if (it == steps.end() || it->state != ledger::StepStatus::kSucceeded) return &step;
   }
   return nullptr;
 }
@@ -229,8 +229,9 @@ ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) co
 
 ApiResponse WorkerApi::ClaimAnswer(const store::ClaimedRun& claim,
                                    const config::JobConfig& job) const {
-  const auto running = std::find_if(claim.steps.begin(), claim.steps.end(),
-                                     [](const store::StepState& s) { return s.state == "running"; });
+  const auto running = std::find_if(
+      claim.steps.begin(), claim.steps.end(),
+      [](const store::StepState& s) { return s.state == ledger::StepStatus::kRunning; });
   RunContext ctx;
   ctx.job = claim.run.job;
   ctx.partition = claim.run.partition;
@@ -383,9 +384,9 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
     }
     // Not the run's current token: the store's fence refuses the write and
     // records it (stale_write_rejected).
-    const Status s = store_.StepUpdate(
-        {run_id, token, step_name, "failed", now(), Actor(worker, *caller.token, lease, token,
-                                                          *attempts)});
+    const Status s =
+        store_.StepUpdate({run_id, token, step_name, ledger::StepStatus::kFailed, now(),
+                           Actor(worker, *caller.token, lease, token, *attempts)});
     if (!s.ok()) return ErrorFor(s);
     return Error(409, "stale_lease",
                  fmt::format("run {}: fencing token {} is not the current one", run_id, token));
@@ -399,7 +400,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   if (current != &*step) {
     const auto state = std::find_if(steps->begin(), steps->end(),
                                     [&](const store::StepState& s) { return s.name == step_name; });
-    if (end == EndClass::kSucceeded && state != steps->end() && state->state == "succeeded") {
+    if (end == EndClass::kSucceeded && state != steps->end() && state->state == ledger::StepStatus::kSucceeded) {
       // Its success reported again (the answer was lost): the same answer.
       return StepSucceededAnswer(run_id, step_name, current);
     }
@@ -413,7 +414,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
                                    run_id, step_name, current->name));
   }
   if (end == EndClass::kSucceeded) {
-    if (Status s = store_.StepUpdate({run_id, token, step_name, "succeeded", now(), node});
+    if (Status s = store_.StepUpdate({run_id, token, step_name, ledger::StepStatus::kSucceeded, now(), node});
         !s.ok()) {
       return ErrorFor(s);
     }
@@ -422,10 +423,10 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
     for (auto it = step + 1; it != job.steps.end() && next == nullptr; ++it) {
       const auto state = std::find_if(steps->begin(), steps->end(),
                                       [&](const store::StepState& s) { return s.name == it->name; });
-      if (state == steps->end() || state->state != "succeeded") next = &*it;
+      if (state == steps->end() || state->state != ledger::StepStatus::kSucceeded) next = &*it;
     }
     if (next != nullptr) {
-      if (Status s = store_.StepUpdate({run_id, token, next->name, "running", now(), node});
+      if (Status s = store_.StepUpdate({run_id, token, next->name, ledger::StepStatus::kRunning, now(), node});
           !s.ok()) {
         return ErrorFor(s);
       }
@@ -457,7 +458,7 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   finish.output_tail = output_tail.value_or("");
   finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
   store::WorkerWrite write;
-  write.step = store::StepParams{run_id, token, step_name, "failed", facts.now, node};
+  write.step = store::StepParams{run_id, token, step_name, ledger::StepStatus::kFailed, facts.now, node};
   write.finish = finish;
   auto results = store_.RunApplyWrites({write});
   if (!results.ok()) return ErrorFor(results.status());

@@ -575,7 +575,7 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
                              "released at shutdown before it started; not counted against "
                              "max_attempts");
   }
-  const auto step_write = [&](const std::string& step, const char* state) {
+  const auto step_write = [&](const std::string& step, ledger::StepStatus state) {
     return store::StepParams{claim.run.id, claim.token, step, state, LedgerNow(run),
                              options_.node};
   };
@@ -586,15 +586,15 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
   for (const auto& step : job->steps) {
     const auto state = std::find_if(claim.steps.begin(), claim.steps.end(),
                                     [&](const auto& s) { return s.name == step.name; });
-    if (state != claim.steps.end() && state->state == "succeeded") continue;
+    if (state != claim.steps.end() && state->state == ledger::StepStatus::kSucceeded) continue;
     if (result) {
       if (!Accept(run, Write({std::exchange(result, std::nullopt), std::nullopt}), "a step result")) {
         return std::nullopt;
       }
     }
     // The claim started the first step; later ones are started here.
-    if (state == claim.steps.end() || state->state != "running") {
-      if (!Accept(run, Write({step_write(step.name, "running"), std::nullopt}), "a step start")) {
+    if (state == claim.steps.end() || state->state != ledger::StepStatus::kRunning) {
+      if (!Accept(run, Write({step_write(step.name, ledger::StepStatus::kRunning), std::nullopt}), "a step start")) {
         return std::nullopt;
       }
     }
@@ -632,7 +632,8 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
       if (!step.idempotent) return std::nullopt;
       return ReleaseAtShutdown(run, std::move(finish), "released at shutdown");
     }
-    result = step_write(step.name, end == EndClass::kSucceeded ? "succeeded" : "failed");
+    result = step_write(step.name, end == EndClass::kSucceeded ? ledger::StepStatus::kSucceeded
+                                                                : ledger::StepStatus::kFailed);
     if (end != EndClass::kSucceeded) break;
   }
   ledger::AttemptFacts facts;

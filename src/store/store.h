@@ -269,7 +269,7 @@ struct ClaimParams {
 
 struct StepState {
   std::string name;
-  std::string state;  // pending | running | succeeded | failed
+  ledger::StepStatus state = ledger::StepStatus::kPending;
   friend bool operator==(const StepState&, const StepState&) = default;
 };
 
@@ -295,7 +295,7 @@ struct StepParams {
   int64_t run_id = 0;
   int64_t token = 0;
   std::string step;
-  std::string state;  // running | succeeded | failed
+  ledger::StepStatus state = ledger::StepStatus::kRunning;  // running, succeeded or failed
   Instant now;
   std::string node;
 };
