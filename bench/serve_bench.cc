@@ -549,7 +549,8 @@ void StoreCycleOnce(DispatcherFixture& f, store::ClaimParams& claim) {
     for (const store::ClaimedRun& c : claimed) {
       const store::Instant now = store::ToInstant(RealClock().Now());
       store::WorkerWrite w;
-      w.step = store::StepParams{c.run.id, c.token, kStep, "succeeded", now, claim.node};
+      w.step = store::StepParams{c.run.id, c.token,   kStep, ledger::StepStatus::kSucceeded,
+                                 now,      claim.node};
       store::FinishParams finish;
       finish.run_id = c.run.id;
       finish.token = c.token;

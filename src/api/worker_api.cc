@@ -10,6 +10,7 @@
 #include "api/attempt_api.h"
 #include "ops/json_shapes.h"
 #include "ops/ledger_json.h"
+#include "engine/attempt.h"
 #include "engine/dispatcher.h"
 #include "engine/step_runner.h"
 #include "exec/subprocess_executor.h"
@@ -48,17 +49,6 @@ std::string Actor(const std::optional<std::string>& worker, const ApiToken& toke
     if (a.token == fencing_token) return a.node;
   }
   return NodeOf(worker, token);
-}
-
-// The first step of `job` not succeeded in `steps`, or null.
-const config::StepConfig* CurrentStep(const config::JobConfig& job,
-                                      const std::vector<store::StepState>& steps) {
-  for (const auto& step : job.steps) {
-    const auto it = std::find_if(steps.begin(), steps.end(),
-                                 [&](const store::StepState& s) { return s.name == step.name; });
-    if (it == steps.end() || it->state != "succeeded") return &step;
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -229,19 +219,8 @@ ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) co
 
 ApiResponse WorkerApi::ClaimAnswer(const store::ClaimedRun& claim,
                                    const config::JobConfig& job) const {
-  const auto running = std::find_if(claim.steps.begin(), claim.steps.end(),
-                                     [](const store::StepState& s) { return s.state == "running"; });
-  RunContext ctx;
-  ctx.job = claim.run.job;
-  ctx.partition = claim.run.partition;
-  ctx.business_date = claim.run.business_date;
-  ctx.period = claim.run.period;
-  ctx.run_key = claim.run.RunKey();
-  ctx.scheduled_at = claim.run.scheduled_at;
-  ctx.run_id = claim.run.id;
-  ctx.attempt = claim.attempt;
-  ctx.fencing_token = claim.token;
-  ctx.step = running == claim.steps.end() ? "" : running->name;
+  const engine::Attempt attempt = engine::Attempt::FromClaim(job, claim, /*node=*/"");
+  const RunContext ctx = attempt.Context(attempt.Running());
   auto attempt_env = AttemptEnvironment(store_, credentials_, options_.url, ctx);
   if (!attempt_env.ok()) {
     // Claimed, but the worker cannot be told: its lease expires and the
@@ -333,15 +312,15 @@ ApiResponse AttemptAnswer(store::Store& store, int64_t run_id, int64_t token,
 }
 
 // The answer to a step reported succeeded: the attempt goes on at `next`
-// (null after the last step: complete it).
+// (none after the last step: complete it).
 ApiResponse StepSucceededAnswer(int64_t run_id, const std::string& step,
-                                const config::StepConfig* next) {
+                                const config::JobConfig& job, std::optional<std::size_t> next) {
   ApiResponse r;
   r.body = {{"run_id", run_id},
             {"step", step},
             {"step_state", "succeeded"},
             {"end_class", "succeeded"},
-            {"next_step", next ? ordered_json(next->name) : ordered_json(nullptr)},
+            {"next_step", next ? ordered_json(job.steps[*next].name) : ordered_json(nullptr)},
             {"attempt_ended", false}};
   return r;
 }
@@ -383,87 +362,68 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
     }
     // Not the run's current token: the store's fence refuses the write and
     // records it (stale_write_rejected).
-    const Status s = store_.StepUpdate(
-        {run_id, token, step_name, "failed", now(), Actor(worker, *caller.token, lease, token,
-                                                          *attempts)});
+    const Status s =
+        store_.StepUpdate({run_id, token, step_name, ledger::StepStatus::kFailed, now(),
+                           Actor(worker, *caller.token, lease, token, *attempts)});
     if (!s.ok()) return ErrorFor(s);
     return Error(409, "stale_lease",
                  fmt::format("run {}: fencing token {} is not the current one", run_id, token));
   }
   auto steps = store_.StepList(run_id);
   if (!steps.ok()) return ErrorFor(steps.status());
-  const config::StepConfig* current = CurrentStep(job, *steps);
+  engine::Attempt attempt = engine::Attempt::FromLease(job, run, *lease, *steps, node);
+  const std::size_t index = static_cast<std::size_t>(step - job.steps.begin());
+  const std::optional<std::size_t> current = attempt.Current();
   exec::StepOutcome o;
   o.exit_status = exit_status.value_or(0);
-  const EndClass end = exit_status ? engine::ClassifyStep(o, job) : *outcome;
-  if (current != &*step) {
-    const auto state = std::find_if(steps->begin(), steps->end(),
-                                    [&](const store::StepState& s) { return s.name == step_name; });
-    if (end == EndClass::kSucceeded && state != steps->end() && state->state == "succeeded") {
+  engine::EndOfStep end;
+  end.end = exit_status ? engine::ClassifyStep(o, job) : *outcome;
+  if (exit_status) end.exit_status = static_cast<int>(*exit_status);
+  end.output_tail = output_tail.value_or("");
+  if (current != index) {
+    if (end.end == EndClass::kSucceeded &&
+        attempt.Status(index) == ledger::StepStatus::kSucceeded) {
       // Its success reported again (the answer was lost): the same answer.
-      return StepSucceededAnswer(run_id, step_name, current);
+      return StepSucceededAnswer(run_id, step_name, job, current);
     }
     return Error(409, "conflict",
-                 current == nullptr
-                     ? fmt::format("run {}: every step has succeeded; complete the attempt with "
-                                   "POST /v1/runs/{}/complete",
-                                   run_id, run_id)
-                     : fmt::format("run {}: step \"{}\" is not the step to report; the attempt "
-                                   "is at step \"{}\"",
-                                   run_id, step_name, current->name));
+                 !current ? fmt::format("run {}: every step has succeeded; complete the attempt "
+                                        "with POST /v1/runs/{}/complete",
+                                        run_id, run_id)
+                          : fmt::format("run {}: step \"{}\" is not the step to report; the "
+                                        "attempt is at step \"{}\"",
+                                        run_id, step_name, job.steps[*current].name));
   }
-  if (end == EndClass::kSucceeded) {
-    if (Status s = store_.StepUpdate({run_id, token, step_name, "succeeded", now(), node});
-        !s.ok()) {
-      return ErrorFor(s);
-    }
+  if (end.end == EndClass::kSucceeded) {
+    const engine::Attempt::AfterStep after =
+        attempt.StepEnded(index, end, now(), [this] { return JitterSample(); });
+    if (Status s = store_.StepUpdate(after.result); !s.ok()) return ErrorFor(s);
     // The next step starts at once, as the dispatcher starts it.
-    const config::StepConfig* next = nullptr;
-    for (auto it = step + 1; it != job.steps.end() && next == nullptr; ++it) {
-      const auto state = std::find_if(steps->begin(), steps->end(),
-                                      [&](const store::StepState& s) { return s.name == it->name; });
-      if (state == steps->end() || state->state != "succeeded") next = &*it;
-    }
-    if (next != nullptr) {
-      if (Status s = store_.StepUpdate({run_id, token, next->name, "running", now(), node});
+    if (after.next) {
+      if (Status s = store_.StepUpdate(
+              attempt.StepWrite(*after.next, ledger::StepStatus::kRunning, now()));
           !s.ok()) {
         return ErrorFor(s);
       }
     }
-    return StepSucceededAnswer(run_id, step_name, next);
+    return StepSucceededAnswer(run_id, step_name, job, after.next);
   }
   // A step that did not succeed ends the attempt, in one transaction with
   // its result: what the dispatcher writes for a subprocess step.
-  ledger::AttemptFacts facts;
-  facts.end = end;
-  facts.step_idempotent = step->idempotent;
-  facts.budget_attempts = lease->budget_attempts;
-  facts.budget_started_at = lease->budget_started_at;
   // The retry's backoff counts from the ledger's now (PostgreSQL: the
   // database's clock, whatever this node's says).
   auto ledger_now = store_.LedgerNow(now());
   if (!ledger_now.ok()) return ErrorFor(ledger_now.status());
-  facts.now = *ledger_now;
-  facts.jitter_sample = JitterSample();
-  store::FinishParams finish;
-  finish.run_id = run_id;
-  finish.token = token;
-  finish.now = facts.now;
-  finish.node = node;
-  finish.end_class = end;
-  finish.exit_status = exit_status.has_value() ? std::optional<int>(static_cast<int>(*exit_status))
-                                               : std::nullopt;
-  finish.step = step_name;
-  finish.output_tail = output_tail.value_or("");
-  finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
+  engine::Attempt::AfterStep after =
+      attempt.StepEnded(index, end, *ledger_now, [this] { return JitterSample(); });
   store::WorkerWrite write;
-  write.step = store::StepParams{run_id, token, step_name, "failed", facts.now, node};
-  write.finish = finish;
+  write.step = std::move(after.result);
+  write.finish = std::move(after.finish);
   auto results = store_.RunApplyWrites({write});
   if (!results.ok()) return ErrorFor(results.status());
   if (!results->at(0).ok()) return ErrorFor(results->at(0));
-  spdlog::info("run {} {}: attempt {} (worker {}) {} -> {}", run_id, run.RunKey(),
-               lease->attempt, node, ledger::Name(end), ledger::Name(finish.decision.state));
+  spdlog::info("run {} {}: attempt {} (worker {}) {} -> {}", run_id, run.RunKey(), lease->attempt,
+               node, ledger::Name(end.end), ledger::Name(write.finish->decision.state));
   return AttemptAnswer(store_, run_id, token,
                        {{"step", step_name}, {"step_state", "failed"}});
 }
@@ -509,22 +469,18 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
   }
   auto steps = store_.StepList(run_id);
   if (!steps.ok()) return ErrorFor(steps.status());
-  if (const config::StepConfig* current = CurrentStep(job, *steps)) {
+  const engine::Attempt attempt = engine::Attempt::FromLease(job, run, *lease, *steps, finish.node);
+  if (const std::optional<std::size_t> current = attempt.Current()) {
+    const std::string& name = job.steps[*current].name;
     return Error(409, "conflict",
                  fmt::format("run {}: step \"{}\" has no result yet; report it with POST "
                              "/v1/runs/{}/steps/{} before completing",
-                             run_id, current->name, run_id, current->name));
+                             run_id, name, run_id, name));
   }
-  ledger::AttemptFacts facts;
-  facts.end = EndClass::kSucceeded;
-  facts.budget_attempts = lease->budget_attempts;
-  facts.budget_started_at = lease->budget_started_at;
-  facts.now = *finish.now;
-  facts.jitter_sample = JitterSample();
-  finish.step = job.steps.empty() ? "" : job.steps.back().name;
-  // Succeeded, unless an effect of the attempt is in doubt: the store then
-  // records the run `unknown` (docs/effects.md, At the end of an attempt).
-  finish.decision = ledger::DecideAfterAttempt(job.retry, facts);
+  engine::EndOfStep end;
+  end.output_tail = finish.output_tail;
+  finish = attempt.End(job.steps.empty() ? std::nullopt : std::optional(job.steps.size() - 1), end,
+                       *finish.now, JitterSample());
   auto results = store_.RunFinishAttempts({finish});
   if (!results.ok()) return ErrorFor(results.status());
   if (!results->at(0).ok()) return ErrorFor(results->at(0));

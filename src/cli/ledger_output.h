@@ -1,5 +1,5 @@
 // What the ledger commands print: aligned text tables, and the JSON documents
-// of docs/cli.md, which are built in api/ledger_json.h for the command line and
+// of docs/cli.md, which are built in ops/ledger_json.h for the command line and
 // the HTTP API alike. Shared by `runs`, `events`, `status` and the rest.
 #ifndef CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 #define CRONLEDGER_CLI_LEDGER_OUTPUT_H_

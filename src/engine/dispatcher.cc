@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/attempt.h"
 #include "exec/attempt_files.h"
 #include "ledger/attempt_policy.h"
 
 namespace cronledger::engine {
 namespace {
 
-using ledger::EndClass;
 using std::chrono::milliseconds;
 
 }  // namespace
@@ -52,14 +52,28 @@ Dispatcher::Dispatcher(const config::Config& config, store::Store& store, Clock&
     }
     rules_.push_back(ClaimRuleFor(job));
   }
-  committer_ = std::jthread([this](std::stop_token stop) { CommitLoop(stop); });
+  GroupCommitter::Options commit;
+  commit.poll = options_.poll;
+  commit.max_held_writes = options_.max_held_writes > 0 ? options_.max_held_writes
+                                                        : options_.max_workers + kMaxClaimAhead;
+  commit.health = options_.health;
+  // Runs that ended may let others be claimed: a job at its
+  // max_concurrency, the next run of a partition whose overlap queues.
+  // The worker's wake came before this commit, when a claim could not
+  // see that yet; without this one they would wait for the poll.
+  commit.on_ended = [this] {
+    if (claiming_ && WorthAClaim()) Wake();
+  };
+  commit.batches = &counters_.write_batches;
+  commit.writes = &counters_.writes;
+  committer_ = std::make_unique<GroupCommitter>(write_store_, clock_, std::move(commit));
   for (int i = 0; i < std::max(1, options_.max_workers); ++i) {
     workers_.emplace_back([this](std::stop_token stop) { WorkerLoop(stop); });
   }
 }
 
 Dispatcher::~Dispatcher() {
-  abandon_settling_.request_stop();
+  committer_->AbandonSettling();
   loop_.request_stop();
   if (loop_.joinable()) loop_.join();
   {
@@ -72,8 +86,7 @@ Dispatcher::~Dispatcher() {
   for (auto& w : workers_) w.request_stop();
   work_cv_.notify_all();
   workers_.clear();  // joins; their last writes went through the committer
-  committer_.request_stop();
-  if (committer_.joinable()) committer_.join();
+  committer_->Stop();
 }
 
 int Dispatcher::ClaimAhead() const {
@@ -235,7 +248,8 @@ void Dispatcher::Start() {
       int limit = 0;
       auto claimed = ClaimOnce(now, &limit);
       ++counters_.polls;
-      SetClaimBurst(claimed.ok() && limit > 0 && *claimed == limit && !HeldTooLong());
+      committer_->SetClaimBurst(claimed.ok() && limit > 0 && *claimed == limit &&
+                                !committer_->HeldTooLong());
       // With a health tracker, a store failure is logged once per outage,
       // not on every poll.
       if (!claimed.ok() &&
@@ -252,43 +266,13 @@ void Dispatcher::Start() {
       std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
       clock_.SleepFor(options_.poll, wake.get_token());
     }
-    SetClaimBurst(false);
+    committer_->SetClaimBurst(false);
   });
 }
 
 bool Dispatcher::WorthAClaim() const {
   std::lock_guard lock(mu_);
   return WorthAClaimLocked();
-}
-
-void Dispatcher::SetClaimBurst(bool on) {
-  {
-    std::lock_guard lock(write_mu_);
-    if (claim_burst_ == on) return;
-    claim_burst_ = on;
-  }
-  if (!on) write_cv_.notify_one();
-}
-
-bool Dispatcher::MayHoldLocked() const {
-  const int limit = options_.max_held_writes > 0 ? options_.max_held_writes
-                                                 : options_.max_workers + kMaxClaimAhead;
-  return static_cast<int>(writes_.size()) < limit;
-}
-
-bool Dispatcher::HeldTooLong() {
-  const Clock::SteadyPoint now = clock_.SteadyNow();
-  std::lock_guard lock(write_mu_);
-  return held_since_ && now - *held_since_ >= options_.poll;
-}
-
-void Dispatcher::QueueWrite(PendingWrite* w) {
-  {
-    std::lock_guard lock(write_mu_);
-    if (writes_.empty()) held_since_ = clock_.SteadyNow();
-    writes_.push_back(w);
-  }
-  write_cv_.notify_one();
 }
 
 void Dispatcher::Wake() {
@@ -316,7 +300,7 @@ void Dispatcher::Drain(std::chrono::milliseconds grace) {
   }
   // A last write still being settled after the deadline is left to the
   // reaper (an uncertain end), as it would be without a database.
-  abandon_settling_.request_stop();
+  committer_->AbandonSettling();
   WaitIdle();
   loop_.request_stop();
   if (loop_.joinable()) loop_.join();
@@ -363,51 +347,6 @@ void Dispatcher::Finished(const ActiveRun& run) {
   idle_cv_.notify_all();
 }
 
-void Dispatcher::CommitLoop(std::stop_token stop) {
-  std::vector<PendingWrite*> batch;
-  std::vector<store::WorkerWrite> writes;
-  for (;;) {
-    {
-      std::unique_lock lock(write_mu_);
-      if (!write_cv_.wait(lock, stop, [&] {
-            return !writes_.empty() && (!claim_burst_ || !MayHoldLocked());
-          })) {
-        if (writes_.empty()) return;
-        claim_burst_ = false;  // stopping: commit what is left
-        continue;
-      }
-      batch.swap(writes_);
-      held_since_.reset();
-    }
-    writes.clear();
-    for (PendingWrite* w : batch) writes.push_back(std::move(w->write));
-    auto results = write_store_.RunApplyWrites(writes);
-    Observe(results.status(), "worker writes");
-    if (!results.ok() && IsStoreFailure(results.status())) {
-      results = SettleUnknown(writes, results.status(), stop);
-    }
-    ++counters_.write_batches;
-    counters_.writes += static_cast<int64_t>(batch.size());
-    bool ended = false;  // some run's end committed
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      batch[i]->result = results.ok() ? (*results)[i] : results.status();
-      ended = ended || (batch[i]->result.ok() && writes[i].finish.has_value());
-      if (batch[i]->on_commit) {
-        std::unique_ptr<PendingWrite> owned(batch[i]);
-        owned->on_commit(owned->result);
-      } else {
-        batch[i]->done.release();
-      }
-    }
-    batch.clear();
-    // Runs that ended may let others be claimed: a job at its
-    // max_concurrency, the next run of a partition whose overlap queues.
-    // The worker's wake came before this commit, when a claim could not
-    // see that yet; without this one they would wait for the poll.
-    if (ended && claiming_ && WorthAClaim()) Wake();
-  }
-}
-
 void Dispatcher::Observe(const Status& s, std::string_view who) {
   if (options_.health != nullptr) options_.health->Observe(s, who);
 }
@@ -416,126 +355,15 @@ store::Instant Dispatcher::LedgerNow(const ActiveRun& run) const {
   return store::ToInstant(clock_.Now()) + run.ledger_offset;
 }
 
-Result<Dispatcher::Found> Dispatcher::Recheck(const store::WorkerWrite& write) {
-  const int64_t run_id = write.finish ? write.finish->run_id : write.step->run_id;
-  const int64_t token = write.finish ? write.finish->token : write.step->token;
-  if (write.finish) {
-    // An attempt is ended once: by its worker, or by the reaper after its
-    // lease expired (lease_expired, which a worker never writes).
-    auto attempts = write_store_.AttemptList(run_id);
-    if (!attempts.ok()) return attempts.status();
-    for (const auto& a : *attempts) {
-      if (a.token != token || !a.ended_at) continue;
-      return a.end_class == ledger::Name(EndClass::kLeaseExpired) ? Found::kLeaseMoved
-                                                                 : Found::kApplied;
-    }
-  }
-  auto lease = write_store_.RunGetLease(run_id);
-  if (!lease.ok()) {
-    const StatusCode code = lease.status().code();
-    if (code == StatusCode::kFailedPrecondition || code == StatusCode::kNotFound) {
-      return Found::kLeaseMoved;  // the run is not running any more
-    }
-    return lease.status();
-  }
-  if (lease->token != token) return Found::kLeaseMoved;
-  if (write.finish) return Found::kNotApplied;  // the attempt is open and still this one
-  // A step's new state alone: only this attempt writes its steps.
-  auto steps = write_store_.StepList(run_id);
-  if (!steps.ok()) return steps.status();
-  for (const auto& st : *steps) {
-    if (st.name == write.step->step) {
-      return st.state == write.step->state ? Found::kApplied : Found::kNotApplied;
-    }
-  }
-  return Found::kNotApplied;
-}
-
-std::vector<Status> Dispatcher::SettleUnknown(const std::vector<store::WorkerWrite>& writes,
-                                              const Status& failure, std::stop_token stop) {
-  std::vector<Status> results(writes.size(), failure);
-  std::vector<std::size_t> open(writes.size());
-  for (std::size_t i = 0; i < open.size(); ++i) open[i] = i;
-  spdlog::warn("dispatcher: {} write(s) of a transaction whose outcome is unknown ({}); "
-               "re-checking them before writing anything again",
-               writes.size(), failure.ToString());
-  milliseconds backoff{50};
-  int reapplied = 0;
-  for (;;) {
-    std::vector<std::size_t> again;      // not applied: write them again
-    std::vector<std::size_t> undecided;  // the ledger could not be read yet
-    for (std::size_t k = 0; k < open.size(); ++k) {
-      const std::size_t i = open[k];
-      auto found = Recheck(writes[i]);
-      Observe(found.status(), "re-check");
-      if (!found.ok()) {
-        if (!IsStoreFailure(found.status())) {
-          results[i] = found.status();
-          continue;
-        }
-        // Still away: the rest would fail the same way.
-        undecided.insert(undecided.end(), open.begin() + static_cast<std::ptrdiff_t>(k),
-                         open.end());
-        break;
-      }
-      switch (*found) {
-        case Found::kApplied: results[i] = Status::Ok(); break;
-        case Found::kLeaseMoved:
-          results[i] = Status(StatusCode::kStaleLease,
-                              "the lease moved on before the outcome of this write was known");
-          break;
-        case Found::kNotApplied: again.push_back(i); break;
-      }
-    }
-    if (!again.empty()) {
-      std::vector<store::WorkerWrite> batch;
-      for (std::size_t i : again) batch.push_back(writes[i]);
-      auto r = write_store_.RunApplyWrites(batch);
-      Observe(r.status(), "worker writes");
-      if (r.ok()) {
-        for (std::size_t k = 0; k < again.size(); ++k) results[again[k]] = (*r)[k];
-        reapplied += static_cast<int>(again.size());
-      } else if (IsStoreFailure(r.status())) {
-        undecided.insert(undecided.end(), again.begin(), again.end());  // unknown again
-      } else {
-        for (std::size_t i : again) results[i] = r.status();
-      }
-    }
-    open = std::move(undecided);
-    if (open.empty()) break;
-    if (stop.stop_requested() || abandon_settling_.stop_requested()) {
-      spdlog::error("dispatcher: stopping with {} write(s) of unknown outcome; their leases "
-                    "will expire and the reaper decides",
-                    open.size());
-      break;
-    }
-    clock_.SleepFor(backoff, abandon_settling_.get_token());
-    backoff = std::min(backoff * 2, milliseconds{2000});
-  }
-  spdlog::info("dispatcher: settled {} write(s) of unknown outcome: {} applied again, the "
-               "others had been applied or their leases had moved on",
-               writes.size(), reapplied);
-  return results;
-}
-
-Status Dispatcher::Write(store::WorkerWrite write) {
-  PendingWrite pending;
-  pending.write = std::move(write);
-  QueueWrite(&pending);
-  pending.done.acquire();
-  return pending.result;
-}
+Status Dispatcher::Write(store::WorkerWrite write) { return committer_->Write(std::move(write)); }
 
 void Dispatcher::WriteLast(std::shared_ptr<ActiveRun> run, store::WorkerWrite write) {
-  auto pending = std::make_unique<PendingWrite>();
   const bool has_finish = write.finish.has_value();
   store::FinishParams finish = has_finish ? *write.finish : store::FinishParams{};
-  pending->write = std::move(write);
-  pending->on_commit = [this, run, has_finish, finish](const Status& s) {
+  committer_->WriteLast(std::move(write), [this, run, has_finish, finish](const Status& s) {
     if (Accept(*run, s, "the outcome") && has_finish) CountOutcome(*run, finish);
     Finished(*run);
-  };
-  QueueWrite(pending.release());
+  });
 }
 
 bool Dispatcher::Accept(const ActiveRun& run, const Status& s, std::string_view what) {
@@ -560,55 +388,39 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
     // The job left the config after it was claimed; let the lease expire.
     return std::nullopt;
   }
-  store::FinishParams finish;
-  finish.run_id = claim.run.id;
-  finish.token = claim.token;
-  finish.node = options_.node;
-  finish.log_path = LogPath(claim);
+  Attempt attempt = Attempt::FromClaim(*job, claim, options_.node, LogPath(claim));
   if (run.stale) return std::nullopt;  // fenced off before it started
   if (run.shutdown) {
     // Claimed ahead and not started before the drain: nothing of it ran,
     // so it goes back to pending whatever its steps' idempotence.
     // Nor does it count against the run's retries: a restart is not a try.
-    finish.outside_budget = true;
-    return ReleaseAtShutdown(run, std::move(finish),
-                             "released at shutdown before it started; not counted against "
-                             "max_attempts");
+    return store::WorkerWrite{
+        std::nullopt, attempt.ReleasedAtShutdown(std::nullopt, {}, LedgerNow(run),
+                                                 "released at shutdown before it started; not "
+                                                 "counted against max_attempts")};
   }
-  const auto step_write = [&](const std::string& step, const char* state) {
-    return store::StepParams{claim.run.id, claim.token, step, state, LedgerNow(run),
-                             options_.node};
-  };
-  EndClass end = EndClass::kSucceeded;
-  bool idempotent = true;
+  // The last step that ran, and how it ended.
+  std::optional<std::size_t> last;
+  EndOfStep last_end;
   // The last step's result, written together with what follows it.
   std::optional<store::StepParams> result;
-  for (const auto& step : job->steps) {
-    const auto state = std::find_if(claim.steps.begin(), claim.steps.end(),
-                                    [&](const auto& s) { return s.name == step.name; });
-    if (state != claim.steps.end() && state->state == "succeeded") continue;
+  for (std::optional<std::size_t> i = attempt.Current(); i; i = attempt.NextAfter(*i)) {
+    const config::StepConfig& step = job->steps[*i];
     if (result) {
       if (!Accept(run, Write({std::exchange(result, std::nullopt), std::nullopt}), "a step result")) {
         return std::nullopt;
       }
     }
     // The claim started the first step; later ones are started here.
-    if (state == claim.steps.end() || state->state != "running") {
-      if (!Accept(run, Write({step_write(step.name, "running"), std::nullopt}), "a step start")) {
+    if (attempt.Status(*i) != ledger::StepStatus::kRunning) {
+      if (!Accept(run,
+                  Write({attempt.StepWrite(*i, ledger::StepStatus::kRunning, LedgerNow(run)),
+                         std::nullopt}),
+                  "a step start")) {
         return std::nullopt;
       }
     }
-    exec::StepContext ctx;
-    ctx.job = claim.run.job;
-    ctx.partition = claim.run.partition;
-    ctx.business_date = claim.run.business_date;
-    ctx.period = claim.run.period;
-    ctx.run_key = claim.run.RunKey();
-    ctx.scheduled_at = claim.run.scheduled_at;
-    ctx.run_id = claim.run.id;
-    ctx.attempt = claim.attempt;
-    ctx.fencing_token = claim.token;
-    ctx.step = step.name;
+    exec::StepContext ctx = attempt.Context(*i);
     ctx.effects = &effects_;
     if (!step.keep_inputs.empty()) {
       const std::string dest = fmt::format("{}/{}/{}/attempt-{}-inputs/{}", config_.server.log_dir,
@@ -619,46 +431,29 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
       }
     }
     const exec::StepOutcome outcome =
-        runner_.Run(ctx, *job, step, finish.log_path, run.cancel.get_token());
+        runner_.Run(ctx, *job, step, LogPath(claim), run.cancel.get_token());
     if (run.stale) return std::nullopt;  // fenced off: nothing more to write
-    end = ClassifyStep(outcome, *job);
-    finish.step = step.name;
-    finish.output_tail = outcome.output_tail.empty() ? outcome.error : outcome.output_tail;
-    if (outcome.end == exec::StepEnd::kExited) finish.exit_status = outcome.exit_status;
-    idempotent = step.idempotent;
+    last = i;
+    last_end = EndOfStep::Of(outcome, *job);
     if (outcome.end == exec::StepEnd::kCancelled && run.shutdown) {
       // Stopped by our own shutdown: release an idempotent step for another
       // attempt now; leave any other to its lease (the reaper decides).
       if (!step.idempotent) return std::nullopt;
-      return ReleaseAtShutdown(run, std::move(finish), "released at shutdown");
+      return store::WorkerWrite{
+          std::nullopt,
+          attempt.ReleasedAtShutdown(i, last_end, LedgerNow(run), "released at shutdown")};
     }
-    result = step_write(step.name, end == EndClass::kSucceeded ? "succeeded" : "failed");
-    if (end != EndClass::kSucceeded) break;
+    // On the ledger's clock: the backoff counts from the database's now, and
+    // the budget started on it.
+    Attempt::AfterStep after =
+        attempt.StepEnded(*i, last_end, LedgerNow(run), [this] { return JitterSample(); });
+    result = std::move(after.result);
+    // The failed step's result and the attempt's end commit together.
+    if (after.finish) return store::WorkerWrite{std::move(result), std::move(after.finish)};
   }
-  ledger::AttemptFacts facts;
-  facts.end = end;
-  facts.step_idempotent = idempotent;
-  facts.budget_attempts = claim.budget_attempts;
-  facts.budget_started_at = claim.budget_started_at;
-  // On the ledger's clock: the backoff counts from the database's now, and
-  // the budget started on it.
-  facts.now = LedgerNow(run);
-  facts.jitter_sample = JitterSample();
-  finish.now = facts.now;
-  finish.end_class = end;
-  finish.decision = ledger::DecideAfterAttempt(job->retry, facts);
   // The last step's result and the attempt's end commit together.
-  return store::WorkerWrite{std::move(result), finish};
-}
-
-store::WorkerWrite Dispatcher::ReleaseAtShutdown(const ActiveRun& run, store::FinishParams finish,
-                                                std::string reason) const {
-  finish.end_class = EndClass::kSignal;
-  finish.decision.state = ledger::RunState::kPending;
-  finish.decision.next_attempt_at = LedgerNow(run);
-  finish.decision.reason = std::move(reason);
-  finish.now = LedgerNow(run);
-  return store::WorkerWrite{std::nullopt, std::move(finish)};
+  return store::WorkerWrite{std::move(result),
+                            attempt.End(last, last_end, LedgerNow(run), JitterSample())};
 }
 
 void Dispatcher::CountOutcome(const ActiveRun& run, const store::FinishParams& params) {

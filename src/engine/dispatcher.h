@@ -5,27 +5,23 @@
 // rejects one (the lease moved on: expired and reaped, or claimed by another
 // node), the worker stops at once — its step is cancelled, its subprocess
 // killed — and writes nothing more; the reaper or the new owner decides the
-// run. Outcomes follow ledger::DecideAfterAttempt.
+// run. Each run's steps and writes follow its engine::Attempt.
 //
 // Group commit: workers hand their step results and completions to one
-// committer thread, which applies everything queued meanwhile in one store
-// transaction (Store::RunApplyWrites), each write fenced by its own token.
-// A write a step depends on (a later step's start, an earlier step's result)
-// is waited for. A run's last write (its last step's result and the
-// attempt's end) is handed over and the worker takes the next run; the run
-// counts as finished (counters, log line, Active(), WaitIdle) only once
-// that write committed.
+// GroupCommitter. A write a step depends on (a later step's start, an
+// earlier step's result) is waited for. A run's last write (its last step's
+// result and the attempt's end) is handed over and the worker takes the
+// next run; the run counts as finished (counters, log line, Active(),
+// WaitIdle) only once that write committed.
 //
 // A transaction that failed for want of the database — the connection lost,
 // perhaps at its COMMIT, so its outcome is unknown — is never blindly
 // repeated. A claim is not retried as if it had failed: if it did commit,
 // the runs it claimed are not run here (this node never learned their
 // tokens); their leases expire and the reaper takes them back. A batch of
-// worker writes is settled write by write: the ledger is read (did the
-// attempt end, is the step in the state written, is the lease still this
-// attempt's) and only what did not happen is applied again, while the
-// database stays away with backoff, until the lease is known to have moved
-// on or the drain gives up.
+// worker writes is settled write by write by the committer's
+// UnknownOutcomeSettler, until the lease is known to have moved on or the
+// drain gives up.
 #ifndef CRONLEDGER_ENGINE_DISPATCHER_H_
 #define CRONLEDGER_ENGINE_DISPATCHER_H_
 
@@ -39,7 +35,6 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <semaphore>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -50,6 +45,7 @@
 #include "cronledger/handler.h"
 #include "engine/effect_ledger.h"
 #include "engine/effect_writer.h"
+#include "engine/group_committer.h"
 #include "engine/step_runner.h"
 #include "engine/store_health.h"
 #include "store/store.h"
@@ -184,36 +180,14 @@ class Dispatcher {
     std::mutex lease_mu;
   };
 
-  struct PendingWrite {
-    store::WorkerWrite write;
-    Status result;
-    std::binary_semaphore done{0};
-    // Set for a run's last write: called by the committer after the commit
-    // instead of releasing `done`; then the write is deleted.
-    std::function<void(const Status&)> on_commit;
-  };
-
   void WorkerLoop(std::stop_token stop);
-  void CommitLoop(std::stop_token stop);
   // Runs the steps; returns the run's last write, if any is to be made.
   std::optional<store::WorkerWrite> Execute(ActiveRun& run);
-  // The attempt's end that puts `run` back to pending now (a drain).
-  store::WorkerWrite ReleaseAtShutdown(const ActiveRun& run, store::FinishParams finish,
-                                       std::string reason) const;
   // Queues `write` for the committer and waits until its batch committed.
   Status Write(store::WorkerWrite write);
   // Queues a run's last write; the run is finished when it committed.
   void WriteLast(std::shared_ptr<ActiveRun> run, store::WorkerWrite write);
   void Finished(const ActiveRun& run);
-  // Settles writes whose transaction failed for want of the database
-  // (`failure`), so possibly at its COMMIT: looks each up and applies again
-  // only those that did not happen; retries while the database stays away
-  // until `stop` or the drain abandons it. Their answers, in order.
-  std::vector<Status> SettleUnknown(const std::vector<store::WorkerWrite>& writes,
-                                    const Status& failure, std::stop_token stop);
-  enum class Found { kApplied, kNotApplied, kLeaseMoved };
-  // What the ledger shows of `write`.
-  Result<Found> Recheck(const store::WorkerWrite& write);
   void Observe(const Status& s, std::string_view who);
   // The ledger's now for `run` (this node's clock plus the run's offset).
   store::Instant LedgerNow(const ActiveRun& run) const;
@@ -250,25 +224,6 @@ class Dispatcher {
   std::mutex wake_mu_;
   std::stop_source wake_;
 
-  std::mutex write_mu_;
-  std::condition_variable_any write_cv_;  // the committer waits for writes
-  std::vector<PendingWrite*> writes_;
-  // While the loop claims full batches back to back (a burst of runs fell
-  // due at once) the committer holds completions back, so that the claims,
-  // which start handlers, do not queue behind them for the store. A burst
-  // ends when a claim finds fewer runs than it could take; a backlog keeps
-  // every claim full, so the hold is also bounded (max_held_writes, and
-  // held_since_ older than a poll). Guarded by write_mu_.
-  bool claim_burst_ = false;
-  std::optional<Clock::SteadyPoint> held_since_;  // the oldest queued write's time
-  void SetClaimBurst(bool on);
-  // Whether the committer may wait for the burst: writes queued fewer than
-  // max_held_writes. REQUIRES: write_mu_ held.
-  bool MayHoldLocked() const;
-  // Whether the oldest write queued has waited a poll or longer.
-  bool HeldTooLong();
-  // Queues `w` for the committer.
-  void QueueWrite(PendingWrite* w);
   // Claimable slots now: free workers plus what may be claimed ahead.
   int FreeSlotsLocked() const;
   int ClaimAheadLocked() const;
@@ -279,12 +234,11 @@ class Dispatcher {
   // (moving average, microseconds); negative until one run finished.
   double run_micros_ = -1;
 
-  // Stops settling writes of unknown outcome (the drain's deadline passed,
-  // or the dispatcher is going away): they are left to the reaper.
-  std::stop_source abandon_settling_;
-
+  // While the loop claims full batches back to back (a burst of runs fell
+  // due at once) it holds completions back, so that the claims, which
+  // start handlers, do not queue behind them for the store.
+  std::unique_ptr<GroupCommitter> committer_;
   std::vector<std::jthread> workers_;
-  std::jthread committer_;
   std::jthread loop_;
 };
 

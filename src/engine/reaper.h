@@ -1,6 +1,6 @@
 // The reaper: takes back expired leases. The attempt ends as lease_expired,
 // an uncertain end: the run is retried when the step that was running is
-// idempotent (or none was), else it becomes unknown.
+// idempotent (or none was), else it becomes unknown (Attempt::LeaseExpired).
 #ifndef CRONLEDGER_ENGINE_REAPER_H_
 #define CRONLEDGER_ENGINE_REAPER_H_
 

@@ -25,6 +25,13 @@ constexpr std::array<std::pair<SkipReason, std::string_view>, 5> kSkipReasons = 
     {SkipReason::kPaused, "paused"},
 }};
 
+constexpr std::array<std::pair<StepStatus, std::string_view>, 4> kStepStatuses = {{
+    {StepStatus::kPending, "pending"},
+    {StepStatus::kRunning, "running"},
+    {StepStatus::kSucceeded, "succeeded"},
+    {StepStatus::kFailed, "failed"},
+}};
+
 constexpr std::array<std::pair<EffectState, std::string_view>, 3> kEffectStates = {{
     {EffectState::kStarted, "started"},
     {EffectState::kCommitted, "committed"},
@@ -61,6 +68,9 @@ std::optional<RunState> ParseRunState(std::string_view s) { return ParseIn(kRunS
 std::optional<SkipReason> ParseSkipReason(std::string_view s) {
   return ParseIn(kSkipReasons, s);
 }
+
+std::string_view Name(StepStatus s) { return NameIn(kStepStatuses, s); }
+std::optional<StepStatus> ParseStepStatus(std::string_view s) { return ParseIn(kStepStatuses, s); }
 
 std::string_view Name(EffectState s) { return NameIn(kEffectStates, s); }
 std::string_view Name(CheckpointScope s) { return NameIn(kCheckpointScopes, s); }

@@ -1,6 +1,7 @@
 // The stable lowercase names (docs/architecture.md): run states, skip reasons,
-// event types. They are stored, printed as JSON, logged and exported as
-// metrics, so they never change once released; add new ones, never rename.
+// step states, event types. They are stored, printed as JSON, logged and
+// exported as metrics, so they never change once released; add new ones,
+// never rename.
 #ifndef CRONLEDGER_LEDGER_NAMES_H_
 #define CRONLEDGER_LEDGER_NAMES_H_
 
@@ -27,6 +28,14 @@ std::string_view Name(RunState s);
 std::string_view Name(SkipReason r);
 std::optional<RunState> ParseRunState(std::string_view s);
 std::optional<SkipReason> ParseSkipReason(std::string_view s);
+
+// A step's state within its run (run_steps.state): pending until an attempt
+// starts it, running while one has it, then succeeded (a later attempt
+// resumes after it) or failed (the attempt ended there).
+enum class StepStatus { kPending, kRunning, kSucceeded, kFailed };
+
+std::string_view Name(StepStatus s);
+std::optional<StepStatus> ParseStepStatus(std::string_view s);
 
 // Effect states (docs/effects.md): started -> committed
 // (result stored) or failed (known not to have happened; a later begin

@@ -84,7 +84,8 @@ ordered_json RunJson(const store::RunRecord& run, const std::vector<store::StepS
       run.reason ? ordered_json(std::string(ledger::Name(*run.reason))) : ordered_json(nullptr);
   j["attempts"] = run.attempts;
   ordered_json list = ordered_json::array();
-  for (const auto& step : steps) list.push_back({{"name", step.name}, {"state", step.state}});
+  for (const auto& step : steps)
+    list.push_back({{"name", step.name}, {"state", std::string(ledger::Name(step.state))}});
   j["steps"] = std::move(list);
   return j;
 }
@@ -243,7 +244,7 @@ Result<ordered_json> VerifyJson(store::Store& store, const config::JobConfig& jo
       attempts += run.attempts;
       auto steps = store.StepList(run.id);
       if (!steps.ok()) return steps.status();
-      for (const auto& st : *steps) ++step_counts[st.name][st.state];
+      for (const auto& st : *steps) ++step_counts[st.name][std::string(ledger::Name(st.state))];
       store::EventQuery q;
       q.run_id = run.id;
       q.limit = 10000;

@@ -33,7 +33,7 @@ struct ClaimParams {
 
 struct StepState {
   std::string name;
-  std::string state;  // pending | running | succeeded | failed
+  ledger::StepStatus state = ledger::StepStatus::kPending;
   friend bool operator==(const StepState&, const StepState&) = default;
 };
 
@@ -59,7 +59,7 @@ struct StepParams {
   int64_t run_id = 0;
   int64_t token = 0;
   std::string step;
-  std::string state;  // running | succeeded | failed
+  ledger::StepStatus state = ledger::StepStatus::kRunning;  // running, succeeded or failed
   std::optional<Instant> now;  // none: the ledger's clock (Store)
   std::string node;
 };

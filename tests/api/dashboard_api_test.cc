@@ -118,7 +118,10 @@ void Seed(const std::string& config_path, const std::string& db) {
         f.decision.state = ledger::RunState::kFailed;
         f.decision.reason = "exit 65: permanent";
       } else {
-        ASSERT_TRUE(store.StepUpdate({c.run.id, c.token, "work", "succeeded", f.now, "seed"}).ok());
+        ASSERT_TRUE(store
+                        .StepUpdate({c.run.id, c.token, "work", ledger::StepStatus::kSucceeded,
+                                     f.now, "seed"})
+                        .ok());
         f.exit_status = 0;
         f.decision.state = ledger::RunState::kSucceeded;
       }

@@ -123,7 +123,8 @@ class WorkerApiTest : public StoreConformance {
         // Named: a range-for over a temporary Result's value would dangle.
         const auto steps = S().StepList(r.id);
         const auto attempts = S().AttemptList(r.id);
-        for (const auto& s : *steps) run["steps"].push_back(s.name + "=" + s.state);
+        for (const auto& s : *steps)
+          run["steps"].push_back(s.name + "=" + std::string(ledger::Name(s.state)));
         for (const auto& a : *attempts) {
           run["attempt_list"].push_back({a.token, a.end_class, a.ended_at.has_value()});
         }
@@ -325,7 +326,7 @@ TEST_P(WorkerApiTest, StepsAndCompletionSucceedTheRunLikeTheBuiltInExecutor) {
   EXPECT_EQ(r.body["end_class"], "succeeded");
   EXPECT_EQ(r.body["next_step"], "deliver");
   EXPECT_EQ(r.body["attempt_ended"], false);
-  EXPECT_EQ(S().StepList(id)->at(1).state, "running");
+  EXPECT_EQ(S().StepList(id)->at(1).state, ledger::StepStatus::kRunning);
   // Completing before the last step has a result changes nothing.
   const std::string before = Footprint();
   r = Call(RunPath(id, "complete"), token);
@@ -525,7 +526,7 @@ TEST_P(WorkerApiTest, EveryRouteWithAStaleTokenIs409AndChangesNothing) {
   EXPECT_EQ(Events("x").size(), events + 4);
   EXPECT_EQ(Footprint(false), before);
   EXPECT_EQ(S().RunGetLease(id)->token, second["fencing_token"].get<int64_t>());
-  EXPECT_EQ(S().StepList(id)->at(0).state, "running");
+  EXPECT_EQ(S().StepList(id)->at(0).state, ledger::StepStatus::kRunning);
   EXPECT_EQ(S().AttemptList(id)->at(0).end_class, "lease_expired");
   EXPECT_FALSE(S().AttemptList(id)->at(1).ended_at.has_value());
   EXPECT_TRUE(S().EffectList(id)->empty());

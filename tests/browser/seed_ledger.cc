@@ -65,13 +65,14 @@ Status Finish(store::Store& store, const store::ClaimedRun& c, const std::string
   if (state == ledger::RunState::kSucceeded) {
     for (std::size_t i = 0; i < steps.size(); ++i) {
       if (i > 0) {
-        Status s = store.StepUpdate({c.run.id, c.token, steps[i], "running", Ms(start), "seed-node"});
+        Status s = store.StepUpdate(
+            {c.run.id, c.token, steps[i], ledger::StepStatus::kRunning, Ms(start), "seed-node"});
         if (!s.ok()) return s;
       }
-      Status s = store.StepUpdate({c.run.id, c.token, steps[i], "succeeded",
-                                   Ms(start + (end - start) * static_cast<int>(i + 1) /
-                                                  static_cast<int>(steps.size())),
-                                   "seed-node"});
+      Status s = store.StepUpdate(
+          {c.run.id, c.token, steps[i], ledger::StepStatus::kSucceeded,
+           Ms(start + (end - start) * static_cast<int>(i + 1) / static_cast<int>(steps.size())),
+           "seed-node"});
       if (!s.ok()) return s;
     }
     f.exit_status = 0;
@@ -80,7 +81,8 @@ Status Finish(store::Store& store, const store::ClaimedRun& c, const std::string
                     c.run.partition + "\n";
     f.decision.state = ledger::RunState::kSucceeded;
   } else if (state == ledger::RunState::kFailed) {
-    Status s = store.StepUpdate({c.run.id, c.token, steps[0], "failed", Ms(end), "seed-node"});
+    Status s = store.StepUpdate(
+        {c.run.id, c.token, steps[0], ledger::StepStatus::kFailed, Ms(end), "seed-node"});
     if (!s.ok()) return s;
     f.end_class = ledger::EndClass::kPermanent;
     f.exit_status = 65;

@@ -13,6 +13,7 @@ using ledger::CheckpointScope;
 using ledger::EffectState;
 using ledger::EndClass;
 using ledger::RunState;
+using ledger::StepStatus;
 using store::EffectBeginOutcome;
 
 class StoreEffects : public StoreConformance {
@@ -687,18 +688,18 @@ TEST_P(StoreEffects, ResolvingAsFailedRunsTheStepThatBeganTheEffectAgain) {
   rule.steps = {"generate", "pay", "notify"};
   const auto c =
       S().RunClaim({InstantAt("2026-11-05T12:00:00Z"), "n1", 1, {rule}})->at(0);
-  const auto step = [&](const store::ClaimedRun& run, const std::string& name,
-                        const std::string& state, const std::string& now) {
+  const auto step = [&](const store::ClaimedRun& run, const std::string& name, StepStatus state,
+                        const std::string& now) {
     const Status s = S().StepUpdate({run.run.id, run.token, name, state, InstantAt(now), "n1"});
-    ASSERT_TRUE(s.ok()) << name << " " << state << ": " << s.ToString();
+    ASSERT_TRUE(s.ok()) << name << " " << ledger::Name(state) << ": " << s.ToString();
   };
-  step(c, "generate", "succeeded", "2026-11-05T12:00:10Z");
-  step(c, "pay", "running", "2026-11-05T12:00:11Z");
+  step(c, "generate", StepStatus::kSucceeded, "2026-11-05T12:00:10Z");
+  step(c, "pay", StepStatus::kRunning, "2026-11-05T12:00:11Z");
   ASSERT_EQ(Begin(c, "pay-a", "", "2026-11-05T12:00:12Z")->outcome, EffectBeginOutcome::kProceed);
   // `effect run` was killed; the step swallowed it.
-  step(c, "pay", "succeeded", "2026-11-05T12:00:13Z");
-  step(c, "notify", "running", "2026-11-05T12:00:14Z");
-  step(c, "notify", "succeeded", "2026-11-05T12:00:15Z");
+  step(c, "pay", StepStatus::kSucceeded, "2026-11-05T12:00:13Z");
+  step(c, "notify", StepStatus::kRunning, "2026-11-05T12:00:14Z");
+  step(c, "notify", StepStatus::kSucceeded, "2026-11-05T12:00:15Z");
   End(c, "2026-11-05T12:00:16Z", RunState::kSucceeded, EndClass::kSucceeded);
   ASSERT_EQ(StateOf(c.run.id), RunState::kUnknown);
 
@@ -709,17 +710,18 @@ TEST_P(StoreEffects, ResolvingAsFailedRunsTheStepThatBeganTheEffectAgain) {
   // The step that began it and every step after it run again; the one
   // before stays done.
   EXPECT_EQ(*S().StepList(c.run.id),
-            (std::vector<store::StepState>{
-                {"generate", "succeeded"}, {"pay", "pending"}, {"notify", "pending"}}));
+            (std::vector<store::StepState>{{"generate", StepStatus::kSucceeded},
+                                           {"pay", StepStatus::kPending},
+                                           {"notify", StepStatus::kPending}}));
   const auto resolve = Events("sw", "resolve");
   ASSERT_EQ(resolve.size(), 1u);
   EXPECT_TRUE(Has(resolve[0].details, "\"redo_from_step\":\"pay\"")) << resolve[0].details;
   const auto again =
       S().RunClaim({InstantAt("2026-11-05T13:00:01Z"), "n1", 1, {rule}})->at(0);
   ASSERT_EQ(again.run.id, c.run.id);
-  EXPECT_EQ(again.steps, (std::vector<store::StepState>{{"generate", "succeeded"},
-                                                        {"pay", "running"},
-                                                        {"notify", "pending"}}));
+  EXPECT_EQ(again.steps, (std::vector<store::StepState>{{"generate", StepStatus::kSucceeded},
+                                                        {"pay", StepStatus::kRunning},
+                                                        {"notify", StepStatus::kPending}}));
   EXPECT_EQ(Begin(again, "pay-a", "", "2026-11-05T13:00:02Z")->outcome,
             EffectBeginOutcome::kProceed);
 }

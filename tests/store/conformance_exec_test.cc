@@ -9,6 +9,7 @@ namespace {
 
 using ledger::EndClass;
 using ledger::RunState;
+using ledger::StepStatus;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -68,8 +69,8 @@ TEST_P(StoreExec, ClaimsDueRunsWithIncreasingTokensAndOneLeaseEach) {
     EXPECT_EQ(c.run.state, RunState::kRunning);
     EXPECT_EQ(c.lease_expires_at, InstantAt("2026-11-05T12:05:01Z"));
     // The claim starts the first step: the claimant begins at once.
-    EXPECT_EQ(c.steps, (std::vector<store::StepState>{{"generate", "running"},
-                                                      {"deliver", "pending"}}));
+    EXPECT_EQ(c.steps, (std::vector<store::StepState>{{"generate", StepStatus::kRunning},
+                                                      {"deliver", StepStatus::kPending}}));
     EXPECT_EQ(*S().StepList(c.run.id), c.steps);
     EXPECT_EQ(StateOf(c.run.id), RunState::kRunning);
   }
@@ -98,8 +99,10 @@ TEST_P(StoreExec, AnAttemptsEventDetailsAreJsonWhateverTheNames) {
   const auto c = Claim("2026-11-05T12:00:00Z", 1, {rule}, node).at(0);
   const auto at = InstantAt("2026-11-05T12:00:05Z");
   std::vector<store::WorkerWrite> batch(2);
-  batch[0].step = store::StepParams{c.run.id, c.token, rule.steps[0], "succeeded", at, node};
-  batch[1].step = store::StepParams{c.run.id, c.token, rule.steps[1], "failed", at, node};
+  batch[0].step =
+      store::StepParams{c.run.id, c.token, rule.steps[0], StepStatus::kSucceeded, at, node};
+  batch[1].step =
+      store::StepParams{c.run.id, c.token, rule.steps[1], StepStatus::kFailed, at, node};
   batch[1].finish = Finish(c, "2026-11-05T12:00:05Z", RunState::kPending, EndClass::kRetryable);
   batch[1].finish->node = node;
   batch[1].finish->step = rule.steps[1];
@@ -166,7 +169,7 @@ TEST_P(StoreExec, FinishRecordsTheAttemptAndTheOutcome) {
   Setup({"a"});
   const auto c = Claim("2026-11-05T12:00:01Z", 1).at(0);
   for (const char* step : {"generate", "deliver"}) {
-    for (const char* state : {"running", "succeeded"}) {
+    for (StepStatus state : {StepStatus::kRunning, StepStatus::kSucceeded}) {
       ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, step, state,
                                   InstantAt("2026-11-05T12:00:02Z"), "n1"})
                       .ok());
@@ -184,8 +187,9 @@ TEST_P(StoreExec, FinishRecordsTheAttemptAndTheOutcome) {
   EXPECT_EQ(attempts[0].log_path, "/logs/1.log");
   EXPECT_EQ(attempts[0].output_tail, "done\n");
   EXPECT_EQ(attempts[0].ended_at, InstantAt("2026-11-05T12:00:03Z"));
-  EXPECT_EQ(*S().StepList(c.run.id), (std::vector<store::StepState>{{"generate", "succeeded"},
-                                                                    {"deliver", "succeeded"}}));
+  EXPECT_EQ(*S().StepList(c.run.id),
+            (std::vector<store::StepState>{{"generate", StepStatus::kSucceeded},
+                                           {"deliver", StepStatus::kSucceeded}}));
   EXPECT_EQ(Events("j", "succeeded").size(), 1u);
   EXPECT_EQ(Events("j", "step_succeeded").size(), 2u);
   store::StatsParams p{"j", "2026-11-05", InstantAt("2026-11-05T12:01:00Z"),
@@ -205,14 +209,14 @@ TEST_P(StoreExec, StaleTokenWritesChangeNothingAndAreRecorded) {
   const Status hb = S().RunHeartbeat({c.run.id, wrong, InstantAt("2026-11-05T12:01:00Z"),
                                       std::chrono::minutes{5}, "n2"});
   EXPECT_EQ(hb.code(), StatusCode::kStaleLease);
-  const Status step = S().StepUpdate({c.run.id, wrong, "generate", "succeeded",
+  const Status step = S().StepUpdate({c.run.id, wrong, "generate", StepStatus::kSucceeded,
                                       InstantAt("2026-11-05T12:01:00Z"), "n2"});
   EXPECT_EQ(step.code(), StatusCode::kStaleLease);
   auto f = Finish(c, "2026-11-05T12:01:00Z", RunState::kSucceeded);
   f.token = wrong;
   EXPECT_EQ(FinishOne(f).code(), StatusCode::kStaleLease);
   EXPECT_EQ(StateOf(c.run.id), RunState::kRunning);
-  EXPECT_EQ(S().StepList(c.run.id)->at(0).state, "running");  // as the claim left it
+  EXPECT_EQ(S().StepList(c.run.id)->at(0).state, StepStatus::kRunning);  // as the claim left it
   EXPECT_FALSE(S().AttemptList(c.run.id)->at(0).ended_at.has_value());
   const auto rejected = Events("j", "stale_write_rejected");
   ASSERT_EQ(rejected.size(), 3u);
@@ -228,7 +232,7 @@ TEST_P(StoreExec, StaleTokenWritesChangeNothingAndAreRecorded) {
 TEST_P(StoreExec, ExpiredLeaseIsReapedAndTheLateWorkerIsFencedOff) {
   Setup({"a"});
   const auto first = Claim("2026-11-05T12:00:00Z", 1).at(0);
-  ASSERT_TRUE(S().StepUpdate({first.run.id, first.token, "generate", "running",
+  ASSERT_TRUE(S().StepUpdate({first.run.id, first.token, "generate", StepStatus::kRunning,
                               InstantAt("2026-11-05T12:00:01Z"), "n1"})
                   .ok());
   EXPECT_TRUE(S().RunListExpiredLeases(InstantAt("2026-11-05T12:04:59Z"), 10)->empty());
@@ -249,7 +253,7 @@ TEST_P(StoreExec, ExpiredLeaseIsReapedAndTheLateWorkerIsFencedOff) {
   reap.only_if_lease_expired = true;
   ASSERT_TRUE(FinishOne(reap).ok());
   EXPECT_EQ(Events("j", "lease_expired").size(), 1u);
-  EXPECT_EQ(S().StepList(first.run.id)->at(0).state, "pending");
+  EXPECT_EQ(S().StepList(first.run.id)->at(0).state, StepStatus::kPending);
   // Another node takes it over with a higher token.
   const auto second = Claim("2026-11-05T12:06:01Z", 1, {}, "n2").at(0);
   EXPECT_EQ(second.run.id, first.run.id);
@@ -358,7 +362,7 @@ TEST_P(StoreExec, TheLeaseOfARunningRunIsReadWithItsBudget) {
                   .ok());
   EXPECT_EQ(S().RunGetLease(first.run.id)->expires_at, InstantAt("2026-11-05T12:07:00Z"));
   // Between steps no step is running.
-  ASSERT_TRUE(S().StepUpdate({first.run.id, first.token, "generate", "succeeded",
+  ASSERT_TRUE(S().StepUpdate({first.run.id, first.token, "generate", StepStatus::kSucceeded,
                               InstantAt("2026-11-05T12:02:01Z"), "n1"})
                   .ok());
   EXPECT_EQ(S().RunGetLease(first.run.id)->running_step, "");
@@ -382,18 +386,18 @@ TEST_P(StoreExec, TheLeaseOfARunningRunIsReadWithItsBudget) {
 TEST_P(StoreExec, StepsResumeAtTheFirstNotSucceeded) {
   Setup({"a"});
   const auto c = Claim("2026-11-05T12:00:00Z", 1).at(0);
-  ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, "generate", "succeeded",
+  ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, "generate", StepStatus::kSucceeded,
                               InstantAt("2026-11-05T12:00:01Z"), "n1"})
                   .ok());
-  ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, "deliver", "failed",
+  ASSERT_TRUE(S().StepUpdate({c.run.id, c.token, "deliver", StepStatus::kFailed,
                               InstantAt("2026-11-05T12:00:02Z"), "n1"})
                   .ok());
   ASSERT_TRUE(FinishOne(Finish(c, "2026-11-05T12:00:03Z", RunState::kPending,
                                EndClass::kRetryable))
                   .ok());
   const auto again = Claim("2026-11-05T12:00:04Z", 1).at(0);
-  EXPECT_EQ(again.steps, (std::vector<store::StepState>{{"generate", "succeeded"},
-                                                        {"deliver", "running"}}));
+  EXPECT_EQ(again.steps, (std::vector<store::StepState>{{"generate", StepStatus::kSucceeded},
+                                                        {"deliver", StepStatus::kRunning}}));
   // The resumed step's start is recorded for the new attempt.
   const auto started = Events("j", "step_started");
   ASSERT_EQ(started.size(), 2u);
@@ -526,19 +530,19 @@ TEST_P(StoreExec, AppliedWritesAreFencedOneByOne) {
   const auto at = InstantAt("2026-11-05T12:00:05Z");
   std::vector<store::WorkerWrite> batch(4);
   // a: the first step's result only.
-  batch[0].step = store::StepParams{claimed[0].run.id, claimed[0].token, "generate", "succeeded",
-                                    at, "n1"};
+  batch[0].step = store::StepParams{
+      claimed[0].run.id, claimed[0].token, "generate", StepStatus::kSucceeded, at, "n1"};
   // b: a stale step result and a finish behind it: neither applies.
-  batch[1].step = store::StepParams{claimed[1].run.id, claimed[1].token + 1000, "deliver",
-                                    "succeeded", at, "n1"};
+  batch[1].step = store::StepParams{
+      claimed[1].run.id, claimed[1].token + 1000, "deliver", StepStatus::kSucceeded, at, "n1"};
   batch[1].finish = Finish(claimed[1], "2026-11-05T12:00:05Z", RunState::kSucceeded);
   // c: the last step's result and the attempt's end together.
-  batch[2].step = store::StepParams{claimed[2].run.id, claimed[2].token, "deliver", "succeeded",
-                                    at, "n1"};
+  batch[2].step = store::StepParams{
+      claimed[2].run.id, claimed[2].token, "deliver", StepStatus::kSucceeded, at, "n1"};
   batch[2].finish = Finish(claimed[2], "2026-11-05T12:00:05Z", RunState::kSucceeded);
   // d: a step the run does not have.
-  batch[3].step = store::StepParams{claimed[3].run.id, claimed[3].token, "nope", "running", at,
-                                    "n1"};
+  batch[3].step = store::StepParams{
+      claimed[3].run.id, claimed[3].token, "nope", StepStatus::kRunning, at, "n1"};
   batch[3].finish = Finish(claimed[3], "2026-11-05T12:00:05Z", RunState::kSucceeded);
   auto r = S().RunApplyWrites(batch);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -549,13 +553,13 @@ TEST_P(StoreExec, AppliedWritesAreFencedOneByOne) {
   EXPECT_EQ((*r)[3].code(), StatusCode::kInvalidArgument);
 
   EXPECT_EQ(StateOf(claimed[0].run.id), RunState::kRunning);
-  EXPECT_EQ(S().StepList(claimed[0].run.id)->at(0).state, "succeeded");
+  EXPECT_EQ(S().StepList(claimed[0].run.id)->at(0).state, StepStatus::kSucceeded);
   EXPECT_EQ(StateOf(claimed[1].run.id), RunState::kRunning);
   EXPECT_EQ(*S().StepList(claimed[1].run.id), claimed[1].steps);
   EXPECT_FALSE(S().AttemptList(claimed[1].run.id)->at(0).ended_at.has_value());
   EXPECT_EQ(StateOf(claimed[2].run.id), RunState::kSucceeded);
   EXPECT_TRUE(S().AttemptList(claimed[2].run.id)->at(0).ended_at.has_value());
-  EXPECT_EQ(S().StepList(claimed[2].run.id)->at(1).state, "succeeded");
+  EXPECT_EQ(S().StepList(claimed[2].run.id)->at(1).state, StepStatus::kSucceeded);
   EXPECT_EQ(StateOf(claimed[3].run.id), RunState::kRunning);
   EXPECT_FALSE(S().AttemptList(claimed[3].run.id)->at(0).ended_at.has_value());
 
@@ -590,7 +594,7 @@ TEST_P(StoreExec, ARunsEventsKeepTheirOrderAcrossABatch) {
   std::vector<store::WorkerWrite> batch;
   for (const auto& c : claimed) {
     store::WorkerWrite w;
-    w.step = store::StepParams{c.run.id, c.token, "generate", "succeeded", at, "n1"};
+    w.step = store::StepParams{c.run.id, c.token, "generate", StepStatus::kSucceeded, at, "n1"};
     w.finish = Finish(c, "2026-11-05T12:00:05Z", RunState::kPending, EndClass::kTimeout);
     w.finish->decision.next_attempt_at = InstantAt("2026-11-05T12:01:00Z");
     batch.push_back(w);
@@ -606,7 +610,7 @@ TEST_P(StoreExec, ARunsEventsKeepTheirOrderAcrossABatch) {
                                                "step_succeeded", "retry_scheduled"}))
         << c.run.RunKey();
     EXPECT_EQ(StateOf(c.run.id), RunState::kPending);
-    EXPECT_EQ(S().StepList(c.run.id)->at(0).state, "succeeded");
+    EXPECT_EQ(S().StepList(c.run.id)->at(0).state, StepStatus::kSucceeded);
     EXPECT_EQ(S().AttemptList(c.run.id)->at(0).end_class, "timeout");
   }
 }
@@ -625,8 +629,8 @@ TEST_P(StoreExec, AGroupCommitResetsOnlyTheStepsEndedAttemptsLeftRunning) {
                            EndClass::kTimeout);
   batch[0].finish->decision.next_attempt_at = InstantAt("2026-11-05T12:01:00Z");
   // b: its first step's result and its end together.
-  batch[1].step = store::StepParams{claimed[1].run.id, claimed[1].token, "generate", "failed",
-                                    at, "n1"};
+  batch[1].step = store::StepParams{
+      claimed[1].run.id, claimed[1].token, "generate", StepStatus::kFailed, at, "n1"};
   batch[1].finish = Finish(claimed[1], "2026-11-05T12:00:05Z", RunState::kFailed,
                            EndClass::kPermanent);
   // c: an end with a stale token, refused.
@@ -638,9 +642,9 @@ TEST_P(StoreExec, AGroupCommitResetsOnlyTheStepsEndedAttemptsLeftRunning) {
   EXPECT_TRUE((*r)[0].ok()) << (*r)[0].ToString();
   EXPECT_TRUE((*r)[1].ok()) << (*r)[1].ToString();
   EXPECT_EQ((*r)[2].code(), StatusCode::kStaleLease);
-  EXPECT_EQ(S().StepList(claimed[0].run.id)->at(0).state, "pending");
-  EXPECT_EQ(S().StepList(claimed[1].run.id)->at(0).state, "failed");
-  EXPECT_EQ(S().StepList(claimed[2].run.id)->at(0).state, "running");
+  EXPECT_EQ(S().StepList(claimed[0].run.id)->at(0).state, StepStatus::kPending);
+  EXPECT_EQ(S().StepList(claimed[1].run.id)->at(0).state, StepStatus::kFailed);
+  EXPECT_EQ(S().StepList(claimed[2].run.id)->at(0).state, StepStatus::kRunning);
   EXPECT_EQ(StateOf(claimed[2].run.id), RunState::kRunning);
 }
 

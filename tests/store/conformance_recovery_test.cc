@@ -196,7 +196,7 @@ TEST_P(StoreRecovery, ARequeueIsOneActionThatTheNextAttemptsLinkTo) {
   auto steps = S().StepList(succeeded.id);
   ASSERT_TRUE(steps.ok());
   ASSERT_EQ(steps->size(), 1u);
-  EXPECT_EQ((*steps)[0].state, "pending");
+  EXPECT_EQ((*steps)[0].state, ledger::StepStatus::kPending);
 
   // One event with the list, in each run's history.
   const auto events = Events("j", "rerun");

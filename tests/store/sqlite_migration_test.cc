@@ -90,7 +90,7 @@ TEST(SqliteMigration, TheRebuiltTablesKeepEveryRowIdReferenceAndCheck) {
     w.step->run_id = claimed->at(0).run.id;
     w.step->token = claimed->at(0).token;
     w.step->step = "extract";
-    w.step->state = "succeeded";
+    w.step->state = ledger::StepStatus::kSucceeded;
     w.step->now = now;
     w.step->node = "n1";
     w.finish.emplace();

@@ -43,7 +43,9 @@ inline void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
 }  // namespace cronledger::testing
 
 namespace cronledger::store {
-inline void PrintTo(const StepState& s, std::ostream* os) { *os << s.name << ":" << s.state; }
+inline void PrintTo(const StepState& s, std::ostream* os) {
+  *os << s.name << ":" << ledger::Name(s.state);
+}
 }  // namespace cronledger::store
 
 #endif  // CRONLEDGER_TESTS_STORE_STORE_FACTORY_H_

@@ -311,7 +311,8 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
             .Int("position", static_cast<int64_t>(k))
             .Text("state", first ? "running" : "pending")
             .IntOrNull("attempt", first ? std::optional<int64_t>(1) : std::nullopt);
-        claimed.steps.push_back({rule.steps[k], first ? "running" : "pending"});
+        claimed.steps.push_back(
+            {rule.steps[k], first ? ledger::StepStatus::kRunning : ledger::StepStatus::kPending});
       }
     }
     out.push_back(std::move(claimed));
@@ -430,7 +431,7 @@ Result<std::vector<Status>> PostgresStore::RunApplyWrites(const std::vector<Work
           .Int("id", st->run_id)
           .Int("token", st->token)
           .Text("step", st->step)
-          .Text("state", st->state)
+          .Text("state", ledger::Name(st->state))
           .Int("now", Ms(*st->now));
     }
   }

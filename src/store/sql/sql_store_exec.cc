@@ -90,7 +90,8 @@ Result<std::vector<StepState>> SqlStore::StepsLocked(int64_t run_id) {
   s.Bind(1, run_id);
   std::vector<StepState> out;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
-    out.push_back({s.Text(0), s.Text(1)});
+    out.push_back(
+        {s.Text(0), ledger::ParseStepStatus(s.Text(1)).value_or(ledger::StepStatus::kPending)});
   }));
   return out;
 }
@@ -301,7 +302,8 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
         // A first attempt: no step rows yet; the first one starts running.
         for (std::size_t i = 0; i < rule.steps.size(); ++i) {
           first_steps.push_back({c.id, &rule.steps[i], static_cast<int64_t>(i), i == 0});
-          claimed.steps.push_back({rule.steps[i], i == 0 ? "running" : "pending"});
+          claimed.steps.push_back({rule.steps[i], i == 0 ? ledger::StepStatus::kRunning
+                                                         : ledger::StepStatus::kPending});
         }
       } else {
         ASSIGN_OR_RETURN(steps, ResumeStepsLocked(c.id, claimed.attempt, rule.steps, now));
@@ -364,15 +366,16 @@ Result<std::vector<StepState>> SqlStore::ResumeStepsLocked(int64_t run_id, int a
     RETURN_IF_ERROR(s.Run());
   }
   ASSIGN_OR_RETURN(steps, StepsLocked(run_id));
-  const auto first = std::find_if(steps.begin(), steps.end(),
-                                  [](const StepState& st) { return st.state != "succeeded"; });
+  const auto first = std::find_if(steps.begin(), steps.end(), [](const StepState& st) {
+    return st.state != ledger::StepStatus::kSucceeded;
+  });
   if (first != steps.end()) {
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = 'running', attempt = ?, updated_at = ? WHERE run_id = ? "
         "AND step = ?"));
     s.Bind(1, int64_t{attempt}).Bind(2, Ms(now)).Bind(3, run_id).Bind(4, first->name);
     RETURN_IF_ERROR(s.Run());
-    first->state = "running";
+    first->state = ledger::StepStatus::kRunning;
   }
   return steps;
 }
@@ -454,14 +457,19 @@ Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p, Instant
     ASSIGN_OR_RETURN(s, db_->Prepare(
         "UPDATE run_steps SET state = ?, attempt = ?, updated_at = ? WHERE run_id = ? AND "
         "step = ?"));
-    s.BindInPlace(1, p.state).Bind(2, int64_t{fence->attempt}).Bind(3, Ms(now))
-        .Bind(4, p.run_id).BindInPlace(5, p.step);
+    s.BindInPlace(1, ledger::Name(p.state))
+        .Bind(2, int64_t{fence->attempt})
+        .Bind(3, Ms(now))
+        .Bind(4, p.run_id)
+        .BindInPlace(5, p.step);
     RETURN_IF_ERROR(s.Run());
     if (db_->Changes() == 0) {
       return Answer{InvalidArgument(fmt::format("run {} has no step \"{}\"", p.run_id, p.step))};
     }
   }
-  if (fence->ending && p.state == "running") fence->ending->step_running = true;
+  if (fence->ending && p.state == ledger::StepStatus::kRunning) {
+    fence->ending->step_running = true;
+  }
   RETURN_IF_ERROR(AppendEventLocked(StepEvent(p, now, fence->job, fence->run_key, fence->attempt)));
   return Answer{Status::Ok(), std::move(fence)};
 }
@@ -602,8 +610,9 @@ std::vector<EventRecord> SqlStore::ClaimEvents(const ClaimedRun& c, std::string_
                           FormatUtc(std::chrono::floor<seconds>(c.lease_expires_at)),
                           JsonQuoted(node));
   std::vector<EventRecord> out{std::move(e)};
-  const auto first = std::find_if(c.steps.begin(), c.steps.end(),
-                                  [](const StepState& st) { return st.state == "running"; });
+  const auto first = std::find_if(c.steps.begin(), c.steps.end(), [](const StepState& st) {
+    return st.state == ledger::StepStatus::kRunning;
+  });
   if (first != c.steps.end()) {
     started.type = ledger::event::kStepStarted;
     started.details =
@@ -617,9 +626,9 @@ EventRecord SqlStore::StepEvent(const StepParams& p, Instant now, std::string_vi
                                 std::string_view run_key, int attempt) {
   EventRecord e;
   e.at = now;
-  e.type = p.state == "running"     ? ledger::event::kStepStarted
-           : p.state == "succeeded" ? ledger::event::kStepSucceeded
-                                    : ledger::event::kStepFailed;
+  e.type = p.state == ledger::StepStatus::kRunning     ? ledger::event::kStepStarted
+           : p.state == ledger::StepStatus::kSucceeded ? ledger::event::kStepSucceeded
+                                                       : ledger::event::kStepFailed;
   e.job = std::string(job);
   e.run_id = p.run_id;
   e.run_key = std::string(run_key);
