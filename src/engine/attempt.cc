@@ -61,7 +61,7 @@ store::FinishParams Attempt::LeaseExpired(const config::JobConfig* job,
   // Between steps nothing was in flight; a step the job no longer has is
   // not known to be safe to repeat.
   bool idempotent = lease.running_step.empty();
-  config::RetryConfig retry;
+  ledger::RetryPolicy retry;
   if (job != nullptr) {
     retry = job->retry;
     for (const auto& s : job->steps) {
