@@ -141,7 +141,8 @@ TEST_P(StoreDatabaseClock, HeartbeatsStepsAndEndsAreOnTheDatabasesClock) {
     f.step = "deliver";
     f.end_class = ledger::EndClass::kSucceeded;
     f.decision.state = ledger::RunState::kSucceeded;
-    writes.push_back({store::StepParams{c.run.id, c.token, "deliver", ledger::StepStatus::kSucceeded, NodeNow(), "n1"},
+    writes.push_back({store::StepParams{c.run.id, c.token, "deliver",
+                                        ledger::StepStatus::kSucceeded, NodeNow(), "n1"},
                       f});
   }
   auto results = S().RunApplyWrites(writes);
