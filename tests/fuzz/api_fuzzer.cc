@@ -35,6 +35,7 @@
 namespace {
 
 using namespace cronledger::api;  // NOLINT(build/namespaces): the code under test
+namespace ops = cronledger::ops;
 using std::chrono::sys_days;
 
 [[noreturn]] void Fail(const char* what) {
