@@ -10,6 +10,7 @@
 
 #include "engine/expected_runs.h"
 #include "engine/job_definition.h"
+#include "store/definition_diff.h"
 
 namespace cronledger::engine {
 namespace {
@@ -101,20 +102,9 @@ bool IsPlanned(const store::RunRecord* run, sys_seconds window_from) {
 }
 
 std::vector<SettingChange> DiffSettings(const std::string& before, const std::string& after) {
-  const auto a = nlohmann::json::parse(before, nullptr, false);
-  const auto b = nlohmann::json::parse(after, nullptr, false);
   std::vector<SettingChange> out;
-  if (!a.is_object() || !b.is_object()) {
-    out.push_back({"definition", nlohmann::json(before).dump(), nlohmann::json(after).dump()});
-    return out;
-  }
-  std::set<std::string> keys;
-  for (const auto& [k, v] : a.items()) keys.insert(k);
-  for (const auto& [k, v] : b.items()) keys.insert(k);
-  for (const auto& k : keys) {
-    const auto av = a.contains(k) ? a[k] : nlohmann::json();
-    const auto bv = b.contains(k) ? b[k] : nlohmann::json();
-    if (av != bv) out.push_back({k, av.dump(), bv.dump()});
+  for (const auto& c : store::DiffDefinitions(before, after)) {
+    out.push_back({c.key, c.before.dump(), c.after.dump()});
   }
   return out;
 }
@@ -214,33 +204,33 @@ Status Compare(const std::vector<store::JobVersion>& old_versions,
     if (runs == nullptr) return static_cast<const store::RunRecord*>(nullptr);
     return runs->Find(partition, period, business_date);
   };
-  const auto attach = [&](ImpactKey& k) -> Result<const store::RunRecord*> {
+  // The key with the run that holds it, if any. A run may hold a newly
+  // expected key already (planned under an older version): the new
+  // occurrence would then be deduplicated into it.
+  const auto attach = [&](const ImpactKey& key) -> Result<ImpactKey> {
+    ImpactKey k = key;
     auto run = find(k.partition, k.period, k.business_date);
-    if (run.ok() && *run != nullptr) {
+    if (!run.ok()) return run.status();
+    if (*run != nullptr) {
       k.run_id = (*run)->id;
       k.run_state = (*run)->state;
     }
-    return run;
+    k.planned = IsPlanned(*run, impact->window_from);
+    return k;
   };
 
   for (const auto& [id, key] : after.keys) {
     if (before.near.contains(id)) continue;
-    ImpactKey k = key;
-    // A run may hold the key already (planned under an older version):
-    // the new occurrence would then be deduplicated into it.
-    auto run = attach(k);
-    if (!run.ok()) return run.status();
-    k.planned = IsPlanned(*run, impact->window_from);
-    impact->newly_expected.push_back(std::move(k));
+    auto k = attach(key);
+    if (!k.ok()) return k.status();
+    impact->newly_expected.push_back(std::move(*k));
   }
   for (const auto& [id, key] : before.keys) {
     if (after.near.contains(id)) continue;
-    ImpactKey k = key;
-    auto run = attach(k);
-    if (!run.ok()) return run.status();
-    k.planned = IsPlanned(*run, impact->window_from);
-    if (k.planned) ++impact->orphaned_runs;
-    impact->no_longer_expected.push_back(std::move(k));
+    auto k = attach(key);
+    if (!k.ok()) return k.status();
+    if (k->planned) ++impact->orphaned_runs;
+    impact->no_longer_expected.push_back(std::move(*k));
   }
   for (const auto& [occurrence, was] : before.at) {
     const auto now = after.at.find(occurrence);

@@ -306,20 +306,22 @@ Result<sql::Stmt> Db::Prepare(std::string_view sql) {
   return sql::Stmt(this, it->second.get(), it->first);
 }
 
-Result<int64_t> Db::LastInsertRowId() {
+Result<int64_t> Db::LastInsertRowId() { return SelectInt("SELECT lastval()"); }
+
+Result<int64_t> Db::SelectInt(const char* sql) {
   auto conn = Connection();
   if (!conn.ok()) return conn.status();
-  PGresult* r = PQexec(*conn, "SELECT lastval()");
-  if (r == nullptr || PQresultStatus(r) != PGRES_TUPLES_OK) {
+  PGresult* r = PQexec(*conn, sql);
+  if (r == nullptr || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
     Status s = Error(r);
     PQclear(r);
     return s;
   }
-  int64_t id = 0;
+  int64_t value = 0;
   const char* v = PQgetvalue(r, 0, 0);
-  std::from_chars(v, v + PQgetlength(r, 0, 0), id);
+  std::from_chars(v, v + PQgetlength(r, 0, 0), value);
   PQclear(r);
-  return id;
+  return value;
 }
 
 Status Db::Begin(sql::WriteKind kind) {
@@ -339,22 +341,13 @@ Status Db::Begin(sql::WriteKind kind) {
       break;
   }
   // Last, after the locks: PQexec answers the last statement's result.
-  sql += "; SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
-  auto conn = Connection();
-  if (!conn.ok()) return conn.status();
-  PGresult* r = PQexec(*conn, sql.c_str());
-  const bool ok = r != nullptr && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
-  if (!ok) {
-    Status s = Error(r);
-    PQclear(r);
-    Command("ROLLBACK");
-    return s;
+  sql += fmt::format("; SELECT {}", kClockSql);
+  auto ms = SelectInt(sql.c_str());
+  if (!ms.ok()) {
+    Rollback();
+    return ms.status();
   }
-  int64_t ms = 0;
-  const char* v = PQgetvalue(r, 0, 0);
-  std::from_chars(v, v + PQgetlength(r, 0, 0), ms);
-  PQclear(r);
-  transaction_clock_ms_ = ms;
+  transaction_clock_ms_ = *ms;
   in_transaction_ = true;
   return Status::Ok();
 }
@@ -386,20 +379,6 @@ void Db::Rollback() {
   if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
 }
 
-Result<int64_t> Db::NowMs() {
-  auto conn = Connection();
-  if (!conn.ok()) return conn.status();
-  PGresult* r = PQexec(*conn, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint");
-  if (r == nullptr || PQresultStatus(r) != PGRES_TUPLES_OK) {
-    Status s = Error(r);
-    PQclear(r);
-    return s;
-  }
-  int64_t ms = 0;
-  const char* v = PQgetvalue(r, 0, 0);
-  std::from_chars(v, v + PQgetlength(r, 0, 0), ms);
-  PQclear(r);
-  return ms;
-}
+Result<int64_t> Db::NowMs() { return SelectInt(fmt::format("SELECT {}", kClockSql).c_str()); }
 
 }  // namespace cronledger::store::postgres

@@ -128,6 +128,10 @@ class Db final : public sql::Db {
   Db(pg_conn* conn, std::string url) : conn_(conn), url_(std::move(url)) {}
   // Runs a simple-protocol command and checks its result.
   Status Command(const char* sql);
+  // Runs simple-protocol SQL whose last statement answers one bigint.
+  Result<int64_t> SelectInt(const char* sql);
+  static constexpr std::string_view kClockSql =
+      "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
   pg_conn* conn_;
   std::string url_;

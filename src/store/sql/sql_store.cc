@@ -1,14 +1,15 @@
 #include "store/sql/sql_store.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "cronledger/schedule.h"
+#include "store/definition_diff.h"
 #include "store/sql/sql_util.h"
 
 namespace cronledger::store {
@@ -25,20 +26,9 @@ using std::chrono::sys_seconds;
 
 // {"key": {"from": old, "to": new}} for every top-level key that differs.
 nlohmann::json Diff(const std::string& before, const std::string& after) {
-  const auto a = nlohmann::json::parse(before, nullptr, false);
-  const auto b = nlohmann::json::parse(after, nullptr, false);
   nlohmann::json changes = nlohmann::json::object();
-  if (!a.is_object() || !b.is_object()) {
-    changes["definition"] = {{"from", before}, {"to", after}};
-    return changes;
-  }
-  std::set<std::string> keys;
-  for (const auto& [k, v] : a.items()) keys.insert(k);
-  for (const auto& [k, v] : b.items()) keys.insert(k);
-  for (const auto& k : keys) {
-    const auto av = a.contains(k) ? a[k] : nlohmann::json();
-    const auto bv = b.contains(k) ? b[k] : nlohmann::json();
-    if (av != bv) changes[k] = {{"from", av}, {"to", bv}};
+  for (auto& c : DiffDefinitions(before, after)) {
+    changes[c.key] = {{"from", std::move(c.before)}, {"to", std::move(c.after)}};
   }
   return changes;
 }
@@ -233,8 +223,7 @@ Status SqlStore::EventAppend(const EventRecord& e) {
 // Each event's `at` is its pin: on the database's clock they all get the
 // transaction's instant.
 Status SqlStore::EventAppendAll(const std::vector<EventRecord>& events) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
+  WriteTransaction tx(*this);
   RETURN_IF_ERROR(tx.Begin());
   for (const auto& e : events) {
     ASSIGN_OR_RETURN(at, TransactionNow(e.at));
@@ -399,10 +388,8 @@ Result<std::vector<JobVersion>> SqlStore::JobVersionList(std::string_view job) {
 }
 
 Result<PartitionSyncResult> SqlStore::PartitionSync(const PartitionSyncParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   ASSIGN_OR_RETURN(planned_through, PlannedThroughLocked(p.job));
   sys_seconds boundary = CeilSeconds(now);
   if (planned_through) {
@@ -469,10 +456,8 @@ Result<std::vector<PartitionInterval>> SqlStore::PartitionHistory(std::string_vi
 }
 
 Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   PlanResult result;
   for (const PlannedOccurrence& occ : p.occurrences) {
     {
@@ -708,10 +693,8 @@ Result<int> SqlStore::ReleaseLocked(const std::vector<int64_t>& ids, Instant now
 }
 
 Status SqlStore::JobSetPaused(const PauseParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   // "job X is already paused" / "job X is not paused".
   const std::string_view state = p.paused ? "already paused" : "not paused";
   if (p.job) {

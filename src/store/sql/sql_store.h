@@ -159,6 +159,26 @@ class SqlStore : public Store {
   std::string NowSql(int param) const;
   virtual Result<std::optional<int64_t>> StatementNow(const std::optional<Instant>& given);
 
+  // A write call's frame: mutex() held for the whole call, one transaction
+  // (rolled back unless committed) and the call's one instant.
+  class WriteTransaction {
+   public:
+    explicit WriteTransaction(SqlStore& store) : lock_(store.mu_), tx_(*store.db_), store_(store) {}
+    Status Begin(sql::WriteKind kind = sql::WriteKind::kSerial) { return tx_.Begin(kind); }
+    // Begins, and answers the transaction's instant (TransactionNow).
+    Result<Instant> Begin(const std::optional<Instant>& now,
+                          sql::WriteKind kind = sql::WriteKind::kSerial) {
+      if (Status s = tx_.Begin(kind); !s.ok()) return s;
+      return store_.TransactionNow(now);
+    }
+    Status Commit() { return tx_.Commit(); }
+
+   private:
+    std::lock_guard<std::mutex> lock_;
+    sql::Transaction tx_;
+    SqlStore& store_;
+  };
+
  protected:
   // The helpers below run inside the caller's transaction, with mutex()
   // held; PostgresStore's set-based claims and completions fall back to

@@ -313,12 +313,8 @@ Result<SqlStore::BeginAnswer> SqlStore::EffectBeginLocked(const EffectBeginParam
   if (!holder) {
     return BeginAnswer{RejectStaleLocked(p.run_id, p.token, "effect begin", p.node, now), {}};
   }
-  EventRecord ev;
-  ev.at = now;
-  ev.job = holder->job;
-  ev.run_id = p.run_id;
-  ev.run_key = holder->run_key;
-  ev.actor = p.node.empty() ? "worker" : p.node;
+  EventRecord ev =
+      RunEvent(now, holder->job, p.run_id, holder->run_key, p.node.empty() ? "worker" : p.node);
   nlohmann::json details = {{"key", p.key}, {"attempt", holder->attempt},
                             {"fencing_token", p.token}};
 
@@ -501,12 +497,8 @@ Result<SqlStore::Answer> SqlStore::EffectSettleLocked(const SettleParams& p) {
     RETURN_IF_ERROR(WriteCheckpoint(*db_, c.scope, *holder, p.run_id, p.token, c.value, p.now));
     details["checkpoint"] = {{"scope", ledger::Name(c.scope)}, {"value", c.value}};
   }
-  EventRecord ev;
-  ev.at = p.now;
-  ev.job = holder->job;
-  ev.run_id = p.run_id;
-  ev.run_key = holder->run_key;
-  ev.actor = p.node.empty() ? "worker" : std::string(p.node);
+  EventRecord ev = RunEvent(p.now, holder->job, p.run_id, holder->run_key,
+                            p.node.empty() ? "worker" : std::string_view(p.node));
   if (reconciled) {
     ev.type = ledger::event::kEffectReconciled;
     ev.reason = commit ? "reconciled: it happened" : "reconciled: it did not happen";
@@ -529,10 +521,8 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
   if (p.as == ledger::EffectState::kStarted) {
     return InvalidArgument("an effect is resolved as committed or failed");
   }
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
   ASSIGN_OR_RETURN(found, LoadEffect(*db_, run->job, p.key));
@@ -610,14 +600,6 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
   } else {
     out.run_state = ledger::RunState::kUnknown;  // the operator resolves the others in turn
   }
-  EventRecord ev;
-  ev.at = now;
-  ev.type = ledger::event::kResolve;
-  ev.job = run->job;
-  ev.run_id = p.run_id;
-  ev.run_key = run->run_key;
-  ev.actor = p.actor;
-  ev.reason = p.reason;
   nlohmann::json details{{"effect", e.key},
                          {"as", ledger::Name(p.as)},
                          {"started_run_id", e.run_id},
@@ -626,7 +608,8 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
                          {"to", ledger::Name(out.run_state)},
                          {"still_in_doubt", out.still_in_doubt}};
   if (redo_from) details["redo_from_step"] = *redo_from;
-  ev.details = Dump(details);
+  const EventRecord ev = ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->run_key,
+                                     p.actor, p.reason, now, details);
   if (out.run_state == ledger::RunState::kPending) {
     const int64_t ids[] = {p.run_id};
     RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());
@@ -638,10 +621,8 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
 }
 
 Status SqlStore::RunResolve(const RunResolveParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
   if (run->state != "unknown") {
@@ -668,15 +649,9 @@ Status SqlStore::RunResolve(const RunResolveParams& p) {
     s.Bind(1, ledger::Name(to)).Bind(2, Ms(now)).Bind(3, p.run_id);
     RETURN_IF_ERROR(s.Run());
   }
-  EventRecord ev;
-  ev.at = now;
-  ev.type = ledger::event::kResolve;
-  ev.job = run->job;
-  ev.run_id = p.run_id;
-  ev.run_key = run->run_key;
-  ev.actor = p.actor;
-  ev.reason = p.reason;
-  ev.details = Dump(nlohmann::json{{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
+  const EventRecord ev =
+      ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->run_key, p.actor, p.reason, now,
+                  {{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
   if (to == ledger::RunState::kPending) {
     const int64_t ids[] = {p.run_id};
     RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());

@@ -381,10 +381,8 @@ Result<std::vector<StepState>> SqlStore::ResumeStepsLocked(int64_t run_id, int a
 }
 
 Status SqlStore::RunHeartbeat(const HeartbeatParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   ASSIGN_OR_RETURN(s, db_->Prepare(
       "UPDATE runs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_token = ? "
       "AND state = 'running'"));
@@ -475,8 +473,7 @@ Result<SqlStore::Answer> SqlStore::StepUpdateLocked(const StepParams& p, Instant
 }
 
 Status SqlStore::FencedWrite(const std::function<Result<Answer>()>& write) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
+  WriteTransaction tx(*this);
   RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(answer, write());
   const Status& result = answer.status;
@@ -597,12 +594,7 @@ Result<SqlStore::Answer> SqlStore::FinishLocked(const FinishParams& given, Insta
 
 std::vector<EventRecord> SqlStore::ClaimEvents(const ClaimedRun& c, std::string_view node,
                                                Instant now) {
-  EventRecord e;
-  e.at = now;
-  e.job = c.run.job;
-  e.run_id = c.run.id;
-  e.run_key = c.run.RunKey();
-  e.actor = std::string(node);
+  EventRecord e = RunEvent(now, c.run.job, c.run.id, c.run.RunKey(), node);
   EventRecord started = e;
   e.type = ledger::event::kClaimed;
   e.details = fmt::format(R"({{"attempt":{},"fencing_token":{},"lease_expires_at":"{}","node":{}}})",
@@ -624,15 +616,10 @@ std::vector<EventRecord> SqlStore::ClaimEvents(const ClaimedRun& c, std::string_
 
 EventRecord SqlStore::StepEvent(const StepParams& p, Instant now, std::string_view job,
                                 std::string_view run_key, int attempt) {
-  EventRecord e;
-  e.at = now;
+  EventRecord e = RunEvent(now, job, p.run_id, run_key, p.node);
   e.type = p.state == ledger::StepStatus::kRunning     ? ledger::event::kStepStarted
            : p.state == ledger::StepStatus::kSucceeded ? ledger::event::kStepSucceeded
                                                        : ledger::event::kStepFailed;
-  e.job = std::string(job);
-  e.run_id = p.run_id;
-  e.run_key = std::string(run_key);
-  e.actor = p.node;
   e.details = fmt::format(R"({{"attempt":{},"step":{}}})", attempt, JsonQuoted(p.step));
   return e;
 }
@@ -651,12 +638,8 @@ std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, Instant n
   }
   if (!p.step.empty()) fmt::format_to(std::back_inserter(details), R"(,"step":{})", JsonQuoted(p.step));
   details += '}';
-  EventRecord e;
-  e.at = now;
-  e.job = std::string(job);
-  e.run_id = p.run_id;
-  e.run_key = std::string(run_key);
-  e.actor = p.actor == "reaper" ? "reaper" : p.node;
+  EventRecord e = RunEvent(now, job, p.run_id, run_key,
+                           p.actor == "reaper" ? std::string_view("reaper") : p.node);
   e.reason = d.reason;
   e.details = std::move(details);
   std::vector<EventRecord> out;
@@ -677,8 +660,7 @@ std::vector<EventRecord> SqlStore::FinishEvents(const FinishParams& p, Instant n
 }
 
 Result<std::vector<Status>> SqlStore::RunFinishAttempts(const std::vector<FinishParams>& batch) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
+  WriteTransaction tx(*this);
   RETURN_IF_ERROR(tx.Begin());
   std::vector<Status> results;
   results.reserve(batch.size());
@@ -692,8 +674,7 @@ Result<std::vector<Status>> SqlStore::RunFinishAttempts(const std::vector<Finish
 }
 
 Result<std::vector<Status>> SqlStore::RunApplyWrites(const std::vector<WorkerWrite>& batch) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
+  WriteTransaction tx(*this);
   RETURN_IF_ERROR(tx.Begin());
   HeldEvents events(*this);
   std::vector<Status> results;
@@ -772,10 +753,8 @@ Result<RunLease> SqlStore::RunGetLease(int64_t run_id) {
 }
 
 Status SqlStore::RunRetry(const OperatorParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   std::string state;
   std::string job;
   std::string run_key;
@@ -795,15 +774,8 @@ Status SqlStore::RunRetry(const OperatorParams& p) {
                               p.run_id, state));
   }
   RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
-  EventRecord e;
-  e.at = now;
-  e.type = ledger::event::kRetry;
-  e.job = job;
-  e.run_id = p.run_id;
-  e.run_key = run_key;
-  e.actor = p.actor;
-  e.reason = p.reason;
-  e.details = nlohmann::json{{"from", state}}.dump();
+  const EventRecord e = ActionEvent(ledger::event::kRetry, job, p.run_id, run_key, p.actor,
+                                    p.reason, now, {{"from", state}});
   const int64_t ids[] = {p.run_id};
   RETURN_IF_ERROR(AppendActionLocked(e, ids).status());
   return tx.Commit();

@@ -103,8 +103,7 @@ Status SqlStore::RoleRelease(const std::string& role, const std::string& node) {
 }
 
 Result<PurgeResult> SqlStore::RunPurge(const PurgeParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
+  WriteTransaction tx(*this);
   RETURN_IF_ERROR(tx.Begin());
   std::vector<int64_t> ids;
   {

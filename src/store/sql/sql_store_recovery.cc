@@ -29,22 +29,6 @@ Result<std::optional<RunRecord>> RunById(sql::Db& db, int64_t id) {
   return std::optional<RunRecord>(RunFromRow(s));
 }
 
-// An operator's or the scanner's action on one run.
-EventRecord ActionEvent(std::string_view type, const std::string& job, int64_t run_id,
-                        const std::string& run_key, const std::string& actor,
-                        const std::string& reason, Instant now, const nlohmann::json& details) {
-  EventRecord e;
-  e.at = now;
-  e.type = std::string(type);
-  e.job = job;
-  e.run_id = run_id;
-  e.run_key = run_key;
-  e.actor = actor;
-  e.reason = reason;
-  e.details = details.dump();
-  return e;
-}
-
 // A job's run of one key; nullopt when there is none.
 Result<std::optional<RunRecord>> RunByKey(sql::Db& db, const std::string& job,
                                           const QueueKey& k) {
@@ -98,10 +82,8 @@ Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
   if (p.as != ledger::RunState::kPending && p.as != ledger::RunState::kAwaitingApproval) {
     return Status(StatusCode::kInvalidArgument, "keys are queued as pending or awaiting_approval");
   }
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   RETURN_IF_ERROR(RequireJob(*db_, p.job));
   const bool released = p.as == ledger::RunState::kPending;
   const std::string_view state = ledger::Name(p.as);
@@ -143,10 +125,8 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
   if (!extra.is_object()) {
     return Status(StatusCode::kInvalidArgument, "the action's details are not a JSON object");
   }
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   RETURN_IF_ERROR(RequireJob(*db_, p.job));
   RequeueResult out;
   nlohmann::json run_keys = nlohmann::json::array();
@@ -211,10 +191,8 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
 }
 
 Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   std::vector<RunRecord> runs;
   if (p.run_id) {
     ASSIGN_OR_RETURN(found, RunById(*db_, *p.run_id));
@@ -254,10 +232,8 @@ Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
 }
 
 Status SqlStore::RunCancel(const OperatorParams& p) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(now, TransactionNow(p.now));
+  WriteTransaction tx(*this);
+  ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   ASSIGN_OR_RETURN(found, RunById(*db_, p.run_id));
   if (!found) return NotFound(fmt::format("no run with id {}", p.run_id));
   const RunRecord run = std::move(*found);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "store/sql/sql_db.h"
@@ -66,6 +67,32 @@ inline RunRecord RunFromRow(const Stmt& s) {
   RunRecord r;
   AssignRunFromRow(s, &r);
   return r;
+}
+
+// An event about one run; its type, reason and details are the caller's.
+inline EventRecord RunEvent(Instant at, std::string_view job, int64_t run_id,
+                            std::string_view run_key, std::string_view actor) {
+  EventRecord e;
+  e.at = at;
+  e.job = std::string(job);
+  e.run_id = run_id;
+  e.run_key = std::string(run_key);
+  e.actor = std::string(actor);
+  return e;
+}
+
+// An operator's or the scanner's action on one run. Bytes in `details` that
+// are not UTF-8 (an effect key comes from a job command) are replaced, not
+// thrown on.
+inline EventRecord ActionEvent(std::string_view type, std::string_view job, int64_t run_id,
+                               std::string_view run_key, std::string_view actor,
+                               std::string_view reason, Instant now,
+                               const nlohmann::json& details) {
+  EventRecord e = RunEvent(now, job, run_id, run_key, actor);
+  e.type = std::string(type);
+  e.reason = std::string(reason);
+  e.details = details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return e;
 }
 
 inline EventRecord EventFromRow(const Stmt& s) {
