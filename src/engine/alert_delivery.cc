@@ -34,7 +34,7 @@ void AlertDelivery::Enqueue(AlertNotice notice, std::vector<AlertTarget> targets
   item.delivered.assign(item.targets.size(), false);
   item.errors.assign(item.targets.size(), "");
   queue_.push_back(std::move(item));
-  wake_.request_stop();
+  wakeup_.Wake();
 }
 
 bool AlertDelivery::Blocked(std::size_t i) const {
@@ -172,17 +172,10 @@ std::optional<Clock::Duration> AlertDelivery::DeliverDue() {
 void AlertDelivery::Start() {
   thread_ = std::jthread([this](std::stop_token stop) {
     while (!stop.stop_requested()) {
-      // A fresh wake source before looking, so an Enqueue while we look is
-      // not lost: it cuts the sleep below short.
-      std::stop_source wake;
-      {
-        std::lock_guard lock(mu_);
-        wake_ = wake;
-      }
+      wakeup_.Arm();  // an Enqueue while we deliver cuts the sleep short
       const auto wait = DeliverDue();
-      std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
       // Nothing queued: sleep until woken (an hour at a time).
-      clock_.SleepFor(wait ? *wait : std::chrono::hours(1), wake.get_token());
+      wakeup_.SleepFor(clock_, wait ? *wait : std::chrono::hours(1), stop);
     }
   });
 }

@@ -22,6 +22,7 @@
 
 #include "cronledger/clock.h"
 #include "engine/alert_sender.h"
+#include "engine/wakeup.h"
 #include "store/store.h"
 
 namespace cronledger::engine {
@@ -89,7 +90,7 @@ class AlertDelivery {
 
   mutable std::mutex mu_;
   std::deque<Item> queue_;
-  std::stop_source wake_;  // replaced before each look at the queue
+  Wakeup wakeup_;
 
   std::jthread thread_;
 };

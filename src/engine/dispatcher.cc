@@ -237,13 +237,7 @@ void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
 void Dispatcher::Start() {
   loop_ = std::jthread([this](std::stop_token stop) {
     while (!stop.stop_requested()) {
-      // A fresh wake source before looking, so a Wake() while we look is
-      // not lost: it cuts the sleep below short.
-      std::stop_source wake;
-      {
-        std::lock_guard lock(wake_mu_);
-        wake_ = wake;
-      }
+      wakeup_.Arm();  // a Wake() while we claim cuts the sleep below short
       const auto now = clock_.Now();
       int limit = 0;
       auto claimed = ClaimOnce(now, &limit);
@@ -263,8 +257,7 @@ void Dispatcher::Start() {
       // write transaction, and a claim for one or two workers at a time
       // would cost one per run.
       if (claimed.ok() && *claimed > 0 && WorthAClaim()) continue;
-      std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
-      clock_.SleepFor(options_.poll, wake.get_token());
+      wakeup_.SleepFor(clock_, options_.poll, stop);
     }
     committer_->SetClaimBurst(false);
   });
@@ -275,10 +268,7 @@ bool Dispatcher::WorthAClaim() const {
   return WorthAClaimLocked();
 }
 
-void Dispatcher::Wake() {
-  std::lock_guard lock(wake_mu_);
-  wake_.request_stop();
-}
+void Dispatcher::Wake() { wakeup_.Wake(); }
 
 void Dispatcher::StopClaiming() { claiming_ = false; }
 

@@ -48,6 +48,7 @@
 #include "engine/group_committer.h"
 #include "engine/step_runner.h"
 #include "engine/store_health.h"
+#include "engine/wakeup.h"
 #include "store/store.h"
 
 namespace cronledger::engine {
@@ -220,9 +221,8 @@ class Dispatcher {
   std::mt19937_64 rng_;
   std::atomic<bool> claiming_{true};
 
-  // Wakes the background loop's sleep; replaced before every claim.
-  std::mutex wake_mu_;
-  std::stop_source wake_;
+  // Cuts the background loop's sleep short (Wake()).
+  Wakeup wakeup_;
 
   // Claimable slots now: free workers plus what may be claimed ahead.
   int FreeSlotsLocked() const;

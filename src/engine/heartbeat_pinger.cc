@@ -23,7 +23,7 @@ HeartbeatPinger::~HeartbeatPinger() { Stop(); }
 void HeartbeatPinger::PlannerPassed(Clock::TimePoint now) {
   std::lock_guard lock(mu_);
   last_pass_ = now;
-  if (!last_ping_ || now - *last_ping_ >= every_ || now < *last_ping_) wake_.request_stop();
+  if (!last_ping_ || now - *last_ping_ >= every_ || now < *last_ping_) wakeup_.Wake();
 }
 
 bool HeartbeatPinger::PingIfDue() {
@@ -53,14 +53,9 @@ bool HeartbeatPinger::PingIfDue() {
 void HeartbeatPinger::Start() {
   thread_ = std::jthread([this](std::stop_token stop) {
     while (!stop.stop_requested()) {
-      std::stop_source wake;
-      {
-        std::lock_guard lock(mu_);
-        wake_ = wake;
-      }
+      wakeup_.Arm();
       PingIfDue();
-      std::stop_callback on_stop(stop, [&] { wake.request_stop(); });
-      clock_.SleepFor(every_, wake.get_token());
+      wakeup_.SleepFor(clock_, every_, stop);
     }
   });
 }

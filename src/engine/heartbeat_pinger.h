@@ -17,6 +17,7 @@
 
 #include "cronledger/clock.h"
 #include "cronledger/status.h"
+#include "engine/wakeup.h"
 
 namespace cronledger::engine {
 
@@ -60,7 +61,7 @@ class HeartbeatPinger {
   std::optional<Clock::TimePoint> last_ping_;  // the pass it reported
   int64_t ok_ = 0;
   int64_t failed_ = 0;
-  std::stop_source wake_;
+  Wakeup wakeup_;
   std::jthread thread_;
 };
 
