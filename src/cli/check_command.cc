@@ -168,10 +168,7 @@ int CheckAgainstStore(const config::Config& config, const CheckArgs& args, Clock
   engine::ConfigImpactParams p;
   p.now = store::ToInstant(clock.Now());
   auto impact = engine::AnalyzeConfigImpact(config, *store, p);
-  if (!impact.ok()) {
-    err << "cronledger check: " << impact.status().message() << "\n";
-    return ExitCodeFor(impact.status());
-  }
+  if (!impact.ok()) return Refused("check", impact.status(), err);
   const int orphaned = impact->OrphanedRuns();
   const int rekeyed = impact->RekeyedRuns();
   if (args.json) {

@@ -4,14 +4,13 @@
 // own file and takes a plain argument struct.
 #include "cli/command_table.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/check_command.h"
 #include "cli/events_command.h"
@@ -21,7 +20,7 @@
 #include "cli/pause_command.h"
 #include "cli/recovery_commands.h"
 #include "cli/resolve_command.h"
-#include "cli/retry_command.h"
+#include "cli/run_action_command.h"
 #include "cli/runs_command.h"
 #include "cli/serve_command.h"
 #include "cli/status_command.h"
@@ -293,9 +292,9 @@ std::vector<CommandRow> CommandTable() {
         return RunPause(resume, clock, out, err);
       }));
 
-  rows.push_back(Command<RetryArgs, kConfig | kServer | kReason | kBy>(
+  rows.push_back(Command<RunActionArgs, kConfig | kServer | kReason | kBy>(
       "retry", "Requeue a failed or unknown run as a new attempt on the same run key",
-      [](CLI::App& cmd, RetryArgs& a) {
+      [](CLI::App& cmd, RunActionArgs& a) {
         cmd.add_option("RUN_ID", a.run_id, "The run's id (see `cronledger runs`)")->required();
       },
       RunRetry));
@@ -380,9 +379,9 @@ std::vector<CommandRow> CommandTable() {
       },
       RunApprove));
 
-  rows.push_back(Command<CancelArgs, kConfig | kServer | kReason | kBy>(
+  rows.push_back(Command<RunActionArgs, kConfig | kServer | kReason | kBy>(
       "cancel", "Cancel a pending, awaiting_approval, failed or unknown run (it is then waived)",
-      [](CLI::App& cmd, CancelArgs& a) {
+      [](CLI::App& cmd, RunActionArgs& a) {
         cmd.add_option("RUN_ID", a.run_id, "The run's id")->required();
       },
       RunCancel));

@@ -1,6 +1,7 @@
 #include "cli/effect_command.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <nettle/sha2.h>
 #include <signal.h>
 #include <spawn.h>
@@ -14,10 +15,9 @@
 #include <iterator>
 #include <sstream>
 
-#include <fmt/format.h>
-
 #include "api/attempt_requests.h"
 #include "cli/step_client.h"
+#include "common/text.h"
 
 extern char** environ;
 
@@ -28,13 +28,6 @@ constexpr const char* kCommand = "effect run";
 // The most of CMD's stdout kept as the result (the server caps it further
 // at output_cap); the rest is still printed.
 constexpr std::size_t kMaxResultBytes = 1 << 20;
-
-std::string Hex(const unsigned char* bytes, std::size_t n) {
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) out += fmt::format("{:02x}", bytes[i]);
-  return out;
-}
 
 // Names this invocation: a retry of one of its calls is the same request,
 // another invocation in the same attempt is not (docs/effects.md).

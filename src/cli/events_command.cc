@@ -41,10 +41,7 @@ int RunEvents(const EventsArgs& args, Clock& clock, std::ostream& out, std::ostr
   }
   q.limit = static_cast<int>(limit);
   auto doc = ledger->Events(q);
-  if (!doc.ok()) {
-    err << "cronledger events: " << doc.status().message() << "\n";
-    return ExitCodeFor(doc.status());
-  }
+  if (!doc.ok()) return Refused("events", doc.status(), err);
   if (args.json) {
     out << ops::Dump(*doc, 2) << "\n";
     return kExitOk;

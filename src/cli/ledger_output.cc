@@ -44,6 +44,11 @@ int ExitCodeFor(const Status& status) {
   }
 }
 
+int Refused(std::string_view command, const Status& s, std::ostream& err) {
+  err << "cronledger " << command << ": " << s.message() << "\n";
+  return ExitCodeFor(s);
+}
+
 TextTable::TextTable(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
 
 void TextTable::AddRow(std::vector<std::string> row) {

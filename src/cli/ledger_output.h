@@ -34,6 +34,10 @@ std::string NotADate(std::string_view flag, std::string_view value);
 // refused it (conflict, not found), 2 for an invalid argument, else 3.
 int ExitCodeFor(const Status& status);
 
+// Prints what the ledger refused (or why it could not answer) as
+// "cronledger COMMAND: MESSAGE"; answers ExitCodeFor(s).
+int Refused(std::string_view command, const Status& s, std::ostream& err);
+
 // An aligned table: a header row, then the rows; every column but the last
 // is padded to its widest cell and columns are separated by two spaces.
 class TextTable {

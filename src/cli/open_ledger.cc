@@ -25,7 +25,34 @@ class OwningLocalLedger : public ops::LocalLedger {
   std::unique_ptr<OpenedStore> opened_;
 };
 
+bool IsBlank(const std::string& text) {
+  return text.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
 }  // namespace
+
+std::string ActorProblem(const std::optional<std::string>& reason,
+                         const std::optional<std::string>& by) {
+  if (!reason || IsBlank(*reason)) {
+    return "--reason TEXT is required: say why, it is recorded in the ledger";
+  }
+  if (IsBlank(by.value_or(DefaultActor()))) return "--by needs a name";
+  return "";
+}
+
+ActingLedger OpenLedgerToAct(const std::string& command, const LedgerTarget& target,
+                             const std::optional<std::string>& reason,
+                             const std::optional<std::string>& by, Clock& clock, std::ostream& err,
+                             StoreAccess access) {
+  ActingLedger out;
+  if (std::string problem = ActorProblem(reason, by); !problem.empty()) {
+    out.exit_code = UsageError(err, command, problem);
+    return out;
+  }
+  out.exit_code = OpenLedger(command, target, clock, &out.ledger, err, access);
+  out.who = {by.value_or(DefaultActor()), *reason};
+  return out;
+}
 
 int OpenLedger(const std::string& command, const LedgerTarget& target, Clock& clock,
                std::unique_ptr<ops::Ledger>* out, std::ostream& err, StoreAccess access) {

@@ -33,6 +33,25 @@ int OpenLedger(const std::string& command, const LedgerTarget& target, Clock& cl
                std::unique_ptr<ops::Ledger>* out, std::ostream& err,
                StoreAccess access = StoreAccess::kExisting);
 
+// What a command that acts on the ledger starts with, after its own usage
+// checks: the actor it records, from --reason (required, not blank) and --by
+// (default DefaultActor(), not blank), each problem a usage error printed
+// as `command`; then the ledger, opened as OpenLedger does.
+struct ActingLedger {
+  std::unique_ptr<ops::Ledger> ledger;  // null: not opened, and `exit_code` says why
+  ops::Actor who;
+  int exit_code = 0;
+};
+ActingLedger OpenLedgerToAct(const std::string& command, const LedgerTarget& target,
+                             const std::optional<std::string>& reason,
+                             const std::optional<std::string>& by, Clock& clock, std::ostream& err,
+                             StoreAccess access = StoreAccess::kExisting);
+
+// The --reason or --by problem of OpenLedgerToAct, for a command that opens
+// its ledger later; "" when there is none.
+std::string ActorProblem(const std::optional<std::string>& reason,
+                         const std::optional<std::string>& by);
+
 }  // namespace cronledger::cli
 
 #endif  // CRONLEDGER_CLI_OPEN_LEDGER_H_

@@ -8,14 +8,6 @@
 #include "cli/open_ledger.h"
 
 namespace cronledger::cli {
-namespace {
-
-bool IsBlank(const std::string& text) {
-  return text.find_first_not_of(" \t\r\n") == std::string::npos;
-}
-
-}  // namespace
-
 int RunPause(const PauseArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   const std::string command = args.pause ? "pause" : "resume";
   const auto usage = [&](const std::string& message) {
@@ -26,25 +18,11 @@ int RunPause(const PauseArgs& args, Clock& clock, std::ostream& out, std::ostrea
     return usage("give exactly one of --job JOB or --all");
   }
   if (args.job && args.job->empty()) return usage("--job needs a job name");
-  if (!args.reason || IsBlank(*args.reason)) {
-    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
-  }
-  std::string actor = args.by.value_or(DefaultActor());
-  if (IsBlank(actor)) return usage("--by needs a name");
-
-  const auto failed = [&](const Status& s) {
-    err << "cronledger " << command << ": " << s.message() << "\n";
-    return ExitCodeFor(s);
-  };
-
-  std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger(command, {args.config_path, args.server, args.job}, clock, &ledger, err,
-                          StoreAccess::kCreate);
-      rc != kExitOk) {
-    return rc;
-  }
-  if (auto done = ledger->SetPaused({args.job, args.pause, {actor, *args.reason}}); !done.ok()) {
-    return failed(done.status());
+  auto acting = OpenLedgerToAct(command, {args.config_path, args.server, args.job}, args.reason,
+                                args.by, clock, err, StoreAccess::kCreate);
+  if (!acting.ledger) return acting.exit_code;
+  if (auto done = acting.ledger->SetPaused({args.job, args.pause, acting.who}); !done.ok()) {
+    return Refused(command, done.status(), err);
   }
 
   out << (args.pause ? "paused " : "resumed ")

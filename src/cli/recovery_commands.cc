@@ -19,10 +19,6 @@
 namespace cronledger::cli {
 namespace {
 
-bool Blank(const std::optional<std::string>& s) {
-  return !s || s->find_first_not_of(" \t\r\n") == std::string::npos;
-}
-
 // A preview document (ImpactPreview::Json, or the server's answer).
 void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, bool json,
                   std::ostream& out) {
@@ -46,12 +42,6 @@ void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, boo
   out << "preview digest " << Text(p, "preview_digest") << "\n";
   out << (would_queue.empty() ? "nothing to queue: --yes would change nothing\n"
                               : "nothing done: run again with --yes to queue them\n");
-}
-
-// Prints what the ledger refused as `command`; its exit code.
-int Refused(const std::string& command, const Status& s, std::ostream& err) {
-  err << "cronledger " << command << ": " << s.message() << "\n";
-  return ExitCodeFor(s);
 }
 
 struct ImpactCommand {
@@ -130,9 +120,8 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   if (std::chrono::sys_days(*from) > std::chrono::sys_days(*to)) {
     return usage("--from " + args.from + " is after --to " + args.to);
   }
-  if (Blank(args.reason)) {
-    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
-  }
+  if (std::string problem = ActorProblem(args.reason, args.by); !problem.empty())
+    return usage(problem);
   ImpactCommand c = CommonImpact(
       "backfill", "backfill of " + args.job + " " + args.from + ".." + args.to, args);
   c.order.request.action = ops::ImpactAction::kBackfill;
@@ -152,9 +141,8 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
   if (!only) {
     return usage("--only \"" + args.only + "\" is not one of failed, missing, unknown, all");
   }
-  if (Blank(args.reason)) {
-    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
-  }
+  if (std::string problem = ActorProblem(args.reason, args.by); !problem.empty())
+    return usage(problem);
   ImpactCommand c = CommonImpact("rerun",
                                  "rerun of " + args.job + " " + args.date + " (" + args.only +
                                      (args.force ? ", forced" : "") + ")",
@@ -178,22 +166,16 @@ int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::os
   if (args.to && !ParseBusinessDate(*args.to)) {
     return usage(NotADate("--to", *args.to));
   }
-  if (Blank(args.reason)) {
-    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
-  }
-  const std::string actor = args.by.value_or(DefaultActor());
-  std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("approve", {args.config_path, args.server, {}}, clock, &ledger, err);
-      rc != kExitOk) {
-    return rc;
-  }
+  auto acting = OpenLedgerToAct("approve", {args.config_path, args.server, {}}, args.reason,
+                                args.by, clock, err);
+  if (!acting.ledger) return acting.exit_code;
   ops::ApproveAction action;
+  action.who = acting.who;
   action.job = args.job;
   if (args.from) action.from = ParseBusinessDate(*args.from);
   if (args.to) action.to = ParseBusinessDate(*args.to);
   action.run = args.run;
-  action.who = {actor, *args.reason};
-  auto answer = ledger->Approve(action);
+  auto answer = acting.ledger->Approve(action);
   if (!answer.ok()) return Refused("approve", answer.status(), err);
   if (answer->kind != ops::ActionAnswer::Kind::kDone) {
     err << "cronledger approve: " << answer->message << "\n";
@@ -204,49 +186,11 @@ int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::os
   return kExitOk;
 }
 
-int RunCancel(const CancelArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
-  const auto usage = [&](const std::string& message) {
-    err << "cronledger cancel: " << message << "\n";
-    return kExitUsage;
-  };
-  if (args.run_id <= 0) return usage(fmt::format("RUN_ID {}: run ids are positive", args.run_id));
-  if (Blank(args.reason)) {
-    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
-  }
-  const std::string actor = args.by.value_or(DefaultActor());
-  std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("cancel", {args.config_path, args.server, {}}, clock, &ledger, err);
-      rc != kExitOk) {
-    return rc;
-  }
-  ops::RunAction action;
-  action.run_id = args.run_id;
-  action.kind = ops::RunActionKind::kCancel;
-  action.who = {actor, *args.reason};
-  const Status s = ledger->ActOnRun(action).status();
-  if (!s.ok()) {
-    err << "cronledger cancel: " << s.message() << "\n";
-    return ExitCodeFor(s);
-  }
-  out << fmt::format("run {} cancelled\n", args.run_id);
-  return kExitOk;
-}
-
 int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
-  const auto usage = [&](const std::string& message) {
-    err << "cronledger trigger: " << message << "\n";
-    return kExitUsage;
-  };
-  if (Blank(args.reason)) {
-    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
-  }
-  const std::string actor = args.by.value_or(DefaultActor());
-  std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("trigger", {args.config_path, args.server, args.job}, clock, &ledger, err);
-      rc != kExitOk) {
-    return rc;
-  }
-  auto answer = ledger->Trigger({args.job, args.partitions, {actor, *args.reason}});
+  auto acting = OpenLedgerToAct("trigger", {args.config_path, args.server, args.job}, args.reason,
+                                args.by, clock, err);
+  if (!acting.ledger) return acting.exit_code;
+  auto answer = acting.ledger->Trigger({args.job, args.partitions, acting.who});
   if (!answer.ok()) {
     // A run appeared between the check and the write (nothing written).
     err << "cronledger trigger: " << answer.status().message() << "\n";

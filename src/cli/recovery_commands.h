@@ -75,18 +75,6 @@ struct ApproveArgs {
 // state; 2 usage; 3 store unavailable.
 int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
 
-struct CancelArgs {
-  std::string config_path;
-  int64_t run_id = 0;
-  std::optional<std::string> reason;
-  std::optional<std::string> by;
-  std::string server;
-};
-
-// A pending, awaiting_approval, failed or unknown run becomes cancelled
-// (waived). Exit 0; 1 another state or no such run; 2 usage; 3 unavailable.
-int RunCancel(const CancelArgs& args, Clock& clock, std::ostream& out, std::ostream& err);
-
 struct TriggerArgs {
   std::string config_path;
   std::string job;

@@ -7,10 +7,11 @@
 
 #include "api/auth.h"
 #include "api/operator_requests.h"
-#include "ops/json_shapes.h"
 #include "cli/exit_codes.h"
+#include "config/config.h"
 #include "cronledger/schedule.h"
 #include "ledger/names.h"
+#include "ops/json_shapes.h"
 
 namespace cronledger::cli {
 namespace {
@@ -18,14 +19,6 @@ namespace {
 using nlohmann::ordered_json;
 
 constexpr const char* kTokenEnv = "CRONLEDGER_AUTH_TOKEN";
-
-// The folder serve keeps cronledger.token in: the config file's.
-std::string ConfigFolder(const std::string& config_path) {
-  std::error_code ec;
-  std::filesystem::path abs = std::filesystem::absolute(config_path, ec);
-  if (ec) abs = config_path;
-  return abs.lexically_normal().parent_path().string();
-}
 
 }  // namespace
 
@@ -36,7 +29,7 @@ int FindOperatorToken(const std::string& command, const std::string& config_path
     out->source = std::string("$") + kTokenEnv;
     return kExitOk;
   }
-  const std::string folder = ConfigFolder(config_path);
+  const std::string folder = config::ConfigDir(config_path);
   auto token = api::ReadLocalToken(folder);
   if (token.ok()) {
     out->secret = std::move(token->secret);

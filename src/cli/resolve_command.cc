@@ -57,27 +57,18 @@ int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::os
                                *args.as, kRunAs, kEffectAs));
     }
   }
-  if (!args.reason || args.reason->find_first_not_of(" \t\r\n") == std::string::npos) {
-    return usage("--reason TEXT is required: say why, it is recorded in the ledger");
-  }
-  const std::string actor = args.by.value_or(DefaultActor());
-  std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("resolve", {args.config_path, args.server, {}}, clock, &ledger, err);
-      rc != kExitOk) {
-    return rc;
-  }
+  auto acting = OpenLedgerToAct("resolve", {args.config_path, args.server, {}}, args.reason,
+                                args.by, clock, err);
+  if (!acting.ledger) return acting.exit_code;
   ops::RunAction action;
+  action.who = acting.who;
   action.run_id = args.run_id;
   action.kind = ops::RunActionKind::kResolve;
   action.effect = args.effect;
   action.effect_as = effect_as;
   action.run_as = run_as;
-  action.who = {actor, *args.reason};
-  auto answer = ledger->ActOnRun(action);
-  if (!answer.ok()) {
-    err << "cronledger resolve: " << answer.status().message() << "\n";
-    return ExitCodeFor(answer.status());
-  }
+  auto answer = acting.ledger->ActOnRun(action);
+  if (!answer.ok()) return Refused("resolve", answer.status(), err);
   // The answer is the run, plus what is still in doubt.
   Resolved resolved;
   resolved.run = std::move(*answer);

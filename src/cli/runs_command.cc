@@ -127,10 +127,7 @@ int RunRuns(const RunsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     return rc;
   }
   Result<ordered_json> doc = args.run ? ledger->Run(*args.run) : ledger->Runs(q, args.json);
-  if (!doc.ok()) {
-    err << "cronledger runs: " << doc.status().message() << "\n";
-    return ExitCodeFor(doc.status());
-  }
+  if (!doc.ok()) return Refused("runs", doc.status(), err);
   if (args.json) {
     out << ops::Dump(*doc, 2) << "\n";
     return kExitOk;

@@ -31,10 +31,7 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
     return rc;
   }
   auto answer = ledger->Jobs();
-  if (!answer.ok()) {
-    err << "cronledger status: " << answer.status().message() << "\n";
-    return ExitCodeFor(answer.status());
-  }
+  if (!answer.ok()) return Refused("status", answer.status(), err);
   const ordered_json& doc = *answer;
 
   if (args.json) {

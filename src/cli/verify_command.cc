@@ -31,10 +31,7 @@ int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostr
     return rc;
   }
   auto report = ledger->Verify({args.job, args.date, *date});
-  if (!report.ok()) {
-    err << "cronledger verify: " << report.status().message() << "\n";
-    return ExitCodeFor(report.status());
-  }
+  if (!report.ok()) return Refused("verify", report.status(), err);
   const ordered_json& r = *report;
   const bool complete = Field(r, "complete") == true;
   if (args.json) {

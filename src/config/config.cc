@@ -344,13 +344,6 @@ std::optional<std::string> ReadFile(const std::string& path, std::string& error)
   return text;
 }
 
-std::string ConfigDir(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  if (ec) abs = path;
-  return abs.lexically_normal().parent_path().string();
-}
-
 }  // namespace
 }  // namespace internal
 
@@ -374,7 +367,7 @@ std::string ConfigErrors::ToString() const {
 std::variant<Config, ConfigErrors> ParseConfig(std::string_view text, const std::string& path) {
   Config config;
   config.path = path;
-  config.dir = internal::ConfigDir(path);
+  config.dir = ConfigDir(path);
   internal::Reporter reporter(path, config.dir);
   toml::table root;
   try {
@@ -397,6 +390,13 @@ std::variant<Config, ConfigErrors> LoadConfig(const std::string& path) {
     return ConfigErrors{{{path, 0, "", fmt::format("cannot read the configuration: {}", error)}}};
   }
   return ParseConfig(*text, path);
+}
+
+std::string ConfigDir(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) abs = path;
+  return abs.lexically_normal().parent_path().string();
 }
 
 }  // namespace cronledger::config

@@ -187,6 +187,10 @@ struct ConfigErrors {
 // Reads, parses and validates `path`. Every problem is reported, not just
 // the first.
 std::variant<Config, ConfigErrors> LoadConfig(const std::string& path);
+
+// The folder of the config file at `path`, absolute (Config::dir): where
+// relative paths in it resolve, and where serve keeps cronledger.token.
+std::string ConfigDir(const std::string& path);
 // The same for text already in memory; `path` names it in messages and
 // decides the folder relative paths resolve against.
 std::variant<Config, ConfigErrors> ParseConfig(std::string_view text, const std::string& path);

@@ -244,26 +244,21 @@ struct MemberOf<M> {
 template <auto M>
 using ClassOf = typename MemberOf<M>::Class;
 
-template <auto M>
-void SetInt(const Value& v, const Site&, ClassOf<M>& t) {
-  t.*M = static_cast<int>(v.integer);
+// The kind's field F of the value, as the member's type.
+template <auto M, auto F>
+void SetFrom(const Value& v, const Site&, ClassOf<M>& t) {
+  t.*M = static_cast<typename MemberOf<M>::Type>(v.*F);
 }
 template <auto M>
-void SetNumber(const Value& v, const Site&, ClassOf<M>& t) {
-  t.*M = v.number;
-}
+constexpr auto SetInt = &SetFrom<M, &Value::integer>;
 template <auto M>
-void SetBool(const Value& v, const Site&, ClassOf<M>& t) {
-  t.*M = v.boolean;
-}
+constexpr auto SetNumber = &SetFrom<M, &Value::number>;
 template <auto M>
-void SetString(const Value& v, const Site&, ClassOf<M>& t) {
-  t.*M = v.text;
-}
+constexpr auto SetBool = &SetFrom<M, &Value::boolean>;
 template <auto M>
-void SetSize(const Value& v, const Site&, ClassOf<M>& t) {
-  t.*M = v.size;
-}
+constexpr auto SetString = &SetFrom<M, &Value::text>;
+template <auto M>
+constexpr auto SetSize = &SetFrom<M, &Value::size>;
 // Into milliseconds, seconds or an optional of seconds (kDuration keys hold
 // whole seconds).
 template <auto M>

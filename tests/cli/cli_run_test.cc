@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command_table.h"
@@ -181,6 +183,59 @@ timezone = "UTC"
   EXPECT_EQ(seen, (std::vector<std::string>{"paused 2026-11-30T12:00:00Z quarter close",
                                             "resumed 2026-11-30T13:00:00Z closed"}))
       << r.out;
+}
+
+// Every command that changes the ledger checks the actor alike, before it
+// opens the ledger: a missing or blank --reason and a blank --by exit 2
+// naming the command, and nothing is written (the ledger file is never
+// created).
+TEST(CliRun, EveryActingCommandRefusesABlankReasonOrActorAlike) {
+  testing::TempDir dir;
+  const std::string db = dir.File("ledger.db");
+  const std::string config = dir.Write("cronledger.toml", R"([server]
+store = "sqlite:)" + db + R"("
+
+[[job]]
+name = "report"
+schedule = "0 9 * * *"
+timezone = "UTC"
+
+  [[job.step]]
+  name = "export"
+  command = ["/bin/true"]
+)");
+  const std::vector<std::vector<std::string>> commands = {
+      {"pause", "--job", "report"},
+      {"resume", "--job", "report"},
+      {"retry", "7"},
+      {"cancel", "7"},
+      {"resolve", "7", "--as", "failed"},
+      {"approve", "--job", "report"},
+      {"trigger", "--job", "report"},
+      {"backfill", "--job", "report", "--from", "2026-11-01", "--to", "2026-11-02"},
+      {"rerun", "--job", "report", "--date", "2026-11-02"},
+  };
+  FakeClock clock(kNoon);
+  for (const auto& command : commands) {
+    const std::string name = command.front();
+    std::vector<std::string> base = command;
+    base.insert(base.end(), {"--config", config});
+    for (const auto& [extra, problem] :
+         std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{}, "--reason TEXT is required: say why, it is recorded in the ledger"},
+             {{"--reason", " \t"},
+              "--reason TEXT is required: say why, it is recorded in the ledger"},
+             {{"--reason", "why", "--by", "  "}, "--by needs a name"},
+         }) {
+      std::vector<std::string> args = base;
+      args.insert(args.end(), extra.begin(), extra.end());
+      const Result r = RunCli(args, clock);
+      EXPECT_EQ(r.exit_code, 2) << name << " " << problem << ": " << r.err;
+      EXPECT_EQ(r.out, "") << name;
+      EXPECT_EQ(r.err, "cronledger " + name + ": " + problem + "\n") << name;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(db)) << "a refused action created the ledger";
 }
 
 }  // namespace
