@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/text.h"
+
 namespace cronledger::api {
 namespace {
 
@@ -138,8 +140,7 @@ Result<LocalToken> LoadOrCreateLocalToken(const std::string& dir) {
     if (RAND_bytes(random, sizeof random) != 1) {
       return Status(StatusCode::kInternal, "cannot draw random bytes for the operator token");
     }
-    std::string secret;
-    for (unsigned char b : random) secret += fmt::format("{:02x}", b);
+    const std::string secret = Hex(random, sizeof random);
     const std::string tmp = fmt::format("{}.{}.tmp", out.path, getpid());
     const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return IoError("cannot create", tmp);

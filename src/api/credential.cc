@@ -1,5 +1,6 @@
 #include "api/credential.h"
 
+#include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -8,7 +9,7 @@
 #include <charconv>
 #include <stdexcept>
 
-#include <fmt/format.h>
+#include "common/text.h"
 
 namespace cronledger::api {
 namespace {
@@ -46,10 +47,7 @@ std::string AttemptCredentials::Sign(std::string_view payload) const {
   unsigned int len = 0;
   HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
        reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), mac, &len);
-  std::string hex;
-  hex.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", mac[i]);
-  return hex;
+  return Hex(mac, len);
 }
 
 std::string AttemptCredentials::Issue(int64_t run_id, int64_t token) const {

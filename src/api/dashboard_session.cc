@@ -8,15 +8,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/text.h"
+
 namespace cronledger::api {
 namespace {
-
-std::string Hex(const unsigned char* bytes, std::size_t n) {
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) out += fmt::format("{:02x}", bytes[i]);
-  return out;
-}
 
 // 32 random bytes as hex.
 std::string RandomId() {

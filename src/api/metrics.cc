@@ -233,33 +233,32 @@ void RenderNode(PrometheusText& out, const engine::NodeSnapshot& node) {
   out.Sample("cronledger_claims_total", {{"result", "claimed"}}, n(node.claims_claimed));
   out.Sample("cronledger_claims_total", {{"result", "empty"}}, n(node.claims_empty));
   out.Sample("cronledger_claims_total", {{"result", "error"}}, n(node.claims_error));
-  out.Family("cronledger_leases_expired_total", "counter",
-             "Expired leases this node's reaper took back.");
-  out.Sample("cronledger_leases_expired_total", {}, n(node.leases_expired));
-  out.Family("cronledger_stale_writes_rejected_total", "counter",
-             "Writes of this node's workers refused for a stale fencing token.");
-  out.Sample("cronledger_stale_writes_rejected_total", {}, n(node.stale_writes_rejected));
-  out.Family("cronledger_deduplicated_total", "counter",
-             "Occurrences this node's planner found already planned under their run key.");
-  out.Sample("cronledger_deduplicated_total", {}, n(node.deduplicated));
-  out.Family("cronledger_executor_busy", "gauge", "Runs this node is executing now.");
-  out.Sample("cronledger_executor_busy", {}, n(node.executor_busy));
-  out.Family("cronledger_executor_capacity", "gauge",
-             "Runs this node executes at most at once (server.max_workers).");
-  out.Sample("cronledger_executor_capacity", {}, n(node.executor_capacity));
+  out.Single("cronledger_leases_expired_total", "counter",
+             "Expired leases this node's reaper took back.", n(node.leases_expired));
+  out.Single("cronledger_stale_writes_rejected_total", "counter",
+             "Writes of this node's workers refused for a stale fencing token.",
+             n(node.stale_writes_rejected));
+  out.Single("cronledger_deduplicated_total", "counter",
+             "Occurrences this node's planner found already planned under their run key.",
+             n(node.deduplicated));
+  out.Single("cronledger_executor_busy", "gauge", "Runs this node is executing now.",
+             n(node.executor_busy));
+  out.Single("cronledger_executor_capacity", "gauge",
+             "Runs this node executes at most at once (server.max_workers).",
+             n(node.executor_capacity));
   out.Family("cronledger_planner_last_pass_timestamp_seconds", "gauge",
              "Unix time of this node's last successful planner pass (absent before the first).");
   if (node.planner_last_pass_seconds) {
     out.Sample("cronledger_planner_last_pass_timestamp_seconds", {},
                *node.planner_last_pass_seconds);
   }
-  out.Family("cronledger_store_up", "gauge",
-             "1 when this node's last store call reached the database, 0 while they fail.");
-  out.Sample("cronledger_store_up", {}, node.store_up ? 1 : 0);
-  out.Family("cronledger_store_errors_total", "counter",
+  out.Single("cronledger_store_up", "gauge",
+             "1 when this node's last store call reached the database, 0 while they fail.",
+             node.store_up ? 1 : 0);
+  out.Single("cronledger_store_errors_total", "counter",
              "Store calls of this node that failed for want of the database (unreachable, "
-             "connection lost, a commit whose outcome is unknown).");
-  out.Sample("cronledger_store_errors_total", {}, n(node.store_errors));
+             "connection lost, a commit whose outcome is unknown).",
+             n(node.store_errors));
 }
 
 }  // namespace

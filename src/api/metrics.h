@@ -47,6 +47,11 @@ class PrometheusText {
   // `type`: counter, gauge, histogram. `name` is the family's full name.
   void Family(std::string_view name, std::string_view type, std::string_view help);
   void Sample(std::string_view name, const MetricLabels& labels, double value);
+  // A family of one sample without labels.
+  void Single(std::string_view name, std::string_view type, std::string_view help, double value) {
+    Family(name, type, help);
+    Sample(name, {}, value);
+  }
   // `name`_bucket (cumulative, with le="+Inf" = count), _sum and _count.
   void Histogram(std::string_view name, const MetricLabels& labels, std::span<const double> bounds,
                  std::span<const int64_t> cumulative, double sum, int64_t count);

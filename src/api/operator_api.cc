@@ -252,13 +252,13 @@ ApiResponse ActionError(const Status& s) {
 }  // namespace
 
 ApiResponse OperatorApi::Pause(const ApiRequest& request, const ApiToken& token, bool pause) const {
-  const auto parsed = ParsePauseRequest(request, token);
+  const auto parsed = ParsePauseRequest(request, token, pause);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
-  const auto& [job, who] = std::get<PauseRequest>(parsed);
-  if (job) {
-    if (auto unknown = UnknownJob(*job, true)) return *unknown;
+  const auto& act = std::get<ops::PauseAction>(parsed);
+  if (act.job) {
+    if (auto unknown = UnknownJob(*act.job, true)) return *unknown;
   }
-  auto doc = ledger_.SetPaused({job, pause, {who.actor, who.reason}});
+  auto doc = ledger_.SetPaused(act);
   if (!doc.ok()) return ActionError(doc.status());
   return ApiResponse{200, std::move(*doc)};
 }
@@ -268,17 +268,7 @@ ApiResponse OperatorApi::RunAction(const ApiRequest& request, const ApiToken& to
   const auto parsed =
       ParseRunActionRequest(request, token, id_text, action, &store::ParseRunResolution);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
-  const auto& [id, effect, effect_as, run_as, who] = std::get<RunActionRequest>(parsed);
-  ops::RunAction act;
-  act.run_id = id;
-  act.kind = action == "retry"    ? ops::RunActionKind::kRetry
-             : action == "cancel" ? ops::RunActionKind::kCancel
-                                  : ops::RunActionKind::kResolve;
-  act.effect = effect;
-  act.effect_as = effect_as;
-  act.run_as = run_as;
-  act.who = {who.actor, who.reason};
-  auto doc = ledger_.ActOnRun(act);
+  auto doc = ledger_.ActOnRun(std::get<ops::RunAction>(parsed));
   if (!doc.ok()) return ActionError(doc.status());
   return ApiResponse{200, std::move(*doc)};
 }
@@ -313,9 +303,9 @@ ApiResponse Refusal(const ops::ActionAnswer& answer, const std::string& message)
 ApiResponse OperatorApi::Approve(const ApiRequest& request, const ApiToken& token) const {
   const auto parsed = ParseApproveRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
-  const auto& [job, from, to, run, who] = std::get<ApproveRequest>(parsed);
-  if (auto unknown = UnknownJob(job, false)) return *unknown;
-  auto answer = ledger_.Approve({job, from, to, run, {who.actor, who.reason}});
+  const auto& act = std::get<ops::ApproveAction>(parsed);
+  if (auto unknown = UnknownJob(act.job, false)) return *unknown;
+  auto answer = ledger_.Approve(act);
   if (!answer.ok()) return ActionError(answer.status());
   return Refusal(*answer, answer->message);
 }
@@ -324,16 +314,15 @@ ApiResponse OperatorApi::Impact(const ApiRequest& request, const ApiToken& token
                                 bool rerun) const {
   const auto parsed = ParseImpactRequest(request, token, rerun);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
-  const auto& [job, impact, who, yes, digest] = std::get<ImpactActionRequest>(parsed);
-  if (auto unknown = UnknownJob(job, true)) return *unknown;
-  auto answer = ledger_.Impact({job, impact, yes, digest, {who.actor, who.reason}});
+  const auto& order = std::get<ops::ImpactOrder>(parsed);
+  if (auto unknown = UnknownJob(order.job, true)) return *unknown;
+  auto answer = ledger_.Impact(order);
   if (!answer.ok()) return ActionError(answer.status());
   switch (answer->kind) {
     case ops::ActionAnswer::Kind::kStale:
-      return Refusal(*answer,
-                     fmt::format("the ledger changed since the preview {}; nothing done: "
-                                 "confirm the new preview (\"preview\") instead",
-                                 digest.value_or("")));
+      return Refusal(*answer, fmt::format("the ledger changed since the preview {}; nothing done: "
+                                          "confirm the new preview (\"preview\") instead",
+                                          order.digest.value_or("")));
     case ops::ActionAnswer::Kind::kNothingToDo:
       return Refusal(*answer, fmt::format("nothing to queue{}",
                                           answer->doc.value("succeeded_left_alone", 0) > 0
@@ -348,9 +337,9 @@ ApiResponse OperatorApi::Impact(const ApiRequest& request, const ApiToken& token
 ApiResponse OperatorApi::Trigger(const ApiRequest& request, const ApiToken& token) const {
   const auto parsed = ParseTriggerRequest(request, token);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
-  const auto& [job, partitions, who] = std::get<TriggerRequest>(parsed);
-  if (auto unknown = UnknownJob(job, true)) return *unknown;
-  auto answer = ledger_.Trigger({job, partitions, {who.actor, who.reason}});
+  const auto& act = std::get<ops::TriggerAction>(parsed);
+  if (auto unknown = UnknownJob(act.job, true)) return *unknown;
+  auto answer = ledger_.Trigger(act);
   if (!answer.ok()) return ActionError(answer.status());
   if (answer->kind == ops::ActionAnswer::Kind::kExists) {
     std::string list;

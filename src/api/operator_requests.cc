@@ -135,14 +135,14 @@ bool IsEventType(std::string_view type) {
 bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
 // `reason` (required, not blank) and `by` (default: the token's name).
-ActionActor ReadActor(BodyReader& body, const ApiToken& token) {
+ops::Actor ReadActor(BodyReader& body, const ApiToken& token) {
   const auto reason = body.String("reason", true, kMaxReasonBytes);
   const auto by = body.String("by", false, kMaxActorBytes);
   if (reason && Blank(*reason)) {
     body.Invalid("reason", "is blank: say why, it is recorded in the ledger");
   }
   if (by && Blank(*by)) body.Invalid("by", "is blank: name who acts, or leave it out");
-  return ActionActor{by.value_or(token.name), reason.value_or("")};
+  return ops::Actor{by.value_or(token.name), reason.value_or("")};
 }
 
 // A business date field; nullopt (a problem recorded) when malformed.
@@ -393,12 +393,13 @@ Parsed<int64_t> ParseHistoryRequest(const ApiRequest& request) {
 
 // ---- the actions --------------------------------------------------------------------------------
 
-Parsed<PauseRequest> ParsePauseRequest(const ApiRequest& request, const ApiToken& token) {
+Parsed<ops::PauseAction> ParsePauseRequest(const ApiRequest& request, const ApiToken& token,
+                                           bool pause) {
   if (auto problem = CheckNoQuery(request)) return *problem;
   BodyReader body(request.body);
   const auto job = body.String("job", false, 256);
   const auto all = body.Bool("all", false);
-  ActionActor who = ReadActor(body, token);
+  ops::Actor who = ReadActor(body, token);
   if (job && all) {
     body.Invalid("all", "cannot be given with \"job\": give one of them");
   } else if (!job && !all) {
@@ -407,15 +408,18 @@ Parsed<PauseRequest> ParsePauseRequest(const ApiRequest& request, const ApiToken
     body.Invalid("all", "must be true when given: give \"job\": NAME for one job");
   }
   if (auto problem = body.Problem()) return *problem;
-  return PauseRequest{job, std::move(who)};
+  return ops::PauseAction{job, pause, std::move(who)};
 }
 
-Parsed<RunActionRequest> ParseRunActionRequest(const ApiRequest& request, const ApiToken& token,
-                                               std::string_view id_text, std::string_view action,
-                                               RunResolutionParser parse_resolution) {
+Parsed<ops::RunAction> ParseRunActionRequest(const ApiRequest& request, const ApiToken& token,
+                                             std::string_view id_text, std::string_view action,
+                                             RunResolutionParser parse_resolution) {
   if (auto problem = CheckNoQuery(request)) return *problem;
   BodyReader body(request.body);
-  RunActionRequest out;
+  ops::RunAction out;
+  out.kind = action == "retry"    ? ops::RunActionKind::kRetry
+             : action == "cancel" ? ops::RunActionKind::kCancel
+                                  : ops::RunActionKind::kResolve;
   std::optional<std::string> as;
   if (action == "resolve") {
     as = body.String("as", true, 64);
@@ -450,28 +454,28 @@ Parsed<RunActionRequest> ParseRunActionRequest(const ApiRequest& request, const 
   return out;
 }
 
-Parsed<ApproveRequest> ParseApproveRequest(const ApiRequest& request, const ApiToken& token) {
+Parsed<ops::ApproveAction> ParseApproveRequest(const ApiRequest& request, const ApiToken& token) {
   if (auto problem = CheckNoQuery(request)) return *problem;
   BodyReader body(request.body);
   const auto job = body.String("job", true, 256);
   const auto from = ReadDate(body, "from", false);
   const auto to = ReadDate(body, "to", false);
   const auto run = body.Integer("run", false, 1, kMaxId);
-  ActionActor who = ReadActor(body, token);
+  ops::Actor who = ReadActor(body, token);
   if (run && (from || to)) body.Invalid("run", "cannot be given with \"from\" or \"to\"");
   if (from && to && std::chrono::sys_days(*from) > std::chrono::sys_days(*to)) {
     body.Invalid("from", "is after \"to\"");
   }
   if (auto problem = body.Problem()) return *problem;
-  return ApproveRequest{*job, from, to, run, std::move(who)};
+  return ops::ApproveAction{*job, from, to, run, std::move(who)};
 }
 
-Parsed<ImpactActionRequest> ParseImpactRequest(const ApiRequest& request, const ApiToken& token,
-                                               bool rerun) {
+Parsed<ops::ImpactOrder> ParseImpactRequest(const ApiRequest& request, const ApiToken& token,
+                                            bool rerun) {
   if (auto problem = CheckNoQuery(request)) return *problem;
   BodyReader body(request.body);
-  ImpactActionRequest out;
-  ops::ImpactRequest& impact = out.impact;
+  ops::ImpactOrder out;
+  ops::ImpactRequest& impact = out.request;
   impact.action = rerun ? ops::ImpactAction::kRerun : ops::ImpactAction::kBackfill;
   const auto job = body.String("job", true, 256);
   std::optional<std::chrono::year_month_day> from, to;
@@ -513,14 +517,14 @@ Parsed<ImpactActionRequest> ParseImpactRequest(const ApiRequest& request, const 
   return out;
 }
 
-Parsed<TriggerRequest> ParseTriggerRequest(const ApiRequest& request, const ApiToken& token) {
+Parsed<ops::TriggerAction> ParseTriggerRequest(const ApiRequest& request, const ApiToken& token) {
   if (auto problem = CheckNoQuery(request)) return *problem;
   BodyReader body(request.body);
   const auto job = body.String("job", true, 256);
   auto partitions = ReadPartitions(body);
-  ActionActor who = ReadActor(body, token);
+  ops::Actor who = ReadActor(body, token);
   if (auto problem = body.Problem()) return *problem;
-  return TriggerRequest{*job, std::move(partitions), std::move(who)};
+  return ops::TriggerAction{*job, std::move(partitions), std::move(who)};
 }
 
 }  // namespace cronledger::api

@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "api/auth.h"
-#include "ops/impact_preview.h"
 #include "api/request.h"
 #include "ledger/names.h"
+#include "ops/impact_preview.h"
+#include "ops/ledger.h"
 #include "store/store.h"
 
 namespace cronledger::api {
@@ -116,62 +117,31 @@ Parsed<int64_t> ParseHistoryRequest(const ApiRequest& request);
 
 // ---- the actions (POST) -------------------------------------------------------
 
-// Who acts and why: `by` (default: the token's name) and `reason`.
-struct ActionActor {
-  std::string actor;
-  std::string reason;
-};
+// Each parser answers the ops:: action the ledger takes, the actor's `by`
+// defaulting to the token's name and its `reason` required, not blank.
 
-// POST /v1/pause and /v1/resume.
-struct PauseRequest {
-  std::optional<std::string> job;  // unset: "all": true
-  ActionActor who;
-};
-Parsed<PauseRequest> ParsePauseRequest(const ApiRequest& request, const ApiToken& token);
+// POST /v1/pause (`pause`) and /v1/resume.
+Parsed<ops::PauseAction> ParsePauseRequest(const ApiRequest& request, const ApiToken& token,
+                                           bool pause);
 
 // POST /v1/runs/{id}/retry, /resolve, /cancel. `parse_resolution` is
 // store::ParseRunResolution, passed in because it is defined with the
 // store, which the validators do not link.
-struct RunActionRequest {
-  int64_t run_id = 0;
-  std::optional<std::string> effect;             // resolve: the effect's key
-  std::optional<ledger::EffectState> effect_as;  // resolve with "effect"
-  std::optional<store::RunResolution> run_as;    // resolve without it
-  ActionActor who;
-};
 using RunResolutionParser = std::optional<store::RunResolution> (*)(std::string_view);
-Parsed<RunActionRequest> ParseRunActionRequest(const ApiRequest& request, const ApiToken& token,
-                                               std::string_view id_text, std::string_view action,
-                                               RunResolutionParser parse_resolution);
+Parsed<ops::RunAction> ParseRunActionRequest(const ApiRequest& request, const ApiToken& token,
+                                             std::string_view id_text, std::string_view action,
+                                             RunResolutionParser parse_resolution);
 
 // POST /v1/approve.
-struct ApproveRequest {
-  std::string job;
-  std::optional<std::chrono::year_month_day> from;
-  std::optional<std::chrono::year_month_day> to;
-  std::optional<int64_t> run;
-  ActionActor who;
-};
-Parsed<ApproveRequest> ParseApproveRequest(const ApiRequest& request, const ApiToken& token);
+Parsed<ops::ApproveAction> ParseApproveRequest(const ApiRequest& request, const ApiToken& token);
 
-// POST /v1/backfill (`rerun` false) and /v1/rerun.
-struct ImpactActionRequest {
-  std::string job;
-  ops::ImpactRequest impact;  // from, to and the options, checked
-  ActionActor who;
-  bool yes = false;
-  std::optional<std::string> digest;  // preview_digest, required with yes
-};
-Parsed<ImpactActionRequest> ParseImpactRequest(const ApiRequest& request, const ApiToken& token,
-                                               bool rerun);
+// POST /v1/backfill (`rerun` false) and /v1/rerun; `digest` is required
+// with `yes`.
+Parsed<ops::ImpactOrder> ParseImpactRequest(const ApiRequest& request, const ApiToken& token,
+                                            bool rerun);
 
 // POST /v1/trigger.
-struct TriggerRequest {
-  std::string job;
-  std::vector<std::string> partitions;  // empty: every partition
-  ActionActor who;
-};
-Parsed<TriggerRequest> ParseTriggerRequest(const ApiRequest& request, const ApiToken& token);
+Parsed<ops::TriggerAction> ParseTriggerRequest(const ApiRequest& request, const ApiToken& token);
 
 }  // namespace cronledger::api
 

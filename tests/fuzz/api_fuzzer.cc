@@ -123,9 +123,9 @@ void OnAccepted(const Parsed<T>& parsed, CheckFn check) {
 
 bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-void CheckActor(const ActionActor& who) {
+void CheckActor(const ops::Actor& who) {
   Check(!Blank(who.reason) && who.reason.size() <= kMaxReasonBytes, "reason");
-  Check(!Blank(who.actor) && who.actor.size() <= kMaxActorBytes, "actor");
+  Check(!Blank(who.by) && who.by.size() <= kMaxActorBytes, "actor");
 }
 
 void CheckPartitions(const std::vector<std::string>& partitions) {
@@ -228,13 +228,16 @@ void OperatorRoutes(const ApiRequest& request) {
       break;
     case OperatorRoute::kPause:
     case OperatorRoute::kResume:
-      OnAccepted(ParsePauseRequest(request, token),
-                 [](const PauseRequest& p) { CheckActor(p.who); });
+      OnAccepted(ParsePauseRequest(request, token, path->route == OperatorRoute::kPause),
+                 [&](const ops::PauseAction& p) {
+                   CheckActor(p.who);
+                   Check(p.pause == (path->route == OperatorRoute::kPause), "pause or resume");
+                 });
       break;
     case OperatorRoute::kRunAction:
       OnAccepted(
           ParseRunActionRequest(request, token, path->argument, path->action, &ParseResolution),
-          [&](const RunActionRequest& a) {
+          [&](const ops::RunAction& a) {
             CheckActor(a.who);
             Check(a.run_id > 0, "action run id");
             if (path->action == "resolve") {
@@ -247,7 +250,7 @@ void OperatorRoutes(const ApiRequest& request) {
           });
       break;
     case OperatorRoute::kApprove:
-      OnAccepted(ParseApproveRequest(request, token), [](const ApproveRequest& a) {
+      OnAccepted(ParseApproveRequest(request, token), [](const ops::ApproveAction& a) {
         CheckActor(a.who);
         Check(!a.run || (*a.run > 0 && !a.from && !a.to), "approve run");
         Check(Ordered(a.from, a.to), "approve from after to");
@@ -256,18 +259,18 @@ void OperatorRoutes(const ApiRequest& request) {
     case OperatorRoute::kBackfill:
     case OperatorRoute::kRerun: {
       const bool rerun = path->route == OperatorRoute::kRerun;
-      OnAccepted(ParseImpactRequest(request, token, rerun), [&](const ImpactActionRequest& i) {
+      OnAccepted(ParseImpactRequest(request, token, rerun), [&](const ops::ImpactOrder& i) {
         CheckActor(i.who);
-        Check(i.impact.from.ok() && i.impact.to.ok(), "impact dates");
-        Check(sys_days(i.impact.from) <= sys_days(i.impact.to), "impact from after to");
-        Check(!rerun || i.impact.from == i.impact.to, "rerun of one date");
+        Check(i.request.from.ok() && i.request.to.ok(), "impact dates");
+        Check(sys_days(i.request.from) <= sys_days(i.request.to), "impact from after to");
+        Check(!rerun || i.request.from == i.request.to, "rerun of one date");
         Check(!i.yes || i.digest.has_value(), "yes without a digest");
-        CheckPartitions(i.impact.partitions);
+        CheckPartitions(i.request.partitions);
       });
       break;
     }
     case OperatorRoute::kTrigger:
-      OnAccepted(ParseTriggerRequest(request, token), [](const TriggerRequest& t) {
+      OnAccepted(ParseTriggerRequest(request, token), [](const ops::TriggerAction& t) {
         CheckActor(t.who);
         CheckPartitions(t.partitions);
       });
