@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/text.h"
 #include "cronledger/schedule.h"
 #include "engine/gap_scanner.h"
 #include "ledger/names.h"
@@ -18,9 +19,7 @@ std::string Sha256Hex(const std::string& data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  return Hex(digest, len);
 }
 
 bool Missing(const engine::ExpectedKey& k) {

@@ -143,26 +143,28 @@ ordered_json GapJson(const engine::Gap& g) {
           {"run_id", g.run_id ? ordered_json(*g.run_id) : ordered_json(nullptr)}};
 }
 
+namespace {
+
+// Moves a read's answer into `to`; its error otherwise.
+template <typename T>
+Status Into(Result<T> read, T& to) {
+  if (!read.ok()) return read.status();
+  to = std::move(*read);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<RunDetail> LoadRunDetail(store::Store& store, int64_t run_id, int max_events) {
   RunDetail d;
-  auto run = store.RunGet(run_id);
-  if (!run.ok()) return run.status();
-  d.run = std::move(*run);
+  if (Status s = Into(store.RunGet(run_id), d.run); !s.ok()) return s;
   store::EventQuery q;
   q.run_id = run_id;
   q.limit = max_events;
-  auto events = store.EventList(q);
-  if (!events.ok()) return events.status();
-  d.events = std::move(*events);
-  auto steps = store.StepList(run_id);
-  if (!steps.ok()) return steps.status();
-  d.steps = std::move(*steps);
-  auto attempts = store.AttemptList(run_id);
-  if (!attempts.ok()) return attempts.status();
-  d.attempts = std::move(*attempts);
-  auto effects = store.EffectList(run_id);
-  if (!effects.ok()) return effects.status();
-  d.effects = std::move(*effects);
+  if (Status s = Into(store.EventList(q), d.events); !s.ok()) return s;
+  if (Status s = Into(store.StepList(run_id), d.steps); !s.ok()) return s;
+  if (Status s = Into(store.AttemptList(run_id), d.attempts); !s.ok()) return s;
+  if (Status s = Into(store.EffectList(run_id), d.effects); !s.ok()) return s;
   for (const auto& e : d.effects) {
     auto doubt = InDoubt(store, e);
     if (!doubt.ok()) return doubt.status();
