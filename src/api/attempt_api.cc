@@ -97,20 +97,26 @@ std::optional<ApiResponse> AttemptApi::Handle(const ApiRequest& request) const {
                fmt::format("{} does not accept {}", request.path, request.method));
 }
 
+template <typename Params>
+Params AttemptApi::Fenced(int64_t run_id, int64_t token) const {
+  Params p;
+  p.run_id = run_id;
+  p.token = token;
+  p.now = store::ToInstant(clock_.Now());
+  p.node = options_.node;
+  return p;
+}
+
 ApiResponse AttemptApi::Begin(const AttemptIdentity& who, const ApiRequest& request) const {
   const auto parsed = ParseEffectBegin(request);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [run_id, token, key, fingerprint, request_id] = std::get<EffectBeginRequest>(parsed);
   if (auto foreign = Foreign(who, run_id, token)) return *foreign;
 
-  store::EffectBeginParams p;
-  p.run_id = run_id;
-  p.token = token;
+  auto p = Fenced<store::EffectBeginParams>(run_id, token);
   p.key = key;
   p.fingerprint = fingerprint.value_or("");
   p.request = request_id.value_or("");
-  p.now = store::ToInstant(clock_.Now());
-  p.node = options_.node;
   auto begun = writes_.Begin(p);
   if (!begun.ok()) return ErrorFor(begun.status());
   ApiResponse r;
@@ -131,25 +137,17 @@ ApiResponse AttemptApi::Settle(const AttemptIdentity& who, const ApiRequest& req
   const std::string stored = ops::Utf8Prefix(result.value_or(""), options_.output_cap);
   Status s;
   if (commit) {
-    store::EffectCommitParams p;
-    p.run_id = run_id;
-    p.token = token;
+    auto p = Fenced<store::EffectCommitParams>(run_id, token);
     p.key = key;
     p.exit_status = exit_status.value_or(0);
     p.result = stored;
     p.checkpoint = checkpoint;
-    p.now = store::ToInstant(clock_.Now());
-    p.node = options_.node;
     s = writes_.Commit(p);
   } else {
-    store::EffectFailParams p;
-    p.run_id = run_id;
-    p.token = token;
+    auto p = Fenced<store::EffectFailParams>(run_id, token);
     p.key = key;
     p.exit_status = exit_status;
     p.result = stored;
-    p.now = store::ToInstant(clock_.Now());
-    p.node = options_.node;
     s = writes_.Fail(p);
   }
   if (!s.ok()) return ErrorFor(s);
@@ -195,13 +193,9 @@ ApiResponse AttemptApi::PutCheckpoint(const AttemptIdentity& who,
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
   const auto& [run_id, token, scope, value] = std::get<CheckpointPut>(parsed);
   if (auto foreign = Foreign(who, run_id, token)) return *foreign;
-  store::CheckpointSetParams p;
-  p.run_id = run_id;
-  p.token = token;
+  auto p = Fenced<store::CheckpointSetParams>(run_id, token);
   p.scope = scope;
   p.value = value;
-  p.now = store::ToInstant(clock_.Now());
-  p.node = options_.node;
   if (Status s = writes_.SetCheckpoint(p); !s.ok()) return ErrorFor(s);
   ApiResponse r;
   r.body = {{"scope", std::string(ledger::Name(scope))}, {"value", value}};

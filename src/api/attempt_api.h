@@ -50,6 +50,9 @@ class AttemptApi {
   ApiResponse Settle(const AttemptIdentity& who, const ApiRequest& request, bool commit) const;
   ApiResponse GetCheckpoints(const AttemptIdentity& who, const ApiRequest& request) const;
   ApiResponse PutCheckpoint(const AttemptIdentity& who, const ApiRequest& request) const;
+  // A fenced write's params: the attempt, this node, and now.
+  template <typename Params>
+  Params Fenced(int64_t run_id, int64_t token) const;
 
   store::Store& store_;
   engine::EffectWriter& writes_;

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
+#include <utility>
 
+#include "config/config.h"
+#include "cronledger/schedule.h"
 #include "ops/input_values.h"
 #include "ops/job_history.h"
 #include "ops/json_shapes.h"
-#include "config/config.h"
-#include "cronledger/schedule.h"
 
 namespace cronledger::api {
 namespace {
@@ -229,36 +230,26 @@ std::optional<OperatorPath> MatchOperatorPath(std::string_view path) {
     out.argument = std::string(name);
     return true;
   };
-  if (path == "/v1/jobs") {
-    out.route = OperatorRoute::kJobs;
+  static constexpr std::pair<std::string_view, OperatorRoute> kExact[] = {
+      {"/v1/jobs", OperatorRoute::kJobs},         {"/v1/runs", OperatorRoute::kRuns},
+      {"/v1/events", OperatorRoute::kEvents},     {"/v1/gaps", OperatorRoute::kGaps},
+      {"/v1/verify", OperatorRoute::kVerify},     {"/v1/pause", OperatorRoute::kPause},
+      {"/v1/resume", OperatorRoute::kResume},     {"/v1/approve", OperatorRoute::kApprove},
+      {"/v1/backfill", OperatorRoute::kBackfill}, {"/v1/rerun", OperatorRoute::kRerun},
+      {"/v1/trigger", OperatorRoute::kTrigger},
+  };
+  const auto exact = std::find_if(std::begin(kExact), std::end(kExact),
+                                  [&](const auto& e) { return e.first == path; });
+  if (exact != std::end(kExact)) {
+    out.route = exact->second;
   } else if (history()) {
     out.route = OperatorRoute::kHistory;
   } else if (child("/v1/jobs/")) {
     out.route = OperatorRoute::kJob;
-  } else if (path == "/v1/runs") {
-    out.route = OperatorRoute::kRuns;
   } else if (child("/v1/runs/")) {
     out.route = OperatorRoute::kRun;
-  } else if (path == "/v1/events") {
-    out.route = OperatorRoute::kEvents;
-  } else if (path == "/v1/gaps") {
-    out.route = OperatorRoute::kGaps;
-  } else if (path == "/v1/verify") {
-    out.route = OperatorRoute::kVerify;
-  } else if (path == "/v1/pause") {
-    out.route = OperatorRoute::kPause;
-  } else if (path == "/v1/resume") {
-    out.route = OperatorRoute::kResume;
   } else if (run_action()) {
     out.route = OperatorRoute::kRunAction;
-  } else if (path == "/v1/approve") {
-    out.route = OperatorRoute::kApprove;
-  } else if (path == "/v1/backfill") {
-    out.route = OperatorRoute::kBackfill;
-  } else if (path == "/v1/rerun") {
-    out.route = OperatorRoute::kRerun;
-  } else if (path == "/v1/trigger") {
-    out.route = OperatorRoute::kTrigger;
   } else {
     return std::nullopt;
   }

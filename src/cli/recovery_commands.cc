@@ -169,13 +169,11 @@ int RunApprove(const ApproveArgs& args, Clock& clock, std::ostream& out, std::os
   auto acting = OpenLedgerToAct("approve", {args.config_path, args.server, {}}, args.reason,
                                 args.by, clock, err);
   if (!acting.ledger) return acting.exit_code;
-  ops::ApproveAction action;
-  action.who = acting.who;
-  action.job = args.job;
-  if (args.from) action.from = ParseBusinessDate(*args.from);
-  if (args.to) action.to = ParseBusinessDate(*args.to);
-  action.run = args.run;
-  auto answer = acting.ledger->Approve(action);
+  const auto date = [](const std::optional<std::string>& text) {
+    return text ? ParseBusinessDate(*text) : std::nullopt;
+  };
+  auto answer = acting.ledger->Approve(
+      {args.job, date(args.from), date(args.to), args.run, std::move(acting.who)});
   if (!answer.ok()) return Refused("approve", answer.status(), err);
   if (answer->kind != ops::ActionAnswer::Kind::kDone) {
     err << "cronledger approve: " << answer->message << "\n";

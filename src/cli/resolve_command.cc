@@ -60,14 +60,8 @@ int RunResolve(const ResolveArgs& args, Clock& clock, std::ostream& out, std::os
   auto acting = OpenLedgerToAct("resolve", {args.config_path, args.server, {}}, args.reason,
                                 args.by, clock, err);
   if (!acting.ledger) return acting.exit_code;
-  ops::RunAction action;
-  action.who = acting.who;
-  action.run_id = args.run_id;
-  action.kind = ops::RunActionKind::kResolve;
-  action.effect = args.effect;
-  action.effect_as = effect_as;
-  action.run_as = run_as;
-  auto answer = acting.ledger->ActOnRun(action);
+  auto answer = acting.ledger->ActOnRun({args.run_id, ops::RunActionKind::kResolve, args.effect,
+                                         effect_as, run_as, std::move(acting.who)});
   if (!answer.ok()) return Refused("resolve", answer.status(), err);
   // The answer is the run, plus what is still in doubt.
   Resolved resolved;

@@ -18,10 +18,7 @@ int ActOnOneRun(const std::string& command, ops::RunActionKind kind, std::string
   auto acting = OpenLedgerToAct(command, {args.config_path, args.server, {}}, args.reason, args.by,
                                 clock, err);
   if (!acting.ledger) return acting.exit_code;
-  ops::RunAction action;
-  action.who = acting.who;
-  action.run_id = args.run_id;
-  action.kind = kind;
+  const ops::RunAction action{args.run_id, kind, {}, {}, {}, std::move(acting.who)};
   if (auto done = acting.ledger->ActOnRun(action); !done.ok())
     return Refused(command, done.status(), err);
   out << fmt::format("run {} {}\n", args.run_id, done);
