@@ -138,42 +138,6 @@ void ApplyTable(const toml::table& table, std::span<const KeySpec<T>> specs,
                 std::span<const std::string_view> later, std::string_view section,
                 const std::string& path, Reporter& reporter, T& target);
 
-extern template void ApplyTable<Config>(const toml::table&, std::span<const KeySpec<Config>>,
-                                        std::span<const std::string_view>, std::string_view,
-                                        const std::string&, Reporter&, Config&);
-extern template void ApplyTable<ServerConfig>(const toml::table&,
-                                              std::span<const KeySpec<ServerConfig>>,
-                                              std::span<const std::string_view>, std::string_view,
-                                              const std::string&, Reporter&, ServerConfig&);
-extern template void ApplyTable<JobConfig>(const toml::table&, std::span<const KeySpec<JobConfig>>,
-                                           std::span<const std::string_view>, std::string_view,
-                                           const std::string&, Reporter&, JobConfig&);
-extern template void ApplyTable<StepConfig>(const toml::table&,
-                                            std::span<const KeySpec<StepConfig>>,
-                                            std::span<const std::string_view>, std::string_view,
-                                            const std::string&, Reporter&, StepConfig&);
-extern template void ApplyTable<BackfillConfig>(const toml::table&,
-                                                std::span<const KeySpec<BackfillConfig>>,
-                                                std::span<const std::string_view>, std::string_view,
-                                                const std::string&, Reporter&, BackfillConfig&);
-extern template void ApplyTable<AlertConfig>(const toml::table&,
-                                             std::span<const KeySpec<AlertConfig>>,
-                                             std::span<const std::string_view>, std::string_view,
-                                             const std::string&, Reporter&, AlertConfig&);
-extern template void ApplyTable<ledger::RetryPolicy>(const toml::table&,
-                                             std::span<const KeySpec<ledger::RetryPolicy>>,
-                                             std::span<const std::string_view>, std::string_view,
-                                             const std::string&, Reporter&, ledger::RetryPolicy&);
-
-extern template void ApplyTable<AuthConfig>(const toml::table&,
-                                            std::span<const KeySpec<AuthConfig>>,
-                                            std::span<const std::string_view>, std::string_view,
-                                            const std::string&, Reporter&, AuthConfig&);
-extern template void ApplyTable<TokenConfig>(const toml::table&,
-                                             std::span<const KeySpec<TokenConfig>>,
-                                             std::span<const std::string_view>, std::string_view,
-                                             const std::string&, Reporter&, TokenConfig&);
-
 // The top-level keys ([server], [auth], [[job]]); defined in config_keys.cc
 // with every table below them.
 std::span<const KeySpec<Config>> RootKeys();
