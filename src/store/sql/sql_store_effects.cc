@@ -162,23 +162,6 @@ Result<EffectRecord> LoadEffectById(Db& db, int64_t id) {
   return EffectFromRow(s);
 }
 
-struct RunRow {
-  std::string state;
-  std::string job;
-  std::string partition;
-  std::string run_key;
-};
-
-Result<std::optional<RunRow>> LoadRun(Db& db, int64_t run_id) {
-  ASSIGN_OR_RETURN(s, db.Prepare(
-      "SELECT state, job, partition, job || '/' || partition || '/' || period FROM runs "
-      "WHERE id = ?"));
-  s.Bind(1, run_id);
-  ASSIGN_OR_RETURN(row, s.Step());
-  if (!row) return std::optional<RunRow>();
-  return std::optional<RunRow>(RunRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3)});
-}
-
 // Whether attempt `token` found this start of `e` in doubt.
 Result<bool> FoundInDoubt(Db& db, const EffectRecord& e, int64_t token) {
   ASSIGN_OR_RETURN(s, db.Prepare(
@@ -523,17 +506,17 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
   }
   WriteTransaction tx(*this);
   ASSIGN_OR_RETURN(now, tx.Begin(p.now));
-  ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
+  ASSIGN_OR_RETURN(run, RunById(*db_, p.run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
   ASSIGN_OR_RETURN(found, LoadEffect(*db_, run->job, p.key));
   if (!found) {
     return NotFound(fmt::format("job {} has no effect \"{}\"", run->job, p.key));
   }
   const EffectRecord& e = *found;
-  if (run->state != "unknown") {
+  if (run->state != ledger::RunState::kUnknown) {
     return Status(StatusCode::kConflict,
                   fmt::format("run {} is {}; only the effects of an unknown run can be resolved",
-                              p.run_id, run->state));
+                              p.run_id, ledger::Name(run->state)));
   }
   if (e.state != ledger::EffectState::kStarted) {
     return Status(StatusCode::kConflict,
@@ -608,7 +591,7 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
                          {"to", ledger::Name(out.run_state)},
                          {"still_in_doubt", out.still_in_doubt}};
   if (redo_from) details["redo_from_step"] = *redo_from;
-  const EventRecord ev = ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->run_key,
+  const EventRecord ev = ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->RunKey(),
                                      p.actor, p.reason, now, details);
   if (out.run_state == ledger::RunState::kPending) {
     const int64_t ids[] = {p.run_id};
@@ -623,12 +606,12 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
 Status SqlStore::RunResolve(const RunResolveParams& p) {
   WriteTransaction tx(*this);
   ASSIGN_OR_RETURN(now, tx.Begin(p.now));
-  ASSIGN_OR_RETURN(run, LoadRun(*db_, p.run_id));
+  ASSIGN_OR_RETURN(run, RunById(*db_, p.run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", p.run_id));
-  if (run->state != "unknown") {
+  if (run->state != ledger::RunState::kUnknown) {
     return Status(StatusCode::kConflict,
                   fmt::format("run {} is {}; only an unknown run can be resolved", p.run_id,
-                              run->state));
+                              ledger::Name(run->state)));
   }
   ASSIGN_OR_RETURN(doubt, InDoubtKeys(*db_, p.run_id));
   if (!doubt.empty()) {
@@ -650,8 +633,8 @@ Status SqlStore::RunResolve(const RunResolveParams& p) {
     RETURN_IF_ERROR(s.Run());
   }
   const EventRecord ev =
-      ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->run_key, p.actor, p.reason, now,
-                  {{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
+      ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->RunKey(), p.actor, p.reason,
+                  now, {{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
   if (to == ledger::RunState::kPending) {
     const int64_t ids[] = {p.run_id};
     RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());
@@ -686,7 +669,7 @@ Result<EffectRecord> SqlStore::EffectGet(std::string_view job, std::string_view 
 
 Result<Checkpoints> SqlStore::CheckpointGet(int64_t run_id) {
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(run, LoadRun(*db_, run_id));
+  ASSIGN_OR_RETURN(run, RunById(*db_, run_id));
   if (!run) return NotFound(fmt::format("no run with id {}", run_id));
   ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
       "SELECT {} FROM checkpoints WHERE (scope = 'run' AND run_id = ?1) "

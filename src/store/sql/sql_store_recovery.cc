@@ -20,15 +20,6 @@ bool Requeueable(const RunRecord& run, bool include_waived) {
   return !run.reason || *run.reason == ledger::SkipReason::kMisfired || include_waived;
 }
 
-// A run by id; nullopt when there is none.
-Result<std::optional<RunRecord>> RunById(sql::Db& db, int64_t id) {
-  ASSIGN_OR_RETURN(s, db.Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
-  s.Bind(1, id);
-  ASSIGN_OR_RETURN(row, s.Step());
-  if (!row) return std::optional<RunRecord>();
-  return std::optional<RunRecord>(RunFromRow(s));
-}
-
 // A job's run of one key; nullopt when there is none.
 Result<std::optional<RunRecord>> RunByKey(sql::Db& db, const std::string& job,
                                           const QueueKey& k) {

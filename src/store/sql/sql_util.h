@@ -2,6 +2,8 @@
 #ifndef CRONLEDGER_STORE_SQL_SQL_UTIL_H_
 #define CRONLEDGER_STORE_SQL_SQL_UTIL_H_
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -93,6 +95,15 @@ inline EventRecord ActionEvent(std::string_view type, std::string_view job, int6
   e.reason = std::string(reason);
   e.details = details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return e;
+}
+
+// The run `id`; nullopt when there is none.
+inline Result<std::optional<RunRecord>> RunById(sql::Db& db, int64_t id) {
+  ASSIGN_OR_RETURN(s, db.Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns)));
+  s.Bind(1, id);
+  ASSIGN_OR_RETURN(row, s.Step());
+  if (!row) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(RunFromRow(s));
 }
 
 inline EventRecord EventFromRow(const Stmt& s) {
