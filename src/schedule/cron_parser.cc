@@ -248,27 +248,22 @@ class FieldParser {
       out_->last_weekday_of_month = true;
       return Status::Ok();
     }
-    if (t.size() >= 2 && upper(t[0]) == 'L' && t[1] == '-') {
-      Token n = item.Sub(2);
+    // The n of L-n or nW, 1 to `max`, as its bit of `days`.
+    const auto day_bit = [&](Token n, int max, std::string_view needs, uint32_t& days) {
       if (!IsDigits(n.text)) {
-        return Error(item, fmt::format("\"{}\" is not valid; L-n needs a number of days",
-                                       item.text));
+        return Error(item, fmt::format("\"{}\" is not valid; {}", item.text, needs));
       }
-      auto v = ParseValue(n, 1, 30);
+      auto v = ParseValue(n, 1, max);
       if (!v.ok()) return v.status();
-      out_->days_before_last |= uint32_t{1} << *v;
+      days |= uint32_t{1} << *v;
       return Status::Ok();
+    };
+    if (t.size() >= 2 && upper(t[0]) == 'L' && t[1] == '-') {
+      return day_bit(item.Sub(2), 30, "L-n needs a number of days", out_->days_before_last);
     }
     if (t.size() >= 2 && upper(t.back()) == 'W') {
-      Token n = item.Sub(0, t.size() - 1);
-      if (!IsDigits(n.text)) {
-        return Error(item, fmt::format("\"{}\" is not valid; nW needs a day number, e.g. 15W",
-                                       item.text));
-      }
-      auto v = ParseValue(n, 1, 31);
-      if (!v.ok()) return v.status();
-      out_->nearest_weekday |= uint32_t{1} << *v;
-      return Status::Ok();
+      return day_bit(item.Sub(0, t.size() - 1), 31, "nW needs a day number, e.g. 15W",
+                     out_->nearest_weekday);
     }
     if (t.find_first_of("Ll") != std::string_view::npos && !IsDigits(t)) {
       return Error(item, fmt::format("\"{}\" is not valid; use L, L-n or LW", item.text));
