@@ -38,6 +38,22 @@ Result RunCli(std::vector<std::string> args, Clock& clock) {
   return {code, out.str(), err.str()};
 }
 
+// A config of one daily job, `report`, on the SQLite ledger `db`.
+std::string ReportConfig(testing::TempDir& dir, const std::string& db) {
+  return dir.Write("cronledger.toml", R"([server]
+store = "sqlite:)" + db + R"("
+
+[[job]]
+name = "report"
+schedule = "0 9 * * *"
+timezone = "UTC"
+
+  [[job.step]]
+  name = "export"
+  command = ["/bin/true"]
+)");
+}
+
 TEST(CliRun, HelpListsEveryCommandOfTheTable) {
   FakeClock clock(kNoon);
   const Result r = RunCli({"help"}, clock);
@@ -129,18 +145,7 @@ TEST(CliRun, PauseResumeAndEventsOnASqliteLedger) {
   store::SqliteOptions options;
   options.path = db;
   ASSERT_TRUE(store::SqliteStore::Open(options).ok());  // the ledger serve would create
-  const std::string config = dir.Write("cronledger.toml", R"([server]
-store = "sqlite:)" + db + R"("
-
-[[job]]
-name = "report"
-schedule = "0 9 * * *"
-timezone = "UTC"
-
-  [[job.step]]
-  name = "export"
-  command = ["/bin/true"]
-)");
+  const std::string config = ReportConfig(dir, db);
   FakeClock clock(kNoon);
   Result r = RunCli({"pause", "--config", config, "--job", "report", "--reason", "quarter close",
                      "--by", "alice", "--server", ""},
@@ -192,18 +197,7 @@ timezone = "UTC"
 TEST(CliRun, EveryActingCommandRefusesABlankReasonOrActorAlike) {
   testing::TempDir dir;
   const std::string db = dir.File("ledger.db");
-  const std::string config = dir.Write("cronledger.toml", R"([server]
-store = "sqlite:)" + db + R"("
-
-[[job]]
-name = "report"
-schedule = "0 9 * * *"
-timezone = "UTC"
-
-  [[job.step]]
-  name = "export"
-  command = ["/bin/true"]
-)");
+  const std::string config = ReportConfig(dir, db);
   const std::vector<std::vector<std::string>> commands = {
       {"pause", "--job", "report"},
       {"resume", "--job", "report"},
