@@ -36,7 +36,7 @@ std::string ActorProblem(const std::optional<std::string>& reason,
   if (!reason || IsBlank(*reason)) {
     return "--reason TEXT is required: say why, it is recorded in the ledger";
   }
-  if (IsBlank(by.value_or(DefaultActor()))) return "--by needs a name";
+  if (IsBlank(by ? *by : DefaultActor())) return "--by needs a name";
   return "";
 }
 
@@ -45,12 +45,13 @@ ActingLedger OpenLedgerToAct(const std::string& command, const LedgerTarget& tar
                              const std::optional<std::string>& by, Clock& clock, std::ostream& err,
                              StoreAccess access) {
   ActingLedger out;
-  if (std::string problem = ActorProblem(reason, by); !problem.empty()) {
+  std::string actor = by ? *by : DefaultActor();  // the OS user, looked up once
+  if (std::string problem = ActorProblem(reason, actor); !problem.empty()) {
     out.exit_code = UsageError(err, command, problem);
     return out;
   }
   out.exit_code = OpenLedger(command, target, clock, &out.ledger, err, access);
-  out.who = {by.value_or(DefaultActor()), *reason};
+  out.who = {std::move(actor), *reason};
   return out;
 }
 

@@ -80,6 +80,20 @@ class StoreDatabaseClock : public StoreConformance {
     return claimed.ok() ? *claimed : std::vector<store::ClaimedRun>{};
   }
 
+  // The end of `c`'s attempt as node n1 writes it, stamped with the node's
+  // clock (which the database's replaces).
+  store::FinishParams Finish(const store::ClaimedRun& c, ledger::EndClass end,
+                             ledger::RunState state) {
+    store::FinishParams f;
+    f.run_id = c.run.id;
+    f.token = c.token;
+    f.now = NodeNow();
+    f.node = "n1";
+    f.end_class = end;
+    f.decision.state = state;
+    return f;
+  }
+
   // Waits, in intervals, until the database's clock is past `t`.
   void WaitUntilPast(store::Instant t) {
     while (DatabaseNow() <= t && !HasFailure()) {
@@ -133,14 +147,8 @@ TEST_P(StoreDatabaseClock, HeartbeatsStepsAndEndsAreOnTheDatabasesClock) {
   // One group commit: each run's last step and its end, at one instant.
   std::vector<store::WorkerWrite> writes;
   for (const auto& c : claimed) {
-    store::FinishParams f;
-    f.run_id = c.run.id;
-    f.token = c.token;
-    f.now = NodeNow();
-    f.node = "n1";
+    store::FinishParams f = Finish(c, ledger::EndClass::kSucceeded, ledger::RunState::kSucceeded);
     f.step = "deliver";
-    f.end_class = ledger::EndClass::kSucceeded;
-    f.decision.state = ledger::RunState::kSucceeded;
     writes.push_back({store::StepParams{c.run.id, c.token, "deliver",
                                         ledger::StepStatus::kSucceeded, NodeNow(), "n1"},
                       f});
@@ -181,14 +189,9 @@ TEST_P(StoreDatabaseClock, ALapsedLeaseIsJudgedOnTheDatabasesClock) {
   EXPECT_EQ(expired->at(0).run.id, claimed[0].run.id);
   // The reaper's finish applies only while the lease is expired: judged on
   // the same clock.
-  store::FinishParams f;
-  f.run_id = claimed[0].run.id;
-  f.token = claimed[0].token;
-  f.now = NodeNow();
-  f.node = "n1";
+  store::FinishParams f =
+      Finish(claimed[0], ledger::EndClass::kLeaseExpired, ledger::RunState::kUnknown);
   f.actor = "reaper";
-  f.end_class = ledger::EndClass::kLeaseExpired;
-  f.decision.state = ledger::RunState::kUnknown;
   f.only_if_lease_expired = true;
   auto reaped = S().RunFinishAttempts({f});
   ASSERT_TRUE(reaped.ok()) << reaped.status().ToString();
@@ -263,14 +266,8 @@ TEST_P(StoreDatabaseClock, OperatorActionsAreOnTheDatabasesClock) {
   const auto claimed = ClaimAll(2);
   ASSERT_EQ(claimed.size(), 2u);
   for (const auto& c : claimed) {
-    store::FinishParams f;
-    f.run_id = c.run.id;
-    f.token = c.token;
-    f.now = NodeNow();
-    f.node = "n1";
-    f.end_class = ledger::EndClass::kPermanent;
-    f.decision.state = ledger::RunState::kFailed;
-    auto r = S().RunFinishAttempts({f});
+    auto r = S().RunFinishAttempts(
+        {Finish(c, ledger::EndClass::kPermanent, ledger::RunState::kFailed)});
     ASSERT_TRUE(r.ok() && r->at(0).ok());
   }
   const store::Instant ended = DatabaseNow();
