@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache tzdata git
   libsqlite3-dev libpq-dev libpqxx-dev postgresql
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev libtomlplusplus-dev
+  libboost1.81-dev  # Boost.Beast over Asio: the API server (src/api/http_server.cc)
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nettle-dev  # SHA-256 in the small `cronledger` front that answers effect run (static libnettle.a)
   curl wrk  # bench/api_bench.sh

@@ -68,6 +68,16 @@ std::variant<AttemptIdentity, ApiResponse> AttemptApi::Authenticate(
   return *who;
 }
 
+HeadVerdict AttemptApi::JudgeHead(const ApiRequest& head) const {
+  if (head.path != "/v1/effects/begin" && head.path != "/v1/effects/commit" &&
+      head.path != "/v1/effects/fail" && head.path != "/v1/checkpoints") {
+    return {};
+  }
+  auto who = Authenticate(head);
+  if (auto* refused = std::get_if<ApiResponse>(&who)) return {true, std::move(*refused)};
+  return {true, std::nullopt};
+}
+
 std::optional<ApiResponse> AttemptApi::Handle(const ApiRequest& request) const {
   struct Route {
     const char* path;

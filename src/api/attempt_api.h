@@ -37,6 +37,9 @@ class AttemptApi {
 
   // The answer, or nullopt when the path is none of these endpoints.
   std::optional<ApiResponse> Handle(const ApiRequest& request) const;
+  // Before the body is read: whether the path is one of these endpoints
+  // and the Authorization header a per-attempt credential.
+  HeadVerdict JudgeHead(const ApiRequest& head) const;
 
   // The largest body an endpoint accepts: a capped result and its JSON
   // escaping, plus the other fields.

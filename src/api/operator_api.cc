@@ -44,6 +44,14 @@ std::variant<const ApiToken*, ApiResponse> OperatorApi::Authenticate(
       "operator API");
 }
 
+HeadVerdict OperatorApi::JudgeHead(const ApiRequest& head) const {
+  if (!MatchOperatorPath(head.path)) return {};
+  std::optional<Session> session;
+  auto who = Authenticate(head, &session);
+  if (auto* refused = std::get_if<ApiResponse>(&who)) return {true, std::move(*refused)};
+  return {true, std::nullopt};
+}
+
 std::optional<ApiResponse> OperatorApi::Handle(const ApiRequest& request) const {
   const auto matched = MatchOperatorPath(request.path);
   if (!matched) return std::nullopt;

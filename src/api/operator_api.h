@@ -36,6 +36,9 @@ class OperatorApi {
 
   // The answer, or nullopt when the path is none of these routes.
   std::optional<ApiResponse> Handle(const ApiRequest& request) const;
+  // Before the body is read: whether the path is an operator route and the
+  // caller one this API authenticates (a token or a session cookie).
+  HeadVerdict JudgeHead(const ApiRequest& head) const;
 
   // Also accept the dashboard's session cookie (without an Authorization
   // header); an action sent with it needs the session's X-CSRF-Token.

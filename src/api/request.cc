@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 
@@ -27,6 +28,55 @@ ApiResponse ErrorFor(const Status& status) {
     case StatusCode::kUnavailable:
     case StatusCode::kIOError: return Error(503, "unavailable", status.message());
     default: return Error(500, "internal", status.message());
+  }
+}
+
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string PercentDecode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
+      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
+      i += 2;
+    } else if (plus_is_space && s[i] == '+') {
+      out += ' ';
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void ParseTarget(std::string_view target, ApiRequest& request) {
+  const std::size_t question = target.find('?');
+  request.path = PercentDecode(target.substr(0, question), false);
+  if (question == std::string_view::npos) return;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const std::size_t eq = pair.find('=');
+    std::string name = PercentDecode(pair.substr(0, eq), true);
+    std::string value =
+        eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true);
+    if (!request.query.emplace(name, std::move(value)).second &&
+        std::find(request.repeated_query.begin(), request.repeated_query.end(), name) ==
+            request.repeated_query.end()) {
+      request.repeated_query.push_back(std::move(name));
+    }
   }
 }
 

@@ -38,6 +38,22 @@ struct ApiResponse {
   nlohmann::ordered_json body = nlohmann::ordered_json::object();
 };
 
+// Fills `request`'s path and query from an HTTP request target
+// ("/v1/runs?job=a&limit=5"): the path and every name and value are
+// percent-decoded (%XX; '+' is a space in the query only); a parameter
+// given more than once keeps its first value and is named in
+// repeated_query; empty pairs ("a=1&&b=2") are skipped.
+void ParseTarget(std::string_view target, ApiRequest& request);
+
+// What an API says of a request from its headers alone, before a byte of
+// its body is read (HttpServer reads no body of a caller the route would
+// refuse): `owned` when the path is the API's, and then the refusal, if
+// the credential is one it does not accept.
+struct HeadVerdict {
+  bool owned = false;
+  std::optional<ApiResponse> refusal;
+};
+
 // {"error": CODE, "message": TEXT} with an HTTP status.
 ApiResponse Error(int http_status, std::string_view code, std::string message);
 

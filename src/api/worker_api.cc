@@ -88,6 +88,21 @@ std::variant<WorkerApi::Caller, ApiResponse> WorkerApi::Authenticate(
   return Caller{std::get<const ApiToken*>(found)};
 }
 
+std::optional<ApiResponse> WorkerApi::RoleRefusal(const Caller& caller, const ApiRequest& request) {
+  const TokenRole role = caller.token->role;
+  if (role == TokenRole::kWorker || role == TokenRole::kOperate) return std::nullopt;
+  return Error(403, "forbidden",
+               fmt::format("token \"{}\" has role {}; {} {} needs role worker or operate",
+                           caller.token->name, RoleName(role), request.method, request.path));
+}
+
+HeadVerdict WorkerApi::JudgeHead(const ApiRequest& head) const {
+  if (!MatchWorkerPath(head.path)) return {};
+  auto who = Authenticate(head);
+  if (auto* refused = std::get_if<ApiResponse>(&who)) return {true, std::move(*refused)};
+  return {true, RoleRefusal(std::get<Caller>(who), head)};
+}
+
 std::optional<ApiResponse> WorkerApi::Handle(const ApiRequest& request) const {
   const auto matched = MatchWorkerPath(request.path);
   if (!matched) return std::nullopt;
@@ -101,12 +116,7 @@ std::optional<ApiResponse> WorkerApi::Handle(const ApiRequest& request) const {
                              request.method));
   }
   const Caller& caller = std::get<Caller>(who);
-  const TokenRole role = caller.token->role;
-  if (role != TokenRole::kWorker && role != TokenRole::kOperate) {
-    return Error(403, "forbidden",
-                 fmt::format("token \"{}\" has role {}; {} {} needs role worker or operate",
-                             caller.token->name, RoleName(role), request.method, request.path));
-  }
+  if (auto refused = RoleRefusal(caller, request)) return *refused;
   if (request.body.size() > kMaxWorkerBodyBytes) {
     return Error(413, "too_large",
                  fmt::format("the body is {} bytes; {} accepts at most {}", request.body.size(),

@@ -56,6 +56,9 @@ class WorkerApi {
   // The answer, or nullopt when the path is none of these routes.
   // Thread-safe; a claim may block for up to its `wait`.
   std::optional<ApiResponse> Handle(const ApiRequest& request) const;
+  // Before the body is read: whether the path is a worker route and the
+  // caller's token one of role worker or operate.
+  HeadVerdict JudgeHead(const ApiRequest& head) const;
 
   // Ends every waiting claim now (each answers `{"run": null}`), and makes
   // later claims answer 503: serve is stopping and claims no more.
@@ -69,6 +72,8 @@ class WorkerApi {
     const ApiToken* token = nullptr;
   };
   std::variant<Caller, ApiResponse> Authenticate(const ApiRequest& request) const;
+  // The 403 for a token of another role than worker or operate.
+  static std::optional<ApiResponse> RoleRefusal(const Caller& caller, const ApiRequest& request);
 
   ApiResponse Claim(const ApiRequest& request, const Caller& caller) const;
   ApiResponse Heartbeat(const ApiRequest& request, const Caller& caller, int64_t run_id) const;

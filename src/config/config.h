@@ -47,6 +47,12 @@ struct ServerConfig {
   std::chrono::seconds retention{400 * 86400};
   uint64_t output_cap = 1 << 20;  // bytes, per attempt and stream
   bool metrics_public = false;    // GET /metrics without a token
+  // The HTTP API's limits (docs/api.md, Limits). max_body 0: unset, the
+  // API derives it from output_cap (what a step's effect result needs).
+  uint64_t max_body = 0;
+  std::chrono::seconds request_timeout{30};
+  int max_connections = 512;
+  int max_connections_per_peer = 64;  // non-loopback peers only
   // Pinged (GET) after successful planner passes: a dead man's switch
   // (docs/alerts.md). Empty: none.
   std::string heartbeat_url;

@@ -432,7 +432,8 @@ const KeySpec<ServerConfig> kServerKeys[] = {
      ApplyStore},
     {"listen", Kind::kString, "string: host:port", "127.0.0.1:8377",
      "Address of the HTTP API, which steps reach as `CRONLEDGER_API`. Loopback hosts only "
-     "(127.x.x.x, [::1], localhost) unless [[auth.token]] entries exist. Port 0 takes any free port; "
+     "(127.x.x.x, [::1], localhost) unless [[auth.token]] entries exist. Port 0 takes any free "
+     "port; "
      "`serve` logs the address it got. A port already in use stops `serve` at start (exit 2).",
      ApplyListen},
     {"node_id", Kind::kString, "string", "host name and listen port",
@@ -466,6 +467,26 @@ const KeySpec<ServerConfig> kServerKeys[] = {
     {"output_cap", Kind::kSize, "", "1MiB",
      "Output of one attempt and stream written to its log; the rest is dropped.",
      SetSize<&ServerConfig::output_cap>, int64_t{1} << 10, int64_t{1} << 30},
+    {"max_body", Kind::kSize, "", "6 × output_cap + 192KiB",
+     "The largest request body the API reads, counted after chunked transfer coding; a larger "
+     "one is refused (413) as soon as it is seen. Bodies are read only from callers the route "
+     "accepts, and compressed bodies (Content-Encoding) are refused (415). The default fits a "
+     "step's effect result of output_cap bytes with its JSON escaping; less refuses large "
+     "results.",
+     SetSize<&ServerConfig::max_body>, int64_t{1} << 10, int64_t{1} << 30},
+    {"request_timeout", Kind::kDuration, "", "30s",
+     "How long a client may take to send one request (headers and body) and to read its "
+     "answer; a slower one is disconnected. The time a route takes to answer, such as a "
+     "worker's long-poll wait, is not counted.",
+     SetDuration<&ServerConfig::request_timeout>, 1},
+    {"max_connections", Kind::kInt, "", "512",
+     "Connections the API holds open at once. At the limit the connection idle longest is "
+     "closed to make room; when none is idle, the new one is answered 503 and closed.",
+     SetInt<&ServerConfig::max_connections>, 8, 65536},
+    {"max_connections_per_peer", Kind::kInt, "", "64",
+     "Connections one non-loopback address may hold open at once; loopback (steps, local "
+     "workers, the command line) counts only against max_connections.",
+     SetInt<&ServerConfig::max_connections_per_peer>, 1, 65536},
     {"metrics_public", Kind::kBool, "", "false",
      "`GET /metrics` answers without a token (for a Prometheus that cannot send one); otherwise "
      "it needs a token of role read or operate.",

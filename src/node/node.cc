@@ -153,7 +153,13 @@ Result<std::unique_ptr<Node>> Node::Open(const Config& config, NodeOptions optio
 
   // Bound before anything else starts, so that a taken port fails fast and
   // port 0 ("any free port") is known for the node id and the steps.
-  impl->http = std::make_unique<api::HttpServer>(static_cast<std::size_t>(c.server.max_workers) + 4);
+  api::HttpLimits limits;
+  limits.max_body = c.server.max_body;  // 0: what the step endpoints need
+  limits.request_timeout = c.server.request_timeout;
+  limits.max_connections = c.server.max_connections;
+  limits.max_connections_per_peer = c.server.max_connections_per_peer;
+  impl->http =
+      std::make_unique<api::HttpServer>(static_cast<std::size_t>(c.server.max_workers) + 4, limits);
   if (Status s = impl->http->Bind(c.server.listen); !s.ok()) {
     return InvalidArgument(s.message() +
                            " (server.listen or --listen; port 0 takes any free port)");

@@ -5,10 +5,10 @@
 //
 // Input: an HTTP request in short, readable text:
 //   METHOD SP PATH[?QUERY] LF BODY
-// QUERY is split and percent-decoded as cpp-httplib does, and turned into
-// an ApiRequest as HttpServer does (repeated parameters noted). The request
-// then goes to every validator its path selects, whatever the method: a
-// route refuses a wrong method before validating, so this reaches more.
+// The target is split and percent-decoded by ParseTarget, as HttpServer
+// does (repeated parameters noted). The request then goes to every
+// validator its path selects, whatever the method: a route refuses a wrong
+// method before validating, so this reaches more.
 //
 // Besides crashes, sanitizer reports and uncaught exceptions, it checks
 // what a validator promises: refusals are 400 invalid_request with a
@@ -47,30 +47,7 @@ void Check(bool ok, const char* what) {
   if (!ok) Fail(what);
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// cpp-httplib's decode_url(s, true): %XX and '+' for a space.
-std::string DecodeUrl(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
-      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
-      i += 2;
-    } else if (s[i] == '+') {
-      out += ' ';
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-// "METHOD PATH?QUERY\nBODY" into the ApiRequest HttpServer would build.
+// "METHOD TARGET\nBODY" into the ApiRequest HttpServer would build.
 ApiRequest ToRequest(std::string_view input) {
   ApiRequest r;
   const std::size_t nl = input.find('\n');
@@ -78,25 +55,7 @@ ApiRequest ToRequest(std::string_view input) {
   if (nl != std::string_view::npos) r.body = std::string(input.substr(nl + 1));
   const std::size_t space = line.find(' ');
   r.method = std::string(line.substr(0, space));
-  const std::string_view target = space == std::string_view::npos ? "" : line.substr(space + 1);
-  const std::size_t question = target.find('?');
-  r.path = std::string(target.substr(0, question));
-  if (question == std::string_view::npos) return r;
-  std::string_view query = target.substr(question + 1);
-  while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (pair.empty()) continue;
-    const std::size_t eq = pair.find('=');
-    std::string name = DecodeUrl(pair.substr(0, eq));
-    std::string value = eq == std::string_view::npos ? "" : DecodeUrl(pair.substr(eq + 1));
-    if (!r.query.emplace(name, value).second &&
-        std::find(r.repeated_query.begin(), r.repeated_query.end(), name) ==
-            r.repeated_query.end()) {
-      r.repeated_query.push_back(name);
-    }
-  }
+  ParseTarget(space == std::string_view::npos ? "" : line.substr(space + 1), r);
   return r;
 }
 
