@@ -2,7 +2,7 @@
 # Builds the Release benchmark binaries and runs one of them with
 # repetitions, printing the medians recorded in docs/benchmarks.md; or, with
 # `all`, every one of them in turn and then the plots.
-# Usage: bench/run.sh [all|schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps|api|pg|apscheduler|plots] [extra flags]
+# Usage: bench/run.sh [all|schedule|ledger|serve|subprocess|effect|fire|idle|effect-run|gaps|api|api-attack|pg|apscheduler|plots] [extra flags]
 #   all [--out DIR] [--quick] [--skip LIST]
 #                       the whole suite, one benchmark after the other with the
 #                       settings of docs/benchmarks.md, each one's output in
@@ -39,6 +39,10 @@
 #   api                 GET /v1/jobs of a real serve over that ledger: latency
 #                       one request at a time, and wrk with 8 connections
 #                       (bench/api_bench.sh; its own flags)
+#   api-attack          heartbeat, effect and /healthz latency of a real serve,
+#                       idle and with 200 idle + 50 slow connections open
+#                       (bench/api_attack_bench.cc; its own flags: --calls N,
+#                       --cronledger PATH to measure another build)
 #   pg                  PostgreSQL (durable server of its own): cronledger 1x8 and
 #                       2x4 claim + complete throughput, graphile-worker and
 #                       pg-boss (npm ci in bench/pg_peers), the raw SQL ceiling
@@ -65,8 +69,8 @@ case $name in
   serve) flags=(--benchmark_repetitions=3) ;;
   subprocess) flags=(--benchmark_repetitions=5) ;;
   effect) flags=(--benchmark_repetitions=5) ;;
-  fire | idle | effect-run | gaps | api | pg | apscheduler | plots | all) ;;
-  *) echo "unknown benchmark: $name (all, schedule, ledger, serve, subprocess, effect, fire, idle, effect-run, gaps, api, pg, apscheduler or plots)" >&2; exit 2 ;;
+  fire | idle | effect-run | gaps | api | api-attack | pg | apscheduler | plots | all) ;;
+  *) echo "unknown benchmark: $name (all, schedule, ledger, serve, subprocess, effect, fire, idle, effect-run, gaps, api, api-attack, pg, apscheduler or plots)" >&2; exit 2 ;;
 esac
 "$root/scripts/install-deps.sh"
 if [[ $name == plots ]]; then
@@ -90,7 +94,7 @@ if [[ $name == all ]]; then
   declare -A extra=(
     # idle: the bench build's binary (Release, the same code), not a
     # separate build/release that idle_serve.sh would otherwise build.
-    [fire]="" [idle]="--binary $root/build/bench/cronledger" [effect-run]="" [gaps]="" [api]="" [pg]=""
+    [fire]="" [idle]="--binary $root/build/bench/cronledger" [effect-run]="" [gaps]="" [api]="" [api-attack]="" [pg]=""
     [apscheduler]="--out $out/apscheduler"
   )
   if ((quick)); then
@@ -109,7 +113,7 @@ if [[ $name == all ]]; then
     echo "commit: $(git -C "$root" rev-parse --short HEAD)"
   } | tee "$out/index.txt" >&2
   failed=0
-  for b in schedule ledger serve fire idle subprocess effect effect-run gaps api pg apscheduler; do
+  for b in schedule ledger serve fire idle subprocess effect effect-run gaps api api-attack pg apscheduler; do
     if [[ $skip == *",$b,"* ]]; then
       echo "$b: skipped" | tee -a "$out/index.txt" >&2
       continue
@@ -140,6 +144,9 @@ fi
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)" >&2
 if [[ $name == fire ]]; then
   exec "$root/build/bench/bench/fire_latency_bench" "$@"
+fi
+if [[ $name == api-attack ]]; then
+  exec "$root/build/bench/bench/api_attack_bench" "$@"
 fi
 if [[ $name == gaps ]]; then
   exec "$root/build/bench/bench/gaps_bench" --cli "$root/build/bench/cronledger" "$@"

@@ -101,6 +101,7 @@ class HttpServer::Impl {
   std::list<Connection*> connections;
   std::map<std::string, int> per_peer;  // non-loopback peers
   bool stopping = false;
+  uint64_t idle_ticks = 0;
   std::atomic<int> open{0};
 
   asio::io_context ioc{1};
@@ -128,7 +129,8 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   bool loopback() const { return loopback_; }
   // Waiting for a request: the first to go when room is needed.
   bool idle() const { return state_ == State::kIdle; }
-  std::chrono::steady_clock::time_point idle_since() const { return idle_since_; }
+  // Orders idle connections: smaller went idle earlier.
+  uint64_t idle_since() const { return idle_since_; }
   std::list<Connection*>::iterator where;
 
   void Start() {
@@ -159,7 +161,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   void WaitForRequest() {
     if (impl_.stopping) return Close();
     state_ = State::kIdle;
-    idle_since_ = std::chrono::steady_clock::now();
+    idle_since_ = ++impl_.idle_ticks;
     // Pipelined bytes of the next request are already here.
     if (buffer_.size() > 0) return ReadHeader();
     stream_.expires_after(limits_.idle_timeout);
@@ -269,11 +271,12 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
            true);
   }
 
-  static HttpServer::Reply TooLarge(std::size_t max_body) {
-    return JsonReply(Error(413, "too_large",
-                           fmt::format("the request body is larger than this endpoint accepts "
-                                       "({} bytes at most; server.max_body)",
-                                       max_body)));
+  HttpServer::Reply TooLarge(std::size_t max_body) const {
+    return JsonReply(
+        Error(413, "too_large",
+              fmt::format("the request body is larger than {} accepts ({} bytes at most{})",
+                          request_.path, max_body,
+                          max_body == limits_.max_body ? "; server.max_body" : "")));
   }
 
   // Hands the request, read whole, to a handler thread.
@@ -352,7 +355,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   const std::string peer_;
   const bool loopback_;
   State state_ = State::kIdle;
-  std::chrono::steady_clock::time_point idle_since_;
+  uint64_t idle_since_ = 0;
   ApiRequest request_;
   std::string method_;
   unsigned version_ = 11;
@@ -506,6 +509,7 @@ std::optional<HttpServer::Reply> HttpServer::JudgeHead(const ApiRequest& head,
         operators_ != nullptr ? operators_->JudgeHead(head) : HeadVerdict{}}) {
     if (!verdict.owned) continue;
     if (verdict.refusal) return JsonReply(*verdict.refusal);
+    if (verdict.max_body != 0) *max_body = std::min(*max_body, verdict.max_body);
     return std::nullopt;
   }
   // No route here takes a body: answer as if there were none.

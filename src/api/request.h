@@ -48,10 +48,12 @@ void ParseTarget(std::string_view target, ApiRequest& request);
 // What an API says of a request from its headers alone, before a byte of
 // its body is read (HttpServer reads no body of a caller the route would
 // refuse): `owned` when the path is the API's, and then the refusal, if
-// the credential is one it does not accept.
+// the credential is one it does not accept, and the largest body the
+// route takes when it is less than the server's (0: the server's).
 struct HeadVerdict {
   bool owned = false;
   std::optional<ApiResponse> refusal;
+  std::size_t max_body = 0;
 };
 
 // {"error": CODE, "message": TEXT} with an HTTP status.

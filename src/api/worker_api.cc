@@ -100,7 +100,7 @@ HeadVerdict WorkerApi::JudgeHead(const ApiRequest& head) const {
   if (!MatchWorkerPath(head.path)) return {};
   auto who = Authenticate(head);
   if (auto* refused = std::get_if<ApiResponse>(&who)) return {true, std::move(*refused)};
-  return {true, RoleRefusal(std::get<Caller>(who), head)};
+  return {true, RoleRefusal(std::get<Caller>(who), head), kMaxWorkerBodyBytes};
 }
 
 std::optional<ApiResponse> WorkerApi::Handle(const ApiRequest& request) const {

@@ -19,6 +19,9 @@ std::optional<HttpReply> ApiClient::Call(const std::string& method, const std::s
   client.set_connection_timeout(std::chrono::seconds(2));
   client.set_read_timeout(std::chrono::seconds(60));
   client.set_write_timeout(std::chrono::seconds(60));
+  // httplib writes a body after its headers: Nagle would hold it for the
+  // server's delayed ACK.
+  client.set_tcp_nodelay(true);
   if (!token_.empty()) client.set_bearer_token_auth(token_);
   return CallWithRetries(tries_, transport_error, [&](std::string* error) -> std::optional<HttpReply> {
     httplib::Result res = method == "GET"   ? client.Get(path)

@@ -76,12 +76,11 @@ class RawClient {
   // response head and `Content-Length` bytes, or closed.
   std::string ReadResponse(milliseconds wait = milliseconds(10000)) {
     std::string got;
-    const auto until = std::chrono::steady_clock::now() + wait;
-    while (std::chrono::steady_clock::now() < until) {
+    const auto until = RealClock().Now() + wait;
+    while (RealClock().Now() < until) {
       if (Complete(got)) break;
       pollfd p{fd_, POLLIN, 0};
-      const auto left =
-          std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<milliseconds>(until - RealClock().Now());
       if (poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
       char buf[4096];
       const ssize_t n = recv(fd_, buf, sizeof buf, 0);
@@ -94,8 +93,8 @@ class RawClient {
   // Whether the server closed the connection within `wait` (a read that
   // returns 0 or an error), draining whatever it sent first.
   bool ClosedWithin(milliseconds wait) {
-    const auto until = std::chrono::steady_clock::now() + wait;
-    while (std::chrono::steady_clock::now() < until) {
+    const auto until = RealClock().Now() + wait;
+    while (RealClock().Now() < until) {
       pollfd p{fd_, POLLIN, 0};
       if (poll(&p, 1, 50) <= 0) continue;
       char buf[4096];

@@ -9,21 +9,30 @@
 // (leap days only, schedule "0 9 29 2 *") and its runs of 2024-02-29
 // released, so serve (on the real clock) has them due at once and nothing
 // else to plan. Node.js is required: without `node` on PATH the tests fail.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -232,12 +241,13 @@ class WorkerServe : public ::testing::Test {
   }
 
   // Writes the config, seeds the ledger and starts serve; false on failure.
-  bool Start(const std::string& partitions, const std::string& lease_ttl) {
+  bool Start(const std::string& partitions, const std::string& lease_ttl,
+             testing::ServeOptions options = {}) {
     config_ = serve_.WriteConfig(ConfigText(partitions, lease_ttl));
     db_ = dir_.File("ledger.db");
     Seed(config_, db_);
     if (::testing::Test::HasFatalFailure()) return false;
-    if (!serve_.Start()) return false;
+    if (!serve_.Start(std::move(options))) return false;
     port_ = serve_.port();
     return true;
   }
@@ -357,6 +367,173 @@ TEST_F(WorkerServe, AStalledWorkerIsFencedOffAndNothingItWritesLaterIsApplied) {
             1)
       << Logs({"stalled.log", "fresh.log"});
   EXPECT_EQ(One(db_, "SELECT state FROM runs WHERE id = " + run_id), "succeeded");
+}
+
+// ---- the API under attack (docs/api.md, Limits) ---------------------------
+
+// A connected socket to 127.0.0.1:port, or -1.
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const std::string& bytes) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// What the server answers within 10 s, read until it closes.
+std::string ReadUntilClosed(int fd) {
+  std::string got;
+  const auto until = RealClock().Now() + std::chrono::seconds(10);
+  while (RealClock().Now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+// GET /healthz on a connection of its own: whether it answered 200.
+bool HealthAnswers(int port) {
+  const int fd = Connect(port);
+  if (fd < 0) return false;
+  const bool ok = SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") &&
+                  ReadUntilClosed(fd).rfind("HTTP/1.1 200 ", 0) == 0;
+  close(fd);
+  return ok;
+}
+
+// A kB figure of /proc/PID/status ("VmRSS", "VmHWM").
+int64_t StatusKb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+// 200 connections that send nothing and 50 that send a header byte every
+// 4 s (a slowloris), held open for the whole of an external worker's run
+// whose lease is 5 s and whose two steps take 4 s each: every heartbeat,
+// claim and effect call is answered in time (no lease is lost), and so is
+// /healthz, all along.
+TEST_F(WorkerServe, IdleAndSlowSocketsStarveNeitherHeartbeatsNorEffectsNorHealth) {
+  ASSERT_TRUE(Start(R"("acme")", "5s"));
+  std::vector<int> idle, slow;
+  for (int i = 0; i < 200; ++i) idle.push_back(Connect(port_));
+  for (int i = 0; i < 50; ++i) {
+    slow.push_back(Connect(port_));
+    SendAll(slow.back(), "P");
+  }
+  for (int fd : idle) ASSERT_GE(fd, 0);
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    for (int tick = 1; !done; ++tick) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (tick % 40 == 0) {
+        for (int fd : slow) SendAll(fd, "O");
+      }
+    }
+  });
+
+  const std::string out = dir_.File("exports.txt");
+  NodeWorker worker(node_,
+                    WorkerArgs("w", out, {"--wait", "1", "--exit-when-idle", "--step-ms", "4000"}),
+                    dir_.File("w.log"));
+  int answered = 0, unanswered = 0;
+  while (!worker.Exited()) {
+    (HealthAnswers(port_) ? answered : unanswered) += 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  done = true;
+  trickle.join();
+  EXPECT_EQ(worker.Wait(), 0) << Logs({"w.log"});
+  EXPECT_EQ(unanswered, 0) << answered << " answered";
+  EXPECT_GT(answered, 10);
+
+  // The run succeeded at its first attempt: the lease never lapsed.
+  EXPECT_EQ(One(db_, "SELECT state, attempts FROM runs"), "succeeded|1") << Logs({"w.log"});
+  EXPECT_EQ(Query(db_, "SELECT number, end_class FROM attempts"),
+            (std::vector<std::string>{"1|succeeded"}));
+  EXPECT_EQ(One(db_, "SELECT count(*) FROM events WHERE type = 'stale_write_rejected'"), "0");
+  EXPECT_EQ(One(db_, "SELECT count(*) FROM effects WHERE state = 'committed'"), "2");
+  // The attack is still there: the slow sockets are within request_timeout.
+  for (int fd : slow) EXPECT_TRUE(SendAll(fd, "S"));
+  for (int fd : idle) close(fd);
+  for (int fd : slow) close(fd);
+}
+
+// 50 parallel compressed and chunked bodies without a token, and 50
+// chunked ones with a worker token (each 4 MiB, as fast as the socket
+// takes them): serve refuses the first at their headers and caps the
+// others at the worker routes' limit, so its peak memory grows by far less
+// than 64 MiB.
+TEST_F(WorkerServe, FiftyParallelCompressedOrChunkedBodiesCannotExhaustMemory) {
+  // Memory the program holds, not freed memory that AddressSanitizer keeps
+  // aside (its quarantine) to catch late uses: that would count every
+  // buffer a refused request ever had.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  testing::ServeOptions options;
+  options.env = {std::string("ASAN_OPTIONS=") + (asan ? asan : "") + ":quarantine_size_mb=1"};
+  ASSERT_TRUE(Start(R"("acme")", "30s", options));
+  const pid_t pid = serve_.process().pid();
+  ASSERT_TRUE(HealthAnswers(port_));
+  const int64_t before = StatusKb(pid, "VmRSS");
+  ASSERT_GT(before, 0);
+  const int64_t peak_before = StatusKb(pid, "VmHWM");
+
+  const std::string chunk = "10000\r\n" + std::string(64 * 1024, '\x1f') + "\r\n";
+  std::vector<std::thread> attackers;
+  std::atomic<int> refused{0};
+  const auto attack = [&](const std::string& headers) {
+    const int fd = Connect(port_);
+    if (fd < 0) return;
+    SendAll(fd, "POST /v1/claims HTTP/1.1\r\nHost: x\r\n" + headers +
+                    "Transfer-Encoding: chunked\r\n\r\n");
+    // As a client would: until the server answers (its refusal).
+    for (int i = 0; i < 64; ++i) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 0) > 0 || !SendAll(fd, chunk)) break;
+    }
+    const std::string answer = ReadUntilClosed(fd);
+    if (answer.rfind("HTTP/1.1 401 ", 0) == 0 || answer.rfind("HTTP/1.1 413 ", 0) == 0 ||
+        answer.rfind("HTTP/1.1 415 ", 0) == 0) {
+      ++refused;
+    }
+    close(fd);
+  };
+  for (int i = 0; i < 50; ++i) {
+    attackers.emplace_back(attack, i % 2 == 0 ? "Content-Encoding: gzip\r\n" : "");
+    attackers.emplace_back(attack, std::string("Authorization: Bearer ") + kWorkerSecret + "\r\n");
+  }
+  for (auto& t : attackers) t.join();
+  const int64_t peak = StatusKb(pid, "VmHWM");
+  std::printf(
+      "serve: VmRSS %lld kB and VmHWM %lld kB before, VmHWM %lld kB after 100 attacking "
+      "requests\n",
+      static_cast<long long>(before), static_cast<long long>(peak_before),
+      static_cast<long long>(peak));
+  EXPECT_GE(refused.load(), 90) << "of 100 attacking requests";
+  EXPECT_LE(peak - before, 64 * 1024)
+      << "serve grew from " << before << " kB to a peak of " << peak << " kB";
+  EXPECT_TRUE(HealthAnswers(port_));
 }
 
 }  // namespace
