@@ -164,10 +164,8 @@ std::vector<std::string> ReadPartitions(BodyReader& body) {
   if (!list) return {};
   for (const auto& p : *list) {
     if (!config::IsValidPartitionId(p)) {
-      body.Invalid("partitions",
-                   fmt::format("must hold partition ids (1-128 characters from A-Z a-z 0-9 . _ "
-                               "- : @), got {}",
-                               Shown(p)));
+      body.Invalid("partitions", fmt::format("must hold partition ids ({}), got {}",
+                                             config::kPartitionIdRule, Shown(p)));
       break;
     }
   }

@@ -243,9 +243,14 @@ struct KeyDoc {
 std::vector<KeyDoc> DocumentedKeys();
 
 // Valid partition id: kPartitionIdRule. Messages refusing one quote the rule.
-inline constexpr std::string_view kPartitionIdRule = "1-128 characters from A-Z a-z 0-9 . _ - : @";
+// Not "." or "..", nor a leading "-": an id is a folder of the attempt logs
+// and may be an argument of a partitions_command.
+inline constexpr std::string_view kPartitionIdRule =
+    "1-128 characters from A-Z a-z 0-9 . _ - : @, not starting with - and not . or ..";
 bool IsValidPartitionId(std::string_view id);
-// Valid job or step name: 1-64 characters from A-Z a-z 0-9 . _ -
+// Valid job or step name: kNameRule (a job's name is a folder of its
+// attempt logs).
+inline constexpr std::string_view kNameRule = "1-64 characters from A-Z a-z 0-9 . _ -, not . or ..";
 bool IsValidName(std::string_view name);
 
 // "30s", "1h30m", "250ms" (units ms s m h d, compounds allowed, largest

@@ -277,8 +277,7 @@ void SetChoice(const Value& v, const Site&, ClassOf<M>& t) {
 template <auto M>
 void SetName(const Value& v, const Site& site, ClassOf<M>& t) {
   if (!IsValidName(v.text)) {
-    return site.Error(fmt::format(
-        "{} is not a valid name: use 1-64 characters from A-Z a-z 0-9 . _ -", Quote(v.text)));
+    return site.Error(fmt::format("{} is not a valid name: use {}", Quote(v.text), kNameRule));
   }
   t.*M = v.text;
 }
@@ -639,7 +638,8 @@ const KeySpec<JobConfig> kJobKeys[] = {
      "A wall time that happens twice (fall back): which instants fire.",
      SetChoice<&JobConfig::dst_repeat, kDstRepeats>, 0, 0, kDstRepeatChoices},
     {"partitions", Kind::kStringArray, "array of partition ids", "one partition, \"default\"",
-     "Static partition set: unique ids of 1-128 characters from A-Z a-z 0-9 . _ - : @.",
+     "Static partition set: unique ids of 1-128 characters from A-Z a-z 0-9 . _ - : @, not "
+     "starting with - and not . or ..",
      ApplyPartitions},
     {"partitions_command", Kind::kStringArray, "", "none",
      "argv of a program printing one partition id per line, run at each planning pass; a "

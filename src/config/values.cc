@@ -23,7 +23,7 @@ std::string Quote(std::string_view s) { return fmt::format("\"{}\"", s); }
 using internal::Quote;
 
 bool IsValidPartitionId(std::string_view id) {
-  if (id.empty() || id.size() > 128) return false;
+  if (id.empty() || id.size() > 128 || id == "." || id == ".." || id.front() == '-') return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
            c == '_' || c == '-' || c == ':' || c == '@';
@@ -31,7 +31,7 @@ bool IsValidPartitionId(std::string_view id) {
 }
 
 bool IsValidName(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
            c == '_' || c == '-';

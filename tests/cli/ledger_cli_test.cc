@@ -623,7 +623,7 @@ TEST(LedgerCliErrors, FilterValidationIsPrecise) {
        "cronledger events: --limit 0 is out of range; use 1 to 100000\n"},
       {{"runs", "--partition", "a b"},
        "cronledger runs: --partition \"a b\" is not a partition id (1-128 characters from "
-       "A-Z a-z 0-9 . _ - : @)\n"},
+       "A-Z a-z 0-9 . _ - : @, not starting with - and not . or ..)\n"},
   };
   for (const auto& c : cases) {
     auto args = c.args;

@@ -665,14 +665,19 @@ TEST(ConfigProblems, NamesAndDuplicates) {
       Problems(server + "[[job]]\nname = \"daily report\"\nschedule = \"@daily\"\n"
                         "timezone = \"UTC\"\n[[job.step]]\nname = \"s\"\ncommand = [\"x\"]\n"),
       (Lines{"c.toml:4: job[1].name: \"daily report\" is not a valid name: use 1-64 "
-             "characters from A-Z a-z 0-9 . _ -"}));
+             "characters from A-Z a-z 0-9 . _ -, not . or .."}));
+  EXPECT_EQ(
+      Problems(server + "[[job]]\nname = \"..\"\nschedule = \"@daily\"\n"
+                        "timezone = \"UTC\"\n[[job.step]]\nname = \"s\"\ncommand = [\"x\"]\n"),
+      (Lines{"c.toml:4: job[1].name: \"..\" is not a valid name: use 1-64 characters from A-Z "
+             "a-z 0-9 . _ -, not . or .."}));
   EXPECT_EQ(Problems(server + kJob + kJob),
             (Lines{"c.toml:11: job[j].name: duplicate job name \"j\" (first defined at line 3)"}));
   EXPECT_EQ(JobProblems("", "[[job.step]]\nname = \"s\"\ncommand = [\"y\"]\n"),
             (Lines{"c.toml:11: job[j].step[s].name: duplicate step name \"s\" in this job"}));
   EXPECT_EQ(JobProblems("", "[[job.step]]\nname = \"\"\ncommand = [\"y\"]\n"),
             (Lines{"c.toml:11: job[j].step[2].name: \"\" is not a valid name: use 1-64 "
-                   "characters from A-Z a-z 0-9 . _ -"}));
+                   "characters from A-Z a-z 0-9 . _ -, not . or .."}));
   EXPECT_EQ(
       JobProblems("", "[[job.step]]\nname = \"" + std::string(65, 'a') + "\"\ncommand = [\"y\"]\n")
           .size(),
@@ -703,7 +708,8 @@ TEST(ConfigProblems, JobRangesAndChoices) {
 TEST(ConfigProblems, Partitions) {
   EXPECT_EQ(JobProblems("partitions = [\"acme\", \"ac me\", \"acme\", \"ok:1@x.y_z-2\"]\n"),
             (Lines{"c.toml:7: job[j].partitions: \"ac me\" is not a valid partition id: use "
-                   "1-128 characters from A-Z a-z 0-9 . _ - : @",
+                   "1-128 characters from A-Z a-z 0-9 . _ - : @, not starting with - and not . "
+                   "or ..",
                    "c.toml:7: job[j].partitions: duplicate partition \"acme\""}));
   EXPECT_EQ(JobProblems("partitions = []\n"),
             (Lines{"c.toml:7: job[j].partitions: must list at least one partition; omit the key "
@@ -714,7 +720,24 @@ TEST(ConfigProblems, Partitions) {
   // Each element on its own line: the line of the bad element.
   EXPECT_EQ(JobProblems("partitions = [\n  \"a\",\n  \"b/c\",\n]\n"),
             (Lines{"c.toml:9: job[j].partitions: \"b/c\" is not a valid partition id: use 1-128 "
-                   "characters from A-Z a-z 0-9 . _ - : @"}));
+                   "characters from A-Z a-z 0-9 . _ - : @, not starting with - and not . or .."}));
+}
+
+// A job named ".." wrote its attempt logs beside log_dir, not in it; a
+// partition "-rf" is an option to any command it is handed to.
+TEST(ConfigProblems, NamesAndIdsThatArePathsOrOptionsAreRefused) {
+  for (const char* id : {"..", ".", "-rf", "-"}) {
+    const auto problems = JobProblems(std::string("partitions = [\"") + id + "\"]\n");
+    ASSERT_EQ(problems.size(), 1u) << id;
+    EXPECT_NE(problems[0].find("is not a valid partition id"), std::string::npos) << problems[0];
+  }
+  EXPECT_TRUE(IsValidPartitionId("a-"));
+  EXPECT_TRUE(IsValidPartitionId("..a"));
+  EXPECT_TRUE(IsValidPartitionId(".hidden"));
+  EXPECT_FALSE(IsValidName(".."));
+  EXPECT_FALSE(IsValidName("."));
+  EXPECT_TRUE(IsValidName("-a"));  // a name is never an argument of its own
+  EXPECT_TRUE(IsValidName("v1.2"));
 }
 
 TEST(ConfigProblems, ContradictorySettings) {

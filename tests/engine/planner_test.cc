@@ -278,6 +278,21 @@ TEST_F(PlannerTest, InvalidPartitionIdsAndTimeoutsAreFailures) {
   // Never had partitions: nothing is planned yet.
   EXPECT_TRUE(Ledger("j").empty());
 
+  // Ids that are paths above log_dir or options to a command.
+  for (const char* bad : {"..", "-rf"}) {
+    auto path_like = Job(std::string("p") + (bad[0] == '.' ? "dots" : "dash"), "0 * * * *");
+    path_like.partitions_command = {
+        WriteScript(path_like.name, std::string("echo acme; echo '") + bad + "'")};
+    config_.jobs = {path_like};
+    ASSERT_TRUE(Pass("2026-11-05T09:59:30Z").ok());
+    const auto refused = Events(path_like.name, "partitions_failed");
+    ASSERT_EQ(refused.size(), 1u) << bad;
+    EXPECT_EQ(refused[0].reason,
+              std::string("line 2: \"") + bad + "\" is not a valid partition id");
+    EXPECT_TRUE(Ledger(path_like.name).empty());
+  }
+  config_.jobs = {job};
+
   auto slow = Job("k", "0 * * * *");
   slow.partitions_command = {WriteScript("slow", "exec sleep 30")};
   config_.jobs = {slow};
