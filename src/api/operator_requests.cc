@@ -133,16 +133,21 @@ bool IsEventType(std::string_view type) {
   });
 }
 
-bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
-
 // `reason` (required, not blank) and `by` (default: the token's name).
 ops::Actor ReadActor(BodyReader& body, const ApiToken& token) {
   const auto reason = body.String("reason", true, kMaxReasonBytes);
   const auto by = body.String("by", false, kMaxActorBytes);
-  if (reason && Blank(*reason)) {
-    body.Invalid("reason", "is blank: say why, it is recorded in the ledger");
+  if (reason) {
+    if (std::string problem = ops::ActorTextProblem(ops::ActorField::kReason, *reason);
+        !problem.empty()) {
+      body.Invalid("reason", problem);
+    }
   }
-  if (by && Blank(*by)) body.Invalid("by", "is blank: name who acts, or leave it out");
+  if (by) {
+    if (std::string problem = ops::ActorTextProblem(ops::ActorField::kBy, *by); !problem.empty()) {
+      body.Invalid("by", problem);
+    }
+  }
   return ops::Actor{by.value_or(token.name), reason.value_or("")};
 }
 

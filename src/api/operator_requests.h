@@ -18,6 +18,7 @@
 #include "api/auth.h"
 #include "api/request.h"
 #include "ledger/names.h"
+#include "ops/actor_text.h"
 #include "ops/impact_preview.h"
 #include "ops/ledger.h"
 #include "store/store.h"
@@ -29,8 +30,8 @@ inline constexpr int64_t kDefaultPageLimit = 100;
 inline constexpr int64_t kMaxPageLimit = 1000;
 // The operator actions: the largest body, and of its `reason` and `by`.
 inline constexpr std::size_t kMaxActionBodyBytes = 64 * 1024;
-inline constexpr std::size_t kMaxReasonBytes = 4096;
-inline constexpr std::size_t kMaxActorBytes = 256;
+using ops::kMaxActorBytes;
+using ops::kMaxReasonBytes;
 
 // The checked request, or the answer that refuses it.
 template <typename T>

@@ -4,6 +4,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/remote_ledger.h"
+#include "ops/actor_text.h"
 #include "ops/local_ledger.h"
 
 namespace cronledger::cli {
@@ -37,6 +38,14 @@ std::string ActorProblem(const std::optional<std::string>& reason,
     return "--reason TEXT is required: say why, it is recorded in the ledger";
   }
   if (IsBlank(by ? *by : DefaultActor())) return "--by needs a name";
+  if (std::string problem = ops::ActorTextProblem(ops::ActorField::kReason, *reason);
+      !problem.empty()) {
+    return "--reason " + problem;
+  }
+  if (std::string problem = ops::ActorTextProblem(ops::ActorField::kBy, by ? *by : DefaultActor());
+      !problem.empty()) {
+    return "--by " + problem;
+  }
   return "";
 }
 

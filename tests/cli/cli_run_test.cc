@@ -13,6 +13,7 @@
 #include "cli/command_table.h"
 #include "common/temp_dir.h"
 #include "cronledger/clock.h"
+#include "ops/actor_text.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cronledger {
@@ -194,6 +195,24 @@ TEST(CliRun, PauseResumeAndEventsOnASqliteLedger) {
 // opens the ledger: a missing or blank --reason and a blank --by exit 2
 // naming the command, and nothing is written (the ledger file is never
 // created).
+TEST(ActorText, UnicodeNamesAndMultiLineReasonsAreRecordedAsTheyAre) {
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, "김민준"), "");
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, "Zoë O'Brien"), "");
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kReason, "INC-42:\n\tcarrier outage"), "");
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, std::string("a\0b", 3)),
+            "holds the control character U+0000 at byte 2");
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, "a\tb"),
+            "holds the control character U+0009 at byte 2");
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, "del\x7f"),
+            "holds the control character U+007F at byte 4");
+  // Overlong and surrogate encodings are not UTF-8.
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, "\xc0\xaf"),
+            "is not valid UTF-8 at byte 1");
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, "x\xed\xa0\x80"),
+            "is not valid UTF-8 at byte 2");
+  EXPECT_EQ(ops::ActorTextProblem(ops::ActorField::kBy, std::string(256, 'b')), "");
+}
+
 TEST(CliRun, EveryActingCommandRefusesABlankReasonOrActorAlike) {
   testing::TempDir dir;
   const std::string db = dir.File("ledger.db");
@@ -220,6 +239,17 @@ TEST(CliRun, EveryActingCommandRefusesABlankReasonOrActorAlike) {
              {{"--reason", " \t"},
               "--reason TEXT is required: say why, it is recorded in the ledger"},
              {{"--reason", "why", "--by", "  "}, "--by needs a name"},
+             {{"--reason", "why", "--by", "eve\x1b[2J"},
+              "--by holds the control character U+001B at byte 4"},
+             {{"--reason", "why", "--by", "mallory\r\nINFO forged"},
+              "--by holds the control character U+000D at byte 8"},
+             {{"--reason", "why\xff", "--by", "x"}, "--reason is not valid UTF-8 at byte 4"},
+             {{"--reason", "why\xc2\x85", "--by", "x"},
+              "--reason holds the control character U+0085 at byte 4 (newlines and tabs are "
+              "allowed)"},
+             {{"--reason", std::string(4097, 'r'), "--by", "x"},
+              "--reason is 4097 bytes; at most 4096"},
+             {{"--reason", "why", "--by", std::string(257, 'b')}, "--by is 257 bytes; at most 256"},
          }) {
       std::vector<std::string> args = base;
       args.insert(args.end(), extra.begin(), extra.end());
