@@ -157,7 +157,9 @@ Result<int> Dispatcher::ClaimOnce(Clock::TimePoint now, int* limit) {
   if (limit) *limit = p.limit;
   p.rules = rules_;
   auto claimed = store_.RunClaim(p);
-  Observe(claimed.status(), "claim");
+  // A claim that found nothing wrote nothing (it commits on a full disk).
+  Observe(claimed.status(), "claim",
+          claimed.ok() && !claimed->empty() ? StoreCall::kWrite : StoreCall::kRead);
   if (!claimed.ok()) {
     // Not retried as if it had failed: the next claim is a new one. Were
     // this one committed after all (its COMMIT's outcome unknown), its
@@ -218,7 +220,7 @@ void Dispatcher::HeartbeatOnce(Clock::TimePoint now) {
     const Status s = store_.RunHeartbeat({run->claim.run.id, run->claim.token,
                                           store::ToInstant(now), run->lease_ttl, options_.node});
     lease.unlock();
-    Observe(s, "heartbeat");
+    Observe(s, "heartbeat", StoreCall::kWrite);
     if (s.ok()) {
       run->last_heartbeat = steady;
     } else if (s.code() == StatusCode::kStaleLease) {
@@ -337,8 +339,8 @@ void Dispatcher::Finished(const ActiveRun& run) {
   idle_cv_.notify_all();
 }
 
-void Dispatcher::Observe(const Status& s, std::string_view who) {
-  if (options_.health != nullptr) options_.health->Observe(s, who);
+void Dispatcher::Observe(const Status& s, std::string_view who, StoreCall call) {
+  if (options_.health != nullptr) options_.health->Observe(s, who, call);
 }
 
 store::Instant Dispatcher::LedgerNow(const ActiveRun& run) const {

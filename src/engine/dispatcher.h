@@ -189,7 +189,7 @@ class Dispatcher {
   // Queues a run's last write; the run is finished when it committed.
   void WriteLast(std::shared_ptr<ActiveRun> run, store::WorkerWrite write);
   void Finished(const ActiveRun& run);
-  void Observe(const Status& s, std::string_view who);
+  void Observe(const Status& s, std::string_view who, StoreCall call = StoreCall::kRead);
   // The ledger's now for `run` (this node's clock plus the run's offset).
   store::Instant LedgerNow(const ActiveRun& run) const;
   // Counts and logs the answer to a write; false when the worker must stop

@@ -20,8 +20,8 @@ void GroupCommitter::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void GroupCommitter::Observe(const Status& s, std::string_view who) {
-  if (options_.health != nullptr) options_.health->Observe(s, who);
+void GroupCommitter::Observe(const Status& s, std::string_view who, StoreCall call) {
+  if (options_.health != nullptr) options_.health->Observe(s, who, call);
 }
 
 void GroupCommitter::SetClaimBurst(bool on) {
@@ -86,7 +86,7 @@ void GroupCommitter::CommitLoop(std::stop_token stop) {
     writes.clear();
     for (PendingWrite* w : batch) writes.push_back(std::move(w->write));
     auto results = store_.RunApplyWrites(writes);
-    Observe(results.status(), "worker writes");
+    Observe(results.status(), "worker writes", StoreCall::kWrite);
     if (!results.ok() && IsStoreFailure(results.status())) {
       results = settler_.Settle(writes, results.status(), stop);
     }

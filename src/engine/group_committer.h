@@ -90,7 +90,7 @@ class GroupCommitter {
   // Whether the committer may wait for the burst: writes queued fewer than
   // max_held_writes. REQUIRES: mu_ held.
   bool MayHoldLocked() const;
-  void Observe(const Status& s, std::string_view who);
+  void Observe(const Status& s, std::string_view who, StoreCall call = StoreCall::kRead);
 
   store::Store& store_;
   Clock& clock_;

@@ -129,8 +129,10 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
     options_.heartbeat->PlannerPassed(now);  // the ping itself is off this thread
   }
   auto reaped = reaper_.RunOnce(now);
-  const bool reaper_outage = options_.health != nullptr &&
-                             options_.health->Observe(reaped.status(), "reaper");
+  const bool reaper_outage =
+      options_.health != nullptr &&
+      options_.health->Observe(reaped.status(), "reaper",
+                               reaped.ok() && *reaped > 0 ? StoreCall::kWrite : StoreCall::kRead);
   if (!reaped.ok()) {
     if (!reaper_outage) {
       spdlog::error("serve: reaper pass failed, retrying next pass: {}",
@@ -152,8 +154,8 @@ Clock::TimePoint ServeLoop::PassOnce(Clock::TimePoint now) {
     store::NodeBeat beat = options_.node;
     beat.now = store::ToInstant(now);
     const Status s = options_.store->NodeHeartbeat(beat);
-    const bool beat_outage =
-        options_.health != nullptr && options_.health->Observe(s, "node heartbeat");
+    const bool beat_outage = options_.health != nullptr &&
+                             options_.health->Observe(s, "node heartbeat", StoreCall::kWrite);
     if (!s.ok() && !beat_outage) {
       spdlog::warn("serve: node heartbeat failed, retrying: {}", s.ToString());
     }

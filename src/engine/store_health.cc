@@ -8,11 +8,12 @@ bool IsStoreFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kIOError;
 }
 
-bool StoreHealth::Observe(const Status& s, std::string_view who) {
+bool StoreHealth::Observe(const Status& s, std::string_view who, StoreCall call) {
   const bool failed = IsStoreFailure(s);
   if (failed) ++errors_;
-  // The common case, a success while up, takes no lock.
-  if (!failed && up_) return false;
+  // The common case, a success while up, takes no lock; a read's success
+  // says nothing about whether the store can be written again.
+  if (!failed && (up_ || call == StoreCall::kRead)) return false;
   std::lock_guard lock(mu_);
   if (failed) {
     if (outage_errors_++ == 0) {

@@ -14,8 +14,8 @@ UnknownOutcomeSettler::UnknownOutcomeSettler(store::Store& store, Clock& clock,
                                              StoreHealth* health)
     : store_(store), clock_(clock), health_(health) {}
 
-void UnknownOutcomeSettler::Observe(const Status& s, std::string_view who) {
-  if (health_ != nullptr) health_->Observe(s, who);
+void UnknownOutcomeSettler::Observe(const Status& s, std::string_view who, StoreCall call) {
+  if (health_ != nullptr) health_->Observe(s, who, call);
 }
 
 Result<UnknownOutcomeSettler::Found> UnknownOutcomeSettler::Recheck(
@@ -94,7 +94,7 @@ std::vector<Status> UnknownOutcomeSettler::Settle(const std::vector<store::Worke
       std::vector<store::WorkerWrite> batch;
       for (std::size_t i : again) batch.push_back(writes[i]);
       auto r = store_.RunApplyWrites(batch);
-      Observe(r.status(), "worker writes");
+      Observe(r.status(), "worker writes", StoreCall::kWrite);
       if (r.ok()) {
         for (std::size_t k = 0; k < again.size(); ++k) results[again[k]] = (*r)[k];
         reapplied += static_cast<int>(again.size());

@@ -44,7 +44,7 @@ class UnknownOutcomeSettler {
   enum class Found { kApplied, kNotApplied, kLeaseMoved };
   // What the ledger shows of `write`.
   Result<Found> Recheck(const store::WorkerWrite& write);
-  void Observe(const Status& s, std::string_view who);
+  void Observe(const Status& s, std::string_view who, StoreCall call = StoreCall::kRead);
 
   store::Store& store_;
   Clock& clock_;

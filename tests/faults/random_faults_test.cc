@@ -1047,6 +1047,12 @@ TEST(FaultDisk, FullTwentyTimesWhileServing) {
     const int hold = seed.Uniform(200, 1500);
     plan += " " + S(more) + "runs+" + S(hold) + "ms";
     usleep(static_cast<useconds_t>(hold) * 1000);
+    // Nothing could be written while it was full: serve said nothing
+    // about the store being back (reads kept succeeding meanwhile).
+    EXPECT_EQ(Count(serve->Log(), "the store is available again"),
+              Count(log_before, "the store is available again"))
+        << "fill " << i << ": reported available while the disk was full\n"
+        << Tail(serve->Log());
     disk.Free();
     ASSERT_TRUE(WaitFor(
         [&] {
