@@ -133,7 +133,9 @@ bool IsEventType(std::string_view type) {
   });
 }
 
-// `reason` (required, not blank) and `by` (default: the token's name).
+// `reason` (required, not blank) and `by` (optional). The actor is the
+// token's name whatever `by` says: `by` is recorded beside it, so that an
+// operate token cannot record another name as the one who acted.
 ops::Actor ReadActor(BodyReader& body, const ApiToken& token) {
   const auto reason = body.String("reason", true, kMaxReasonBytes);
   const auto by = body.String("by", false, kMaxActorBytes);
@@ -148,7 +150,7 @@ ops::Actor ReadActor(BodyReader& body, const ApiToken& token) {
       body.Invalid("by", problem);
     }
   }
-  return ops::Actor{by.value_or(token.name), reason.value_or("")};
+  return ops::Actor{token.name, reason.value_or(""), by.value_or("")};
 }
 
 // A business date field; nullopt (a problem recorded) when malformed.

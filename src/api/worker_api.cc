@@ -51,6 +51,11 @@ std::string Actor(const std::optional<std::string>& worker, const ApiToken& toke
   return NodeOf(worker, token);
 }
 
+const std::vector<store::AttemptRecord>& NoAttempts() {
+  static const std::vector<store::AttemptRecord> none;
+  return none;
+}
+
 }  // namespace
 
 WorkerApi::WorkerApi(const config::Config& config, store::Store& store, Clock& clock,
@@ -152,6 +157,55 @@ std::variant<const config::JobConfig*, ApiResponse> WorkerApi::ExternalJobOf(
   return job;
 }
 
+std::optional<ApiResponse> WorkerApi::RefuseForeignClaim(
+    const Caller& caller, const std::optional<std::string>& worker, const store::RunRecord& run,
+    const Result<store::RunLease>& lease, int64_t token, std::string_view write,
+    std::optional<std::vector<store::AttemptRecord>>& attempts) const {
+  std::string claimant;
+  if (lease.ok() && lease->token == token) {
+    claimant = lease->claimant;
+  } else {
+    if (!attempts) {
+      auto listed = store_.AttemptList(run.id);
+      if (!listed.ok()) return ErrorFor(listed.status());
+      attempts = std::move(*listed);
+    }
+    for (const auto& a : *attempts) {
+      if (a.token == token) claimant = a.claimant;
+    }
+  }
+  // Empty: a node's own executor claimed it, or a claim made before claims
+  // recorded their token.
+  if (claimant.empty() || claimant == caller.token->name) return std::nullopt;
+  store::EventRecord e;
+  e.at = store::ToInstant(clock_.Now());
+  e.type = ledger::event::kStaleWriteRejected;
+  e.job = run.job;
+  e.run_id = run.id;
+  e.run_key = run.RunKey();
+  // Named by the token that called: a body's `worker` is only what it
+  // says it is.
+  e.actor = NodeOf(std::nullopt, *caller.token);
+  e.reason = fmt::format(
+      "{} with fencing token {} by API token \"{}\": the attempt was claimed "
+      "by token \"{}\"",
+      write, token, caller.token->name, claimant);
+  nlohmann::json details = {{"write", write},
+                            {"token", token},
+                            {"current_token", lease.ok() ? nlohmann::json(lease->token) : nullptr},
+                            {"caller_token", caller.token->name},
+                            {"claimant_token", claimant}};
+  if (worker) details["worker"] = *worker;
+  e.details = details.dump();
+  if (Status s = store_.EventAppend(e); !s.ok()) return ErrorFor(s);
+  spdlog::warn("workers: run {} ({}): {} refused: token \"{}\" wrote to a claim of token \"{}\"",
+               run.id, run.RunKey(), write, caller.token->name, claimant);
+  return Error(403, "forbidden",
+               fmt::format("run {}: fencing token {} belongs to another token's claim; only the "
+                           "token that claimed an attempt may write to it",
+                           run.id, token));
+}
+
 ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) const {
   const auto parsed = ParseClaimRequest(request);
   if (auto* refused = std::get_if<ApiResponse>(&parsed)) return *refused;
@@ -207,6 +261,7 @@ ApiResponse WorkerApi::Claim(const ApiRequest& request, const Caller& caller) co
     store::ClaimParams p;
     p.now = store::ToInstant(clock_.Now());
     p.node = node;
+    p.claimant = caller.token->name;
     p.limit = 1;
     // Nothing of a paused job is claimed, not even a run released before
     // the pause: RunClaim leaves paused jobs out.
@@ -279,14 +334,13 @@ ApiResponse WorkerApi::Heartbeat(const ApiRequest& request, const Caller& caller
   if (!lease.ok() && lease.status().code() != StatusCode::kFailedPrecondition) {
     return ErrorFor(lease.status());
   }
-  std::vector<store::AttemptRecord> attempts;
-  if (!worker && (!lease.ok() || lease->token != token)) {
-    auto listed = store_.AttemptList(run_id);
-    if (!listed.ok()) return ErrorFor(listed.status());
-    attempts = std::move(*listed);
+  std::optional<std::vector<store::AttemptRecord>> attempts;
+  if (auto refused = RefuseForeignClaim(caller, worker, run, lease, token, "heartbeat", attempts)) {
+    return *refused;
   }
   const Status s = store_.RunHeartbeat(
-      {run_id, token, now, ttl, Actor(worker, *caller.token, lease, token, attempts)});
+      {run_id, token, now, ttl,
+       Actor(worker, *caller.token, lease, token, attempts ? *attempts : NoAttempts())});
   if (!s.ok()) return ErrorFor(s);
   ApiResponse r;
   r.body = {{"run_id", run_id},
@@ -357,12 +411,15 @@ ApiResponse WorkerApi::Step(const ApiRequest& request, const Caller& caller, int
   if (!lease.ok() && lease.status().code() != StatusCode::kFailedPrecondition) {
     return ErrorFor(lease.status());
   }
+  std::optional<std::vector<store::AttemptRecord>> attempts;
+  if (auto refused =
+          RefuseForeignClaim(caller, worker, run, lease, token, "step " + step_name, attempts)) {
+    return *refused;
+  }
   const std::string node = Actor(worker, *caller.token, lease, token);
   if (!lease.ok() || lease->token != token) {
     // Asked again after this very report ended the attempt (its answer was
     // lost): the same answer, nothing written, as `complete` answers.
-    auto attempts = store_.AttemptList(run_id);
-    if (!attempts.ok()) return ErrorFor(attempts.status());
     for (const auto& a : *attempts) {
       if (a.token == token && EndedByWorker(a) && a.step == step_name &&
           a.end_class != ledger::Name(EndClass::kSucceeded)) {
@@ -451,6 +508,10 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
   if (!lease.ok() && lease.status().code() != StatusCode::kFailedPrecondition) {
     return ErrorFor(lease.status());
   }
+  std::optional<std::vector<store::AttemptRecord>> attempts;
+  if (auto refused = RefuseForeignClaim(caller, worker, run, lease, token, "finish", attempts)) {
+    return *refused;
+  }
   store::FinishParams finish;
   finish.run_id = run_id;
   finish.token = token;
@@ -462,8 +523,6 @@ ApiResponse WorkerApi::Complete(const ApiRequest& request, const Caller& caller,
     // Asked again after the attempt ended by the worker's own write (a
     // failed step, an earlier completion whose answer was lost): the same
     // answer, nothing written.
-    auto attempts = store_.AttemptList(run_id);
-    if (!attempts.ok()) return ErrorFor(attempts.status());
     for (const auto& a : *attempts) {
       if (a.token == token && EndedByWorker(a)) {
         return AttemptAnswer(store_, run_id, token, ordered_json::object());

@@ -19,7 +19,9 @@
 #include <random>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <variant>
+#include <vector>
 
 #include "api/auth.h"
 #include "api/credential.h"
@@ -85,6 +87,16 @@ class WorkerApi {
   // 404 for no such run, 403 for a run of a job that is not external here.
   std::variant<const config::JobConfig*, ApiResponse> ExternalJobOf(int64_t run_id,
                                                                    store::RunRecord* run) const;
+  // A claim is bound to the API token that made it: the 403 for a write
+  // (`write`: "heartbeat", "step NAME", "finish") with a fencing token
+  // another token claimed, its stale_write_rejected event naming the
+  // caller written first; none when the claim is the caller's, a node's
+  // own, or no attempt has that fencing token (the store's fence answers).
+  // `attempts` caches the run's attempts when they had to be read.
+  std::optional<ApiResponse> RefuseForeignClaim(
+      const Caller& caller, const std::optional<std::string>& worker, const store::RunRecord& run,
+      const Result<store::RunLease>& lease, int64_t token, std::string_view write,
+      std::optional<std::vector<store::AttemptRecord>>& attempts) const;
   // The claim's answer for one claimed run.
   ApiResponse ClaimAnswer(const store::ClaimedRun& claim, const config::JobConfig& job) const;
   double JitterSample() const;

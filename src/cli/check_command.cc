@@ -161,8 +161,7 @@ void PrintJob(const engine::JobImpact& j, std::ostream& out) {
 int CheckAgainstStore(const config::Config& config, const CheckArgs& args, Clock& clock,
                       std::ostream& out, std::ostream& err) {
   std::unique_ptr<store::Store> store;
-  if (int rc = OpenStoreOrReport("check", config, &store, err, StoreAccess::kExisting);
-      rc != kExitOk) {
+  if (int rc = OpenStoreOrReport("check", config, &store, err, StoreAccess::kRead); rc != kExitOk) {
     return rc;
   }
   engine::ConfigImpactParams p;

@@ -44,10 +44,14 @@ bool NoLedgerFileYet(const std::string& store) {
 
 int OpenStoreOrReport(const std::string& command, const config::Config& config,
                       std::unique_ptr<store::Store>* out, std::ostream& err, StoreAccess access) {
-  auto s = store::OpenStore({config.server.store, config.server.durability == config::Durability::kFull}, access == StoreAccess::kCreate);
+  auto s =
+      store::OpenStore({.url = config.server.store,
+                        .synchronous_full = config.server.durability == config::Durability::kFull,
+                        .read_only = access == StoreAccess::kRead},
+                       access == StoreAccess::kCreate);
   if (!s.ok()) {
     err << "cronledger " << command << ": store unavailable: " << s.status().message();
-    if (access == StoreAccess::kExisting && NoLedgerFileYet(config.server.store)) {
+    if (access != StoreAccess::kCreate && NoLedgerFileYet(config.server.store)) {
       err << " (has `cronledger serve` run with this config?)";
     }
     err << "\n";

@@ -20,8 +20,10 @@ int LoadConfigOrReport(const std::string& command, const std::string& path,
 // Prints "cronledger COMMAND: MESSAGE" to `err`; returns kExitUsage.
 int UsageError(std::ostream& err, const std::string& command, const std::string& message);
 
-// Whether a command may create the ledger when it does not exist yet.
-enum class StoreAccess { kCreate, kExisting };
+// Whether a command may create the ledger when it does not exist yet, and
+// whether it writes at all: a read-only command (kRead) never writes, not
+// even a schema into an empty file or a migration into an older one.
+enum class StoreAccess { kCreate, kExisting, kRead };
 
 // Opens the configured store. kExitUnavailable when it cannot be reached,
 // does not exist (kExisting) or needs a newer cronledger; kExitUsage for an

@@ -32,7 +32,8 @@ int RunEvents(const EventsArgs& args, Clock& clock, std::ostream& out, std::ostr
   };
   if (limit < 1 || limit > kEventsMaxLimit) return out_of_range(kEventsMaxLimit, "");
   std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("events", {args.config_path, args.server, {}}, clock, &ledger, err);
+  if (int rc = OpenLedger("events", {args.config_path, args.server, {}}, clock, &ledger, err,
+                          StoreAccess::kRead);
       rc != kExitOk) {
     return rc;
   }

@@ -62,7 +62,8 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
   };
 
   std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("gaps", {args.config_path, args.server, args.job}, clock, &ledger, err);
+  if (int rc = OpenLedger("gaps", {args.config_path, args.server, args.job}, clock, &ledger, err,
+                          StoreAccess::kRead);
       rc != kExitOk) {
     return rc;
   }

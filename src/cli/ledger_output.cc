@@ -112,12 +112,13 @@ int64_t Integer(const nlohmann::ordered_json& object, std::string_view key) {
 }
 
 void PrintEventTable(const nlohmann::ordered_json& events, std::ostream& out) {
-  TextTable table({"ID", "AT", "TYPE", "JOB", "RUN_KEY", "ACTOR", "REASON", "DETAILS"});
+  TextTable table(
+      {"ID", "AT", "TYPE", "JOB", "RUN_KEY", "ACTOR", "ON_BEHALF_OF", "REASON", "DETAILS"});
   for (const auto& e : events) {
     // Details are a JSON object (or, never written by cronledger, text).
     const nlohmann::ordered_json& details = Field(e, "details");
-    table.AddRow({Text(e, "id"), Text(e, "at"), Text(e, "type"), Text(e, "job"),
-                  Text(e, "run_key"), Text(e, "actor"), Text(e, "reason"),
+    table.AddRow({Text(e, "id"), Text(e, "at"), Text(e, "type"), Text(e, "job"), Text(e, "run_key"),
+                  Text(e, "actor"), Text(e, "on_behalf_of"), Text(e, "reason"),
                   details.is_object() && details.empty() ? "" : Text(e, "details")});
   }
   table.Print(out);

@@ -54,13 +54,14 @@ ActingLedger OpenLedgerToAct(const std::string& command, const LedgerTarget& tar
                              const std::optional<std::string>& by, Clock& clock, std::ostream& err,
                              StoreAccess access) {
   ActingLedger out;
-  std::string actor = by ? *by : DefaultActor();  // the OS user, looked up once
-  if (std::string problem = ActorProblem(reason, actor); !problem.empty()) {
+  if (std::string problem = ActorProblem(reason, by); !problem.empty()) {
     out.exit_code = UsageError(err, command, problem);
     return out;
   }
   out.exit_code = OpenLedger(command, target, clock, &out.ledger, err, access);
-  out.who = {std::move(actor), *reason};
+  // The OS user acts; --by is whom for (through --server the token acts,
+  // and the OS user is sent as `by` when --by is not given).
+  out.who = {DefaultActor(), *reason, by.value_or("")};
   return out;
 }
 

@@ -64,7 +64,7 @@ ImpactCommand CommonImpact(std::string name, std::string title, const Args& args
   c.order.request.include_waived = args.include_waived;
   c.order.yes = args.yes;
   c.order.digest = args.preview_digest;
-  c.order.who = {args.by.value_or(DefaultActor()), args.reason.value_or("")};
+  c.order.who = {DefaultActor(), args.reason.value_or(""), args.by.value_or("")};
   c.json = args.json;
   return c;
 }

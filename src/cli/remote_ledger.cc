@@ -20,6 +20,12 @@ using nlohmann::ordered_json;
 
 constexpr const char* kTokenEnv = "CRONLEDGER_AUTH_TOKEN";
 
+// The API records its token as the actor and `by` beside it: --by, else
+// the OS user who ran the command.
+const std::string& ByOf(const ops::Actor& who) {
+  return who.on_behalf_of.empty() ? who.actor : who.on_behalf_of;
+}
+
 }  // namespace
 
 int FindOperatorToken(const std::string& command, const std::string& config_path,
@@ -266,7 +272,7 @@ Result<ordered_json> RemoteLedger::SetPaused(const ops::PauseAction& a) {
     body["all"] = true;
   }
   body["reason"] = a.who.reason;
-  body["by"] = a.who.by;
+  body["by"] = ByOf(a.who);
   return Post(a.pause ? "/v1/pause" : "/v1/resume", body, StatusCode::kInvalidArgument);
 }
 
@@ -289,7 +295,7 @@ Result<ordered_json> RemoteLedger::ActOnRun(const ops::RunAction& a) {
       break;
   }
   body["reason"] = a.who.reason;
-  body["by"] = a.who.by;
+  body["by"] = ByOf(a.who);
   return Post(fmt::format("/v1/runs/{}/{}", a.run_id, action), body);
 }
 
@@ -300,7 +306,7 @@ Result<ops::ActionAnswer> RemoteLedger::Approve(const ops::ApproveAction& a) {
   if (a.to) body["to"] = DateText(*a.to);
   if (a.run) body["run"] = *a.run;
   body["reason"] = a.who.reason;
-  body["by"] = a.who.by;
+  body["by"] = ByOf(a.who);
   ordered_json refusal;
   return AnswerOf(Post("/v1/approve", body, StatusCode::kInvalidArgument, &refusal), refusal);
 }
@@ -321,7 +327,7 @@ Result<ops::ActionAnswer> RemoteLedger::Impact(const ops::ImpactOrder& a) {
   if (!r.partitions.empty()) body["partitions"] = r.partitions;
   body["include_waived"] = r.include_waived;
   body["reason"] = a.who.reason;
-  body["by"] = a.who.by;
+  body["by"] = ByOf(a.who);
   const std::string path = rerun ? "/v1/rerun" : "/v1/backfill";
   ordered_json refusal;
   auto preview = AnswerOf(Post(path, body, StatusCode::kInvalidArgument, &refusal), refusal);
@@ -347,7 +353,7 @@ Result<ops::ActionAnswer> RemoteLedger::Trigger(const ops::TriggerAction& a) {
   body["job"] = a.job;
   if (!a.partitions.empty()) body["partitions"] = a.partitions;
   body["reason"] = a.who.reason;
-  body["by"] = a.who.by;
+  body["by"] = ByOf(a.who);
   ordered_json refusal;
   return AnswerOf(Post("/v1/trigger", body, StatusCode::kInvalidArgument, &refusal), refusal);
 }

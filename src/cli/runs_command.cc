@@ -122,7 +122,8 @@ int RunRuns(const RunsArgs& args, Clock& clock, std::ostream& out, std::ostream&
 
   // The document to print: one run (RunDetailJson) or the runs (docs/cli.md).
   std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("runs", {args.config_path, args.server, {}}, clock, &ledger, err);
+  if (int rc = OpenLedger("runs", {args.config_path, args.server, {}}, clock, &ledger, err,
+                          StoreAccess::kRead);
       rc != kExitOk) {
     return rc;
   }

@@ -26,7 +26,8 @@ std::string FormatLag(int64_t seconds) {
 
 int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
   std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("status", {args.config_path, args.server, {}}, clock, &ledger, err);
+  if (int rc = OpenLedger("status", {args.config_path, args.server, {}}, clock, &ledger, err,
+                          StoreAccess::kRead);
       rc != kExitOk) {
     return rc;
   }

@@ -26,7 +26,8 @@ int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostr
   const auto date = ParseBusinessDate(args.date);
   if (!date) return UsageError(err, "verify", NotADate("--date", args.date));
   std::unique_ptr<ops::Ledger> ledger;
-  if (int rc = OpenLedger("verify", {args.config_path, args.server, args.job}, clock, &ledger, err);
+  if (int rc = OpenLedger("verify", {args.config_path, args.server, args.job}, clock, &ledger, err,
+                          StoreAccess::kRead);
       rc != kExitOk) {
     return rc;
   }
@@ -54,8 +55,10 @@ int RunVerify(const VerifyArgs& args, Clock& clock, std::ostream& out, std::ostr
       out << fmt::format("  step {}: {}\n", name, counts);
     }
     for (const auto& rerun : Field(r, "reruns")) {
-      out << fmt::format("  {} {} by {} at {}: {}\n", Text(rerun, "type"), Text(rerun, "run_key"),
-                         Text(rerun, "actor"), Text(rerun, "at"), Dash(rerun, "reason"));
+      const std::string for_whom = Text(rerun, "on_behalf_of");
+      out << fmt::format("  {} {} by {}{} at {}: {}\n", Text(rerun, "type"), Text(rerun, "run_key"),
+                         Text(rerun, "actor"), for_whom.empty() ? "" : " for " + for_whom,
+                         Text(rerun, "at"), Dash(rerun, "reason"));
     }
     // Keys not due yet are one line: a minutely job's today would otherwise
     // list every minute left in the day. --json lists each.

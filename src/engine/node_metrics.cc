@@ -4,6 +4,7 @@
 
 #include "engine/dispatcher.h"
 #include "engine/store_health.h"
+#include "store/store.h"
 
 namespace cronledger::engine {
 
@@ -13,7 +14,7 @@ void NodeMetrics::PlannerPassed(Clock::TimePoint now) {
 }
 
 NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, int max_workers,
-                      const StoreHealth* health) {
+                      const StoreHealth* health, const store::Store* store) {
   NodeSnapshot s;
   if (health != nullptr) {
     s.store_errors = health->errors();
@@ -33,6 +34,7 @@ NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, 
     s.stale_writes_rejected = c.stale_writes_rejected;
     s.executor_busy = dispatcher->Active();
   }
+  if (store != nullptr) s.stale_writes_rejected = store->StaleWritesRejected();
   return s;
 }
 

@@ -16,6 +16,14 @@ namespace cronledger::engine {
 class Dispatcher;
 class StoreHealth;
 
+}  // namespace cronledger::engine
+
+namespace cronledger::store {
+class Store;
+}  // namespace cronledger::store
+
+namespace cronledger::engine {
+
 // Counted by the serve loop (engine/serve_loop.h).
 struct NodeMetrics {
   std::atomic<int64_t> leases_expired{0};         // leases the reaper took back
@@ -44,10 +52,12 @@ struct NodeSnapshot {
   bool store_up = true;      // the last store call reached the database
 };
 
-// `dispatcher` and `health` may be null (no claims, no executor; no store
-// calls observed).
+// `dispatcher`, `health` and `store` may be null (no claims, no executor;
+// no store calls observed). Stale writes are counted by the store, which
+// refuses them all (the executor's, steps' effects and checkpoints,
+// external workers'); without it, the dispatcher's own.
 NodeSnapshot Snapshot(const NodeMetrics& metrics, const Dispatcher* dispatcher, int max_workers,
-                      const StoreHealth* health = nullptr);
+                      const StoreHealth* health = nullptr, const store::Store* store = nullptr);
 
 }  // namespace cronledger::engine
 

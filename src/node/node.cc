@@ -287,7 +287,8 @@ Status Node::Run(std::stop_token stop, std::optional<std::chrono::seconds> drain
   api::OperatorApi operator_api(config, store, clock, authenticator, credentials);
   engine::NodeMetrics node_metrics;
   const api::MetricsEndpoint metrics(config, store, clock, authenticator, [&] {
-    return engine::Snapshot(node_metrics, &dispatcher, config.server.max_workers, &store_health);
+    return engine::Snapshot(node_metrics, &dispatcher, config.server.max_workers, &store_health,
+                            &store);
   });
   // The dashboard's sessions live in this process (a restart logs out).
   api::SessionStore sessions(clock);

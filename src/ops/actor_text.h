@@ -18,6 +18,16 @@ inline constexpr std::size_t kMaxActorBytes = 256;
 
 enum class ActorField { kBy, kReason };
 
+// Who acts, for whom and why, as the action's event records them: the
+// actor is who called (through the API the token's name, locally the OS
+// user), never a name the caller chose; the name it gave (`by`, --by) is
+// recorded beside it.
+struct Actor {
+  std::string actor;
+  std::string reason;
+  std::string on_behalf_of;  // empty: none given
+};
+
 // "" when `text` may be recorded as the field; else what is wrong, as the
 // end of a sentence naming the field: "is blank: ...", "is 300 bytes; at
 // most 256", "is not valid UTF-8 at byte 4", "holds the control character

@@ -141,8 +141,7 @@ Result<ImpactPreview> PreviewImpact(store::Store& store, const config::JobConfig
 Result<ImpactOutcome> ApplyImpact(store::Store& store, const config::JobConfig& job,
                                   const ImpactRequest& request,
                                   const std::optional<std::string>& preview_digest,
-                                  const std::string& actor, const std::string& reason,
-                                  store::Instant now) {
+                                  const Actor& who, store::Instant now) {
   ImpactOutcome out;
   auto preview = PreviewImpact(store, job, request, now);
   if (!preview.ok()) return preview.status();
@@ -161,8 +160,9 @@ Result<ImpactOutcome> ApplyImpact(store::Store& store, const config::JobConfig& 
   const bool rerun = request.action == ImpactAction::kRerun;
   q.from_first_step = rerun && request.force;
   q.event_type = std::string(EventType(request.action));
-  q.actor = actor;
-  q.reason = reason;
+  q.actor = who.actor;
+  q.on_behalf_of = who.on_behalf_of;
+  q.reason = who.reason;
   q.now = now;
   nlohmann::json details = {{"from_date", FormatDate(request.from)},
                             {"to_date", FormatDate(request.to)},

@@ -12,9 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/input_values.h"  // RerunScope
 #include "config/config.h"
 #include "cronledger/status.h"
+#include "ops/actor_text.h"
+#include "ops/input_values.h"  // RerunScope
 #include "store/store.h"
 
 namespace cronledger::ops {
@@ -70,8 +71,7 @@ struct ImpactOutcome {
 Result<ImpactOutcome> ApplyImpact(store::Store& store, const config::JobConfig& job,
                                   const ImpactRequest& request,
                                   const std::optional<std::string>& preview_digest,
-                                  const std::string& actor, const std::string& reason,
-                                  store::Instant now);
+                                  const Actor& who, store::Instant now);
 
 }  // namespace cronledger::ops
 

@@ -25,6 +25,7 @@
 
 #include "cronledger/status.h"
 #include "ledger/names.h"
+#include "ops/actor_text.h"
 #include "ops/impact_preview.h"
 #include "store/store.h"
 
@@ -50,12 +51,6 @@ struct VerifyQuery {
 };
 
 // ---- actions ------------------------------------------------------------------
-
-// Who acts and why: both recorded with the action's event.
-struct Actor {
-  std::string by;
-  std::string reason;
-};
 
 struct PauseAction {
   std::optional<std::string> job;  // a configured job; everything when absent

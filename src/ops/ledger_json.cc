@@ -95,6 +95,9 @@ ordered_json AttemptJson(const store::AttemptRecord& a) {
   j["number"] = a.number;
   j["fencing_token"] = a.token;
   j["node"] = a.node;
+  // The API token an external worker claimed with: only it may write to
+  // the attempt. Null for a node's own executor.
+  j["claimant"] = StringOrNull(a.claimant);
   j["started_at"] = FormatInstant(a.started_at);
   j["ended_at"] = a.ended_at ? ordered_json(FormatInstant(*a.ended_at)) : ordered_json(nullptr);
   j["end_class"] = StringOrNull(a.end_class);
@@ -120,6 +123,7 @@ ordered_json EventJson(const store::EventRecord& event) {
   j["run_id"] = event.run_id ? ordered_json(*event.run_id) : ordered_json(nullptr);
   j["run_key"] = StringOrNull(event.run_key);
   j["actor"] = event.actor;
+  j["on_behalf_of"] = StringOrNull(event.on_behalf_of);
   j["reason"] = StringOrNull(event.reason);
   // Stored as a JSON object; a value that does not parse (never written by
   // cronledger) is shown as the text it is rather than dropped.
@@ -258,6 +262,7 @@ Result<ordered_json> VerifyJson(store::Store& store, const config::JobConfig& jo
                           {"type", e.type},
                           {"at", FormatInstant(e.at)},
                           {"actor", e.actor},
+                          {"on_behalf_of", StringOrNull(e.on_behalf_of)},
                           {"reason", StringOrNull(e.reason)}});
       }
       if (run.state == ledger::RunState::kSucceeded) {

@@ -119,8 +119,8 @@ Result<ordered_json> LocalLedger::SetPaused(const PauseAction& a) {
     if (auto s = CheckJob(*a.job, true); !s.ok()) return s;
     job = config_.FindJob(*a.job);
   }
-  if (auto s = ops::SetPaused(store_, job, a.pause, a.who.by, a.who.reason,
-                              store::ToInstant(clock_.Now()), wording_.job, wording_.all);
+  if (auto s = ops::SetPaused(store_, job, a.pause, a.who, store::ToInstant(clock_.Now()),
+                              wording_.job, wording_.all);
       !s.ok()) {
     return s;
   }
@@ -133,19 +133,26 @@ Result<ordered_json> LocalLedger::ActOnRun(const RunAction& a) {
   std::optional<std::vector<std::string>> still_in_doubt;
   switch (a.kind) {
     case RunActionKind::kRetry:
-      if (auto s = store_.RunRetry({a.run_id, a.who.by, a.who.reason, now}); !s.ok()) return s;
+      if (auto s = store_.RunRetry({a.run_id, a.who.actor, a.who.reason, now, a.who.on_behalf_of});
+          !s.ok()) {
+        return s;
+      }
       break;
     case RunActionKind::kCancel:
-      if (auto s = store_.RunCancel({a.run_id, a.who.by, a.who.reason, now}); !s.ok()) return s;
+      if (auto s = store_.RunCancel({a.run_id, a.who.actor, a.who.reason, now, a.who.on_behalf_of});
+          !s.ok()) {
+        return s;
+      }
       break;
     case RunActionKind::kResolve:
       if (a.effect_as) {
-        auto r = store_.EffectResolve(
-            {a.run_id, a.effect.value_or(""), *a.effect_as, a.who.by, a.who.reason, now});
+        auto r = store_.EffectResolve({a.run_id, a.effect.value_or(""), *a.effect_as, a.who.actor,
+                                       a.who.reason, now, a.who.on_behalf_of});
         if (!r.ok()) return r.status();
         still_in_doubt = r->still_in_doubt;
-      } else if (auto s = store_.RunResolve({a.run_id, a.run_as.value_or(store::RunResolution::kRetry),
-                                             a.who.by, a.who.reason, now});
+      } else if (auto s =
+                     store_.RunResolve({a.run_id, a.run_as.value_or(store::RunResolution::kRetry),
+                                        a.who.actor, a.who.reason, now, a.who.on_behalf_of});
                  !s.ok()) {
         return s;
       }
@@ -167,7 +174,8 @@ Result<ActionAnswer> LocalLedger::Approve(const ApproveAction& a) {
   p.run_id = a.run;
   if (a.from) p.from = FormatDate(*a.from);
   if (a.to) p.to = FormatDate(*a.to);
-  p.actor = a.who.by;
+  p.actor = a.who.actor;
+  p.on_behalf_of = a.who.on_behalf_of;
   p.reason = a.who.reason;
   p.now = store::ToInstant(clock_.Now());
   auto approved = store_.RunApprove(p);
@@ -197,7 +205,7 @@ Result<ActionAnswer> LocalLedger::Impact(const ImpactOrder& a) {
     answer.doc = preview->Json();
     return answer;
   }
-  auto outcome = ApplyImpact(store_, job, a.request, a.digest, a.who.by, a.who.reason, now);
+  auto outcome = ApplyImpact(store_, job, a.request, a.digest, a.who, now);
   if (!outcome.ok()) return outcome.status();
   switch (outcome->kind) {
     case ImpactOutcome::Kind::kStale:
@@ -221,7 +229,7 @@ Result<ActionAnswer> LocalLedger::Impact(const ImpactOrder& a) {
 Result<ActionAnswer> LocalLedger::Trigger(const TriggerAction& a) {
   if (auto s = CheckJob(a.job, true); !s.ok()) return s;
   const config::JobConfig& job = *config_.FindJob(a.job);
-  auto outcome = ops::Trigger(store_, job, a.partitions, a.who.by, a.who.reason, clock_.Now());
+  auto outcome = ops::Trigger(store_, job, a.partitions, a.who, clock_.Now());
   if (!outcome.ok()) return outcome.status();
   ActionAnswer answer;
   switch (outcome->kind) {

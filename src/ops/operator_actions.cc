@@ -13,9 +13,8 @@
 
 namespace cronledger::ops {
 
-Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
-                 const std::string& actor, const std::string& reason, store::Instant now,
-                 std::string_view job_hint, std::string_view all_hint) {
+Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause, const Actor& who,
+                 store::Instant now, std::string_view job_hint, std::string_view all_hint) {
   if (job != nullptr) {
     auto existing = store.JobGet(job->name);
     if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) {
@@ -32,8 +31,9 @@ Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
   store::PauseParams p;
   if (job != nullptr) p.job = job->name;
   p.paused = pause;
-  p.actor = actor;
-  p.reason = reason;
+  p.actor = who.actor;
+  p.on_behalf_of = who.on_behalf_of;
+  p.reason = who.reason;
   p.now = now;
   Status s = store.JobSetPaused(p);
   if (s.ok() || s.code() != StatusCode::kConflict || pause) return s;
@@ -97,8 +97,8 @@ std::string RepeatHint(const store::RunRecord& run) {
 }  // namespace
 
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
-                               const std::vector<std::string>& partitions, const std::string& actor,
-                               const std::string& reason, Clock::TimePoint now) {
+                               const std::vector<std::string>& partitions, const Actor& who,
+                               Clock::TimePoint now) {
   // A partition the job never had would only ever be "nothing due yet".
   if (!partitions.empty()) {
     auto history = store.PartitionHistory(job.name);
@@ -170,8 +170,9 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
   const std::string tzdata = TzdataVersion();
   for (const auto& k : latest) q.keys.push_back({k.ToQueueKey(tzdata), std::nullopt});
   q.event_type = std::string(ledger::event::kTrigger);
-  q.actor = actor;
-  q.reason = reason;
+  q.actor = who.actor;
+  q.on_behalf_of = who.on_behalf_of;
+  q.reason = who.reason;
   q.now = store::ToInstant(now);
   q.details = nlohmann::json{{"period", out.period}}.dump();
   auto queued = store.RunRequeue(q);

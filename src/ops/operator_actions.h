@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "cronledger/clock.h"
 #include "cronledger/status.h"
+#include "ops/actor_text.h"
 #include "store/store.h"
 
 namespace cronledger::ops {
@@ -24,9 +25,9 @@ namespace cronledger::ops {
 // global switch are separate), naming how to give a job (`job_hint`) and
 // everything (`all_hint`) in the caller's words: "--job" and "--all" on
 // the command line.
-Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause,
-                 const std::string& actor, const std::string& reason, store::Instant now,
-                 std::string_view job_hint = "--job", std::string_view all_hint = "--all");
+Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause, const Actor& who,
+                 store::Instant now, std::string_view job_hint = "--job",
+                 std::string_view all_hint = "--all");
 
 struct TriggerOutcome {
   enum class Kind {
@@ -52,8 +53,8 @@ std::string NothingDueMessage(const std::string& job, bool some_partitions,
 // one of its keys has a run already. kFailedPrecondition when one appeared
 // between the check and the write (nothing written).
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
-                               const std::vector<std::string>& partitions, const std::string& actor,
-                               const std::string& reason, Clock::TimePoint now);
+                               const std::vector<std::string>& partitions, const Actor& who,
+                               Clock::TimePoint now);
 
 }  // namespace cronledger::ops
 

@@ -117,9 +117,11 @@ struct EffectResolveParams {
   int64_t run_id = 0;
   std::string key;
   ledger::EffectState as = ledger::EffectState::kCommitted;  // committed | failed
-  std::string actor;
+  std::string actor;  // who called: the API token's name, locally the OS user
   std::string reason;
   std::optional<Instant> now;  // none: the ledger's clock (Store)
+  // Last, so that positional initialisers keep their meaning.
+  std::string on_behalf_of = {};  // the name given to act for (`--by`); empty: none
 };
 struct EffectResolveResult {
   // kPending when no effect of the run is in doubt any more; kUnknown while
@@ -136,9 +138,11 @@ std::optional<RunResolution> ParseRunResolution(std::string_view s);
 struct RunResolveParams {
   int64_t run_id = 0;
   RunResolution as = RunResolution::kRetry;
-  std::string actor;
+  std::string actor;  // who called: the API token's name, locally the OS user
   std::string reason;
   std::optional<Instant> now;  // none: the ledger's clock (Store)
+  // Last, so that positional initialisers keep their meaning.
+  std::string on_behalf_of = {};  // the name given to act for (`--by`); empty: none
 };
 
 struct CheckpointRecord {

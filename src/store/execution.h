@@ -29,6 +29,10 @@ struct ClaimParams {
   std::string node;
   int limit = 1;
   std::vector<ClaimRule> rules;  // only these jobs are claimed
+  // The API token an external worker claims with, recorded with each
+  // attempt: only that token may write to it. Empty for a node's own
+  // executor. Last, so that positional initialisers keep their meaning.
+  std::string claimant = {};
 };
 
 struct StepState {
@@ -108,19 +112,23 @@ struct ExpiredLease {
 // dispatcher would, with the retry budget the claim counted it in.
 struct RunLease : ExpiredLease {
   Instant expires_at;
+  std::string claimant;  // the current attempt's (ClaimParams::claimant)
 };
 
 struct OperatorParams {
   int64_t run_id = 0;
-  std::string actor;
+  std::string actor;  // who called: the API token's name, locally the OS user
   std::string reason;
   std::optional<Instant> now;  // none: the ledger's clock (Store)
+  // Last, so that positional initialisers keep their meaning.
+  std::string on_behalf_of = {};  // the name given to act for (`--by`); empty: none
 };
 
 struct AttemptRecord {
   int number = 0;
   int64_t token = 0;
   std::string node;
+  std::string claimant;  // ClaimParams::claimant; empty before schema 11
   Instant started_at;
   std::optional<Instant> ended_at;
   std::string end_class;  // empty while open

@@ -14,6 +14,7 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where, bool create
     o.path = where.url.substr(kSqlite.size());
     o.synchronous_full = where.synchronous_full;
     o.create_if_missing = create;
+    o.read_only = where.read_only;
     auto s = SqliteStore::Open(o);
     if (!s.ok()) return s.status();
     return std::unique_ptr<Store>(std::move(*s));
@@ -23,6 +24,7 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where, bool create
     // administrator, and migrating an empty one is how a cluster starts.
     PostgresOptions o;
     o.url = where.url;
+    o.read_only = where.read_only;
     auto s = PostgresStore::Open(o);
     if (!s.ok()) return s.status();
     return std::unique_ptr<Store>(std::move(*s));

@@ -14,6 +14,9 @@ namespace cronledger::store {
 struct StoreLocation {
   std::string url;               // "sqlite:/path" or a PostgreSQL URL
   bool synchronous_full = true;  // SQLite: durability = "full"; false: "normal"
+  // Read-only commands: nothing is written, not even a schema; a store
+  // that does not exist, is empty or has an older schema is refused.
+  bool read_only = false;
 };
 
 // Opens the store at `where`. kUnavailable or

@@ -84,9 +84,11 @@ struct ReleaseOutlook {
 struct PauseParams {
   std::optional<std::string> job;  // nullopt: everything
   bool paused = true;
-  std::string actor;
+  std::string actor;  // who called: the API token's name, locally the OS user
   std::string reason;
   std::optional<Instant> now;  // none: the ledger's clock (Store)
+  // Last, so that positional initialisers keep their meaning.
+  std::string on_behalf_of = {};  // the name given to act for (`--by`); empty: none
 };
 
 }  // namespace cronledger::store

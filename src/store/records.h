@@ -71,7 +71,10 @@ struct EventRecord {
   std::string job;            // empty: not about one job
   std::optional<int64_t> run_id;
   std::string run_key;
-  std::string actor;          // "planner", "scanner", an operator's name
+  std::string actor;  // "planner", "scanner", the calling token or OS user
+  // The name an operator's action was done for (`--by`, the API's `by`),
+  // recorded beside the actor, who called; empty: none given.
+  std::string on_behalf_of;
   std::string reason;
   std::string details = "{}";  // a JSON object
 };

@@ -35,9 +35,11 @@ struct QueueKeysParams {
   // paused), not only never-planned and misfired ones.
   bool include_waived = false;
   std::string event_type = "backfill";  // one event per queued key; "" for none
-  std::string actor;
+  std::string actor;                    // who called: the API token's name, locally the OS user
   std::string reason;
   std::optional<Instant> now;  // none: the ledger's clock (Store)
+  // Last, so that positional initialisers keep their meaning.
+  std::string on_behalf_of = {};  // the name given to act for (`--by`); empty: none
 };
 
 struct QueueKeysResult {
@@ -60,10 +62,12 @@ struct RequeueParams {
   // the first step not succeeded. A succeeded run is always restarted so.
   bool from_first_step = false;
   std::string event_type;  // backfill, rerun, trigger
-  std::string actor;
+  std::string actor;       // who called: the API token's name, locally the OS user
   std::string reason;
   std::string details = "{}";  // a JSON object; the store adds run_keys and run_ids
   std::optional<Instant> now;  // none: the ledger's clock (Store)
+  // Last, so that positional initialisers keep their meaning.
+  std::string on_behalf_of = {};  // the name given to act for (`--by`); empty: none
 };
 
 struct RequeueResult {
@@ -75,9 +79,11 @@ struct ApproveParams {
   std::string job;
   std::optional<int64_t> run_id;          // one run, or
   std::optional<std::string> from, to;    // business dates, inclusive
-  std::string actor;
+  std::string actor;                      // who called: the API token's name, locally the OS user
   std::string reason;
   std::optional<Instant> now;  // none: the ledger's clock (Store)
+  // Last, so that positional initialisers keep their meaning.
+  std::string on_behalf_of = {};  // the name given to act for (`--by`); empty: none
 };
 
 }  // namespace cronledger::store

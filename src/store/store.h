@@ -110,6 +110,11 @@ class Store {
   // Every event in one transaction, in order: all or none.
   virtual Status EventAppendAll(const std::vector<EventRecord>& events) = 0;
   virtual Result<std::vector<EventRecord>> EventList(const EventQuery& q) = 0;
+  // The stale_write_rejected events this Store committed since it was
+  // opened (a worker's, an effect's, a checkpoint's, an external worker's
+  // write refused): this process's share of the ledger's rejections, for
+  // cronledger_stale_writes_rejected_total. Safe from any thread.
+  virtual int64_t StaleWritesRejected() const = 0;
 
   virtual Result<JobStats> StatsGet(const StatsParams& p) = 0;
   // Aggregates over the whole ledger for GET /metrics: a handful of GROUP BY

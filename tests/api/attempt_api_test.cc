@@ -119,6 +119,11 @@ TEST_P(AttemptApiTest, AnAttemptWhoseLeaseMovedOnIsFencedOff) {
   EXPECT_EQ(r.body["error"], "stale_lease");
   EXPECT_EQ(Footprint(c.run.id).first, effects_before);
   EXPECT_FALSE(S().CheckpointGet(c.run.id)->run.has_value());
+  // The refused effect and checkpoint writes are recorded, and counted for
+  // cronledger_stale_writes_rejected_total as the store committed them.
+  const auto refused = Events("j", "stale_write_rejected");
+  EXPECT_GE(refused.size(), 2u);
+  EXPECT_EQ(S().StaleWritesRejected(), static_cast<int64_t>(refused.size()));
 }
 
 TEST_P(AttemptApiTest, TwoRunsRacingOnOneKeyOnlyOneProceeds) {

@@ -918,7 +918,8 @@ TEST_F(OperatorActions, PauseAndResumeRoundTripRecordingActorAndReason) {
   Json e = LastEvent();
   EXPECT_EQ(e["type"], "paused");
   EXPECT_EQ(e["job"], "report");
-  EXPECT_EQ(e["actor"], "oncall");  // the token's name: no "by"
+  EXPECT_EQ(e["actor"], "oncall");                // the token's name
+  EXPECT_TRUE(e["on_behalf_of"].is_null()) << e;  // no "by"
   EXPECT_EQ(e["reason"], "upstream outage");
   a = Act("/v1/pause", {{"job", "report"}, {"reason", "again"}});
   EXPECT_EQ(a.status, 409) << a.text;
@@ -930,7 +931,9 @@ TEST_F(OperatorActions, PauseAndResumeRoundTripRecordingActorAndReason) {
   EXPECT_EQ(Read("/v1/jobs/report").body["state"], "active");
   e = LastEvent();
   EXPECT_EQ(e["type"], "resumed");
-  EXPECT_EQ(e["actor"], "alice");
+  // "by" names whom for, beside the token, never instead of it.
+  EXPECT_EQ(e["actor"], "oncall");
+  EXPECT_EQ(e["on_behalf_of"], "alice");
   EXPECT_EQ(e["reason"], "upstream back");
   a = Act("/v1/resume", {{"job", "report"}, {"reason", "again"}});
   EXPECT_EQ(a.status, 409) << a.text;
@@ -962,7 +965,8 @@ TEST_F(OperatorActions, RetryResolveAndCancelMoveRunsOutOfEndStates) {
   Json e = LastEvent();
   EXPECT_EQ(e["type"], "retry");
   EXPECT_EQ(e["run_id"], failed);
-  EXPECT_EQ(e["actor"], "bob");
+  EXPECT_EQ(e["actor"], "oncall");
+  EXPECT_EQ(e["on_behalf_of"], "bob");
   EXPECT_EQ(e["reason"], "input fixed");
   // Pending is no end state: retry again is refused with the store's word.
   a = Act(RunPath(failed, "retry"), {{"reason", "again"}});
@@ -1117,7 +1121,8 @@ TEST_F(OperatorActions, BackfillQueuesTheMissingKeysOfItsPreview) {
   EXPECT_EQ(done.body["run_keys"], preview.body["would_queue"]);
   const Json e = LastEvent();
   EXPECT_EQ(e["type"], "backfill");
-  EXPECT_EQ(e["actor"], "carol");
+  EXPECT_EQ(e["actor"], "oncall");
+  EXPECT_EQ(e["on_behalf_of"], "carol");
   EXPECT_EQ(e["reason"], "outage");
   EXPECT_EQ(Read("/v1/runs?partition=umbrella&date=2024-02-29").body["runs"][0]["state"],
             "pending");

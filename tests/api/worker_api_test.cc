@@ -29,6 +29,7 @@ using nlohmann::json;
 
 constexpr const char* kWorker = "worker-secret-0123456789";
 constexpr const char* kOperate = "operate-secret-0123456789";
+constexpr const char* kOtherWorker = "other-worker-secret-0123456789";
 constexpr const char* kRead = "read-secret-0123456789";
 
 // Polls without a clock, as tests/common/serve_process.h does.
@@ -139,6 +140,7 @@ class WorkerApiTest : public StoreConformance {
   FakeClock clock_{std::chrono::sys_seconds{SecondsAt("2026-11-05T12:01:00Z")}};
   const api::AttemptCredentials credentials_{"test-key"};
   const api::TokenAuthenticator tokens_{{{"w", config::TokenRole::kWorker, kWorker},
+                                         {"w2", config::TokenRole::kWorker, kOtherWorker},
                                          {"op", config::TokenRole::kOperate, kOperate},
                                          {"dash", config::TokenRole::kRead, kRead}}};
   config::Config config_;
@@ -524,6 +526,7 @@ TEST_P(WorkerApiTest, EveryRouteWithAStaleTokenIs409AndChangesNothing) {
     EXPECT_EQ(refusals[i].actor, "external:stalled") << refusals[i].reason;
   }
   EXPECT_EQ(Events("x").size(), events + 4);
+  EXPECT_EQ(S().StaleWritesRejected(), static_cast<int64_t>(refusals.size()));
   EXPECT_EQ(Footprint(false), before);
   EXPECT_EQ(S().RunGetLease(id)->token, second["fencing_token"].get<int64_t>());
   EXPECT_EQ(S().StepList(id)->at(0).state, ledger::StepStatus::kRunning);
@@ -539,6 +542,67 @@ TEST_P(WorkerApiTest, EveryRouteWithAStaleTokenIs409AndChangesNothing) {
   }
   const auto done = Call(RunPath(id, "complete"), json{{"fencing_token", second["fencing_token"]}});
   EXPECT_EQ(done.body["run"]["state"], "succeeded");
+}
+
+TEST_P(WorkerApiTest, OnlyTheTokenThatClaimedAnAttemptMayWriteToIt) {
+  const json run = ClaimX(0, "a")["run"];
+  const int64_t id = run["id"];
+  const json mine = {{"fencing_token", run["fencing_token"]}};
+  EXPECT_EQ(S().AttemptList(id)->at(0).claimant, "w");
+  const std::size_t rejected = Events("x", "stale_write_rejected").size();
+  const std::string before = Footprint(false);
+  // Another worker token, even naming the claim's worker in its body, and
+  // a token of role operate: 403 before anything else is looked at.
+  json step = mine;
+  step["exit_status"] = 0;
+  json impersonating = mine;
+  impersonating["worker"] = "a";
+  const std::vector<std::tuple<std::string, json, std::string, std::string>> writes = {
+      {RunPath(id, "heartbeat"), mine, kOtherWorker, "heartbeat"},
+      {RunPath(id, "steps/generate"), step, kOtherWorker, "step generate"},
+      {RunPath(id, "complete"), mine, kOtherWorker, "finish"},
+      {RunPath(id, "heartbeat"), impersonating, kOtherWorker, "heartbeat"},
+      {RunPath(id, "complete"), mine, kOperate, "finish"}};
+  for (const auto& [path, body, secret, write] : writes) {
+    const auto r = Call(path, body, secret);
+    EXPECT_EQ(r.status, 403) << path << " " << r.body;
+    EXPECT_EQ(r.body["error"], "forbidden") << path;
+  }
+  EXPECT_EQ(Footprint(false), before);
+  EXPECT_EQ(S().RunGetLease(id)->token, run["fencing_token"].get<int64_t>());
+  // Each refusal is recorded as the caller's, naming both tokens.
+  const auto refusals = Events("x", "stale_write_rejected");
+  ASSERT_EQ(refusals.size(), rejected + writes.size());
+  const std::vector<std::string> actors = {"external:w2", "external:w2", "external:w2",
+                                           "external:w2", "external:op"};
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const auto& e = refusals[rejected + i];
+    EXPECT_EQ(e.actor, actors[i]) << e.reason;
+    const json details = json::parse(e.details);
+    EXPECT_EQ(details["write"], std::get<3>(writes[i]));
+    EXPECT_EQ(details["caller_token"], i == 4 ? "op" : "w2");
+    EXPECT_EQ(details["claimant_token"], "w");
+    EXPECT_EQ(details["token"], run["fencing_token"]);
+    EXPECT_NE(e.reason.find("\"w\""), std::string::npos) << e.reason;
+  }
+  EXPECT_EQ(json::parse(refusals[rejected + 3].details)["worker"], "a");
+  EXPECT_EQ(S().StaleWritesRejected(), static_cast<int64_t>(refusals.size()));
+  // The claim's own token goes on, and its completion, asked again, is
+  // answered again; the other token's still is not.
+  EXPECT_EQ(Call(RunPath(id, "heartbeat"), mine).status, 200);
+  for (const std::string s : {"generate", "deliver"}) {
+    json ok = mine;
+    ok["exit_status"] = 0;
+    ASSERT_EQ(Call(RunPath(id, "steps/" + s), ok).status, 200) << s;
+  }
+  EXPECT_EQ(Call(RunPath(id, "complete"), mine).body["run"]["state"], "succeeded");
+  EXPECT_EQ(Call(RunPath(id, "complete"), mine).status, 200);
+  EXPECT_EQ(Call(RunPath(id, "complete"), mine, kOtherWorker).status, 403);
+  const auto events = Events("x");
+  EXPECT_TRUE(std::none_of(events.begin(), events.end(), [](const store::EventRecord& e) {
+    return e.type != "stale_write_rejected" &&
+           (e.actor == "external:w2" || e.actor == "external:op");
+  }));
 }
 
 TEST_P(WorkerApiTest, RolesAndCredentials) {

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -63,6 +64,7 @@ std::string ConfigText(const std::string& partitions, const std::string& lease_t
 store = "sqlite:ledger.db"
 listen = "127.0.0.1:0"
 max_workers = 2
+metrics_public = true
 
 [[job]]
 name = "export"
@@ -367,6 +369,17 @@ TEST_F(WorkerServe, AStalledWorkerIsFencedOffAndNothingItWritesLaterIsApplied) {
             1)
       << Logs({"stalled.log", "fresh.log"});
   EXPECT_EQ(One(db_, "SELECT state FROM runs WHERE id = " + run_id), "succeeded");
+  // The node's metric counts every refusal it recorded, though none of
+  // them was a write of its own executor.
+  httplib::Client client("127.0.0.1", port_);
+  const auto scrape = client.Get("/metrics");
+  ASSERT_TRUE(scrape) << httplib::to_string(scrape.error());
+  const std::string recorded =
+      One(db_, "SELECT count(*) FROM events WHERE type = 'stale_write_rejected'");
+  EXPECT_NE(scrape->body.find("\ncronledger_stale_writes_rejected_total " + recorded + "\n"),
+            std::string::npos)
+      << recorded << " recorded; scrape:\n"
+      << scrape->body;
 }
 
 // ---- the API under attack (docs/api.md, Limits) ---------------------------

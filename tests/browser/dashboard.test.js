@@ -416,6 +416,29 @@ async function main() {
     const types = await page.locator('#events tr').evaluateAll((rows) => rows.map((r) => r.dataset.event));
     assert(types.includes('paused') && types.includes('resumed'), `paused and resumed events in ${types}`);
     assert((await text(page, '#events tr[data-event="paused"]')).includes('upstream outage'), 'the pause reason');
+    // An action sent with a `by` (as `cronledger --server ... --by` sends
+    // it): the session's token acts, the name is shown beside it.
+    const answer = await page.evaluate(async () => {
+      const csrf = (await (await fetch('/v1/session')).json()).csrf_token;
+      const post = (path, body) => fetch(path, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: {'Content-Type': 'application/json', 'X-CSRF-Token': csrf},
+        body: JSON.stringify(body)
+      });
+      const paused =
+          await post('/v1/pause', {job: 'daily_report', reason: 'on call for alice', by: 'alice'});
+      const resumed = await post('/v1/resume', {job: 'daily_report', reason: 'back'});
+      return [paused.status, resumed.status];
+    });
+    assertEq(JSON.stringify(answer), '[200,200]', 'the pause and resume with a by');
+    await show(page, base, `#/events`);
+    const forAlice =
+        page.locator('#events tr[data-event="paused"]', {hasText: 'on call for alice'});
+    await until(async () => (await forAlice.count()) === 1, 'the pause made for alice');
+    const actorCell = (await forAlice.locator('td').nth(3).textContent()).trim();
+    assert(actorCell.startsWith('local'), `the token acts: ${actorCell}`);
+    assert(actorCell.includes('on behalf of alice'), `the by beside it: ${actorCell}`);
     await noHorizontalScroll(page, 'events page');
     await shot(page, 'events');
   });

@@ -179,9 +179,9 @@ TEST(CliRun, PauseResumeAndEventsOnASqliteLedger) {
     if (e["type"] != "paused" && e["type"] != "resumed") continue;
     seen.push_back(e["type"].get<std::string>() + " " + e["at"].get<std::string>() + " " +
                    e["reason"].get<std::string>());
-    // --by, else the OS user.
+    // --by is recorded beside the OS user, who acted.
     if (e["type"] == "paused") {
-      EXPECT_EQ(e["actor"], "alice");
+      EXPECT_EQ(e["on_behalf_of"], "alice");
     } else {
       EXPECT_NE(e["actor"], "") << e.dump();
     }

@@ -245,7 +245,7 @@ TEST_F(GapsCli, BackfillShowsItsImpactFirstAndRefusesAStalePreview) {
   for (const auto& e : events) {
     if (e["type"] != "backfill") continue;
     ++backfills;
-    EXPECT_EQ(e["actor"], "alice");
+    EXPECT_EQ(e["on_behalf_of"], "alice");
     EXPECT_EQ(e["reason"], "outage on the 2nd");
     EXPECT_EQ(e["details"]["run_keys"], preview["would_queue"]) << e.dump();
     EXPECT_EQ(e["details"]["run_ids"].size(), 3u) << e.dump();
@@ -360,7 +360,7 @@ TEST_F(GapsCli, RerunShowsItsImpactFirstAndQueuesItsScopeAsOneEvent) {
   }
   ASSERT_EQ(events.size(), 4u) << r.out;
   EXPECT_EQ(events[0]["id"], event_id);
-  EXPECT_EQ(events[0]["actor"], "bob");
+  EXPECT_EQ(events[0]["on_behalf_of"], "bob");
   EXPECT_EQ(events[0]["reason"], "bad input fixed");
   EXPECT_EQ(events[0]["details"]["run_keys"], Json::parse(R"(["report/eu/2026-11-02"])"));
   EXPECT_EQ(events[0]["details"]["from"], Json::parse(R"({"failed": 1})"));

@@ -5,8 +5,9 @@
 // occurrences at once), then it is stopped with SIGTERM.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +38,12 @@ using testing::ServeProcess;
 using TempDir = testing::TempDir;
 using testing::ReadFile;
 using testing::WaitFor;
+
+// Who a local operator action records as its actor.
+std::string OsUser() {
+  const passwd* pw = getpwuid(geteuid());
+  return pw != nullptr && pw->pw_name != nullptr ? pw->pw_name : "unknown";
+}
 using testing::Lines;
 using testing::ProcessResult;
 using testing::RunProcess;
@@ -158,8 +165,8 @@ class LedgerCliServed : public ::testing::Test {
 const std::vector<std::string> kRunKeys = {"id",     "run_key",       "job",          "partition",
                                            "period", "business_date", "scheduled_at", "state",
                                            "reason", "attempts",      "steps"};
-const std::vector<std::string> kEventKeys = {"id",      "at",    "type",   "job",    "run_id",
-                                             "run_key", "actor", "reason", "details"};
+const std::vector<std::string> kEventKeys = {
+    "id", "at", "type", "job", "run_id", "run_key", "actor", "on_behalf_of", "reason", "details"};
 
 TEST_F(LedgerCliServed, StatusJsonHasExactlyTheContractKeysInOrder) {
   const Json status = RunJson({"status"});
@@ -447,7 +454,9 @@ TEST_F(LedgerCliPause, PauseAndResumeAJobNotYetInTheLedger) {
   Json e = LastEvent();
   EXPECT_EQ(e["type"], "paused");
   EXPECT_EQ(e["job"], "daily_report");
-  EXPECT_EQ(e["actor"], "alice");
+  // Locally the OS user acts; --by is whom for.
+  EXPECT_EQ(e["actor"], OsUser());
+  EXPECT_EQ(e["on_behalf_of"], "alice");
   EXPECT_EQ(e["reason"], "quarter close");
   EXPECT_TRUE(e["run_id"].is_null());
   EXPECT_EQ(e["details"], (Json{{"scope", "job"}}));
@@ -461,7 +470,7 @@ TEST_F(LedgerCliPause, PauseAndResumeAJobNotYetInTheLedger) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "cronledger pause: job \"daily_report\" is already paused\n");
-  EXPECT_EQ(LastEvent()["actor"], "alice") << "a refused action records nothing";
+  EXPECT_EQ(LastEvent()["on_behalf_of"], "alice") << "a refused action records nothing";
 
   r = Run({"resume", "--job", "daily_report", "--reason", "closed", "--by", "carol"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -469,7 +478,8 @@ TEST_F(LedgerCliPause, PauseAndResumeAJobNotYetInTheLedger) {
   EXPECT_EQ(StateOf(), (Json{{"tick", "active"}, {"daily_report", "active"}}));
   e = LastEvent();
   EXPECT_EQ(e["type"], "resumed");
-  EXPECT_EQ(e["actor"], "carol");
+  EXPECT_EQ(e["actor"], OsUser());
+  EXPECT_EQ(e["on_behalf_of"], "carol");
   EXPECT_EQ(e["reason"], "closed");
 
   r = Run({"resume", "--job", "daily_report", "--reason", "again"});
@@ -486,7 +496,8 @@ TEST_F(LedgerCliPause, PauseAndResumeEverything) {
   EXPECT_EQ(e["type"], "paused");
   EXPECT_TRUE(e["job"].is_null());
   EXPECT_EQ(e["reason"], "database migration");
-  EXPECT_FALSE(e["actor"].get<std::string>().empty()) << "--by defaults to the OS user";
+  EXPECT_EQ(e["actor"], OsUser());
+  EXPECT_TRUE(e["on_behalf_of"].is_null()) << "no --by: the OS user acted for no one else";
   EXPECT_EQ(e["details"], (Json{{"scope", "all"}}));
 
   r = Run({"pause", "--all", "--reason", "twice"});
@@ -583,6 +594,27 @@ TEST(LedgerCliErrors, ReadingCommandsDoNotInventALedger) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_EQ(r.err.rfind("cronledger status: store unavailable: ", 0), 0u) << r.err;
   EXPECT_EQ(r.err.find("has `cronledger serve` run"), std::string::npos) << r.err;
+}
+
+TEST(LedgerCliErrors, ReadingCommandsWriteNothingIntoAnEmptyFile) {
+  TempDir dir;
+  const std::string config = dir.Write("cronledger.toml", ConfigText("sqlite:ledger.db"));
+  const std::string db = dir.Write("ledger.db", "");
+  const std::vector<std::vector<std::string>> commands = {
+      {"status"},
+      {"runs"},
+      {"events"},
+      {"verify", "--job", "tick", "--date", "2026-11-05"},
+      {"gaps", "--job", "tick"},
+      {"check", "--against-store"}};
+  for (auto args : commands) {
+    const std::string name = args[0];
+    args.insert(args.begin() + 1, {"--config", config});
+    const auto r = Cronledger(args);
+    EXPECT_EQ(r.exit_code, 3) << name << ": " << r.err;
+    EXPECT_NE(r.err.find("holds no cronledger ledger"), std::string::npos) << name << ": " << r.err;
+    EXPECT_EQ(std::filesystem::file_size(db), 0u) << name;
+  }
 }
 
 TEST(LedgerCliErrors, ConfigErrorsExitTwo) {
@@ -1036,7 +1068,8 @@ catchup = "latest"
   for (const auto& e : done["events"]) {
     if (e["type"] == "retry") {
       saw_retry = true;
-      EXPECT_EQ(e["actor"], "alice");
+      EXPECT_EQ(e["actor"], OsUser());
+      EXPECT_EQ(e["on_behalf_of"], "alice");
       EXPECT_EQ(e["reason"], "input fixed");
     }
   }

@@ -4,7 +4,9 @@
 // with the attempt's token, then end the attempt `unknown` (in_doubt), so
 // those effects are in doubt for the run.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -160,7 +162,7 @@ TEST_F(ResolveCli, AnEffectInDoubtResolvedEitherWayPutsTheRunBackToPending) {
 
     const Json events = ResolveEvents(id);
     ASSERT_EQ(events.size(), 1u);
-    EXPECT_EQ(events[0]["actor"], "alice");
+    EXPECT_EQ(events[0]["on_behalf_of"], "alice");
     EXPECT_EQ(events[0]["reason"], "checked the mail log");
     EXPECT_EQ(events[0]["details"]["effect"], "mail");
     EXPECT_EQ(events[0]["details"]["as"], as);
@@ -170,7 +172,10 @@ TEST_F(ResolveCli, AnEffectInDoubtResolvedEitherWayPutsTheRunBackToPending) {
     ASSERT_EQ(after.size(), 1u);
     EXPECT_EQ(after[0]["state"], as);
     EXPECT_EQ(after[0]["in_doubt"], false);
-    EXPECT_EQ(after[0]["settled_by"], "alice");
+    // Settled by who ran the command (the actor), not by the --by name.
+    const passwd* pw = getpwuid(geteuid());
+    ASSERT_NE(pw, nullptr);
+    EXPECT_EQ(after[0]["settled_by"], std::string(pw->pw_name));
 
     // Settled once: again is refused, exit 1, nothing written.
     const auto again = Resolve({std::to_string(id), "--effect", "mail", "--as", as, "--reason",
@@ -247,7 +252,7 @@ TEST_F(ResolveCli, AnUnknownRunWithoutEffectsIsResolvedByTheOperatorsWord) {
     EXPECT_EQ(run["state"], c.state);
     const Json events = ResolveEvents(id);
     ASSERT_EQ(events.size(), 1u);
-    EXPECT_EQ(events[0]["actor"], "bob");
+    EXPECT_EQ(events[0]["on_behalf_of"], "bob");
     EXPECT_EQ(events[0]["reason"], "read the logs");
     EXPECT_EQ(events[0]["details"]["as"], c.as);
     EXPECT_EQ(events[0]["details"]["to"], c.state);

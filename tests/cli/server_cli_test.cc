@@ -564,7 +564,8 @@ class ServerCliActions : public ::testing::Test {
   static void ExpectLastEvent(const std::string& type, const std::string& reason) {
     const Json e = LastEvent();
     EXPECT_EQ(e["type"], type) << e;
-    EXPECT_EQ(e["actor"], "alice") << e;
+    EXPECT_EQ(e["actor"], "local") << e;  // the token acts, for --by
+    EXPECT_EQ(e["on_behalf_of"], "alice") << e;
     EXPECT_EQ(e["reason"], reason) << e;
   }
 
@@ -693,7 +694,7 @@ TEST_F(ServerCliActions, AStoreTheServerCannotUseIsExit3) {
 }
 
 // With [[auth.token]] entries: what a token's role may do, and who acts.
-TEST(ServerCliRoles, AReadTokenReadsButMayNotActAndTheActorIsTheOsUser) {
+TEST(ServerCliRoles, AReadTokenReadsButMayNotActAndTheTokenActsForTheOsUser) {
   ClearServerEnvironment();
   const std::string read_secret = "read-secret-0123456789abcdef";
   const std::string operate_secret = "operate-secret-0123456789abcdef";
@@ -736,10 +737,19 @@ secret_env = "CL_TEST_CLI_OPERATE"
   const Json e = Json::parse(r.out)["events"][0];
   EXPECT_EQ(e["type"], "paused") << e;
   EXPECT_EQ(e["reason"], "audit") << e;
-  // Not the token's name (the server's default): the OS user, as locally.
+  // The token acts, and records the OS user who ran the command beside it
+  // (--by's default): no name the caller gives replaces the token's.
   const passwd* pw = getpwuid(geteuid());
   ASSERT_NE(pw, nullptr);
-  EXPECT_EQ(e["actor"], std::string(pw->pw_name)) << e;
+  EXPECT_EQ(e["actor"], "oncall") << e;
+  EXPECT_EQ(e["on_behalf_of"], std::string(pw->pw_name)) << e;
+  r = Cli(ledger.config, url, {"resume", "--job", "report", "--reason", "audit", "--by", "alice"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(ledger.config, url, {"events", "--limit", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ON_BEHALF_OF"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("oncall"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("alice"), std::string::npos) << r.out;
   ClearServerEnvironment();
 }
 

@@ -84,7 +84,8 @@ bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::s
 
 void CheckActor(const ops::Actor& who) {
   Check(!Blank(who.reason) && who.reason.size() <= kMaxReasonBytes, "reason");
-  Check(!Blank(who.by) && who.by.size() <= kMaxActorBytes, "actor");
+  Check(!Blank(who.actor) && who.actor.size() <= kMaxActorBytes, "actor");
+  Check(who.on_behalf_of.size() <= kMaxActorBytes, "on_behalf_of");
 }
 
 void CheckPartitions(const std::vector<std::string>& partitions) {

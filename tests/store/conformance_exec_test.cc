@@ -220,6 +220,8 @@ TEST_P(StoreExec, StaleTokenWritesChangeNothingAndAreRecorded) {
   EXPECT_FALSE(S().AttemptList(c.run.id)->at(0).ended_at.has_value());
   const auto rejected = Events("j", "stale_write_rejected");
   ASSERT_EQ(rejected.size(), 3u);
+  // Each committed refusal is counted for the node's metric.
+  EXPECT_EQ(S().StaleWritesRejected(), 3);
   EXPECT_NE(rejected[0].details.find("\"current_token\":" + std::to_string(c.token)),
             std::string::npos)
       << rejected[0].details;
@@ -227,6 +229,25 @@ TEST_P(StoreExec, StaleTokenWritesChangeNothingAndAreRecorded) {
   EXPECT_TRUE(S().RunHeartbeat({c.run.id, c.token, InstantAt("2026-11-05T12:01:00Z"),
                                 std::chrono::minutes{5}, "n1"})
                   .ok());
+}
+
+TEST_P(StoreExec, AClaimRecordsTheTokenThatMadeItOnItsAttemptAndLease) {
+  Setup({"a", "b"});
+  store::ClaimParams p;
+  p.now = InstantAt("2026-11-05T12:00:01Z");
+  p.node = "external:w1";
+  p.claimant = "worker-token";
+  p.limit = 1;
+  p.rules = {Rule()};
+  const auto external = S().RunClaim(p);
+  ASSERT_TRUE(external.ok()) << external.status().ToString();
+  ASSERT_EQ(external->size(), 1u);
+  const auto own = Claim("2026-11-05T12:00:01Z", 1).at(0);  // a node's own executor
+  const int64_t id = external->at(0).run.id;
+  EXPECT_EQ(S().AttemptList(id)->at(0).claimant, "worker-token");
+  EXPECT_EQ(S().RunGetLease(id)->claimant, "worker-token");
+  EXPECT_EQ(S().AttemptList(own.run.id)->at(0).claimant, "");
+  EXPECT_EQ(S().RunGetLease(own.run.id)->claimant, "");
 }
 
 TEST_P(StoreExec, ExpiredLeaseIsReapedAndTheLateWorkerIsFencedOff) {

@@ -576,15 +576,29 @@
 
   function eventsTable(events, withRun) {
     if (events.length === 0) return el('div', {class: 'panel empty'}, 'No events.');
-    return el('table', {id: 'events'},
-      el('thead', {}, el('tr', {}, ['At', 'Type', withRun ? 'Run' : null, 'Actor', 'Reason', 'Details'].filter(Boolean)
-        .map((h) => el('th', {}, h)))),
-      el('tbody', {}, events.map((e) => el('tr', {'data-event': e.type},
-        el('td', {class: 'nowrap'}, fmtTime(e.at)), el('td', {class: 'nowrap'}, el('code', {}, e.type)),
-        withRun ? el('td', {}, e.run_id ? el('a', {href: `#/run/${e.run_id}`, class: 'mono small'}, e.run_key || `#${e.run_id}`)
-          : (e.job || '—')) : null,
-        el('td', {class: 'nowrap'}, e.actor || '—'), el('td', {}, e.reason || ''),
-        el('td', {class: 'mono details'}, detailsText(e.details))))));
+    return el(
+        'table', {id: 'events'},
+        el('thead', {},
+           el('tr', {},
+              ['At', 'Type', withRun ? 'Run' : null, 'Actor', 'Reason', 'Details']
+                  .filter(Boolean)
+                  .map((h) => el('th', {}, h)))),
+        el('tbody', {},
+           events.map(
+               (e) => el(
+                   'tr', {'data-event': e.type}, el('td', {class: 'nowrap'}, fmtTime(e.at)),
+                   el('td', {class: 'nowrap'}, el('code', {}, e.type)),
+                   withRun ? el('td', {},
+                                e.run_id ? el('a', {href: `#/run/${e.run_id}`, class: 'mono small'},
+                                              e.run_key || `#${e.run_id}`) :
+                                           (e.job || '—')) :
+                             null,
+                   el('td', {class: 'nowrap'}, e.actor || '—',
+                      e.on_behalf_of ?
+                          el('div', {class: 'small muted'}, `on behalf of ${e.on_behalf_of}`) :
+                          null),
+                   el('td', {}, e.reason || ''),
+                   el('td', {class: 'mono details'}, detailsText(e.details))))));
   }
   function detailsText(d) {
     if (!d || typeof d !== 'object' || Object.keys(d).length === 0) return '';

@@ -30,9 +30,13 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const PostgresOptions
       new PostgresStore(std::move(db), options.url, options.database_clock));
   store->pg_ = handle;
   const int version = options.schema_version > 0 ? options.schema_version : kPostgresSchemaVersion;
-  RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kPostgresMigrations, version), version,
-                                  kPostgresCompatibleFrom,
-                                  postgres::RedactUrl(options.url)));
+  if (options.read_only) {
+    RETURN_IF_ERROR(store->RequireSchema(version, postgres::RedactUrl(options.url)));
+    RETURN_IF_ERROR(handle->Exec("SET default_transaction_read_only = on"));
+  } else {
+    RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kPostgresMigrations, version), version,
+                                   kPostgresCompatibleFrom, postgres::RedactUrl(options.url)));
+  }
   handle->SetStatementHook(options.statement_hook);
   return store;
 }

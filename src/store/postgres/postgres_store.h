@@ -31,10 +31,13 @@ struct PostgresOptions {
   // Tests of rolling upgrades: act as the release whose schema version this
   // is (0: this binary's), applying no migration above it.
   int schema_version = 0;
+  // Read-only commands: no migration (an empty or older database is
+  // refused, RequireSchema) and every transaction read-only.
+  bool read_only = false;
 };
 
 // The same numbered migrations as SQLite, in PostgreSQL's spelling.
-inline constexpr int kPostgresSchemaVersion = 10;
+inline constexpr int kPostgresSchemaVersion = 11;
 inline constexpr int kPostgresCompatibleFrom = 1;
 
 class PostgresStore final : public SqlStore {

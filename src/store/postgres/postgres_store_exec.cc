@@ -93,14 +93,21 @@ Status PostgresStore::AppendEventsLocked(const std::vector<EventRecord>& events)
         .TextOrNull("run_key", e.run_key)
         .Text("actor", e.actor)
         .TextOrNull("reason", e.reason)
-        .Text("details", e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
+        .Text("details", e.details.empty() ? std::string_view("{}") : std::string_view(e.details))
+        .TextOrNull("on_behalf_of", e.on_behalf_of);
+    // Counted for the metric as SqlStore::AppendEventLocked counts them.
+    if (e.type == ledger::event::kStaleWriteRejected) db().Tally();
   }
   // In the batch's order: a run's events read in the order they happened.
-  ASSIGN_OR_RETURN(s, db().Prepare(
-      "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details) "
-      "SELECT x.at, x.type, x.job, x.run_id, x.run_key, x.actor, x.reason, x.details "
-      "FROM json_to_recordset(?1::json) AS x(n bigint, at bigint, type text, job text, "
-      "run_id bigint, run_key text, actor text, reason text, details text) ORDER BY x.n"));
+  const bool callers = HasCallers();  // else: acting as a release before schema 11
+  ASSIGN_OR_RETURN(
+      s, db().Prepare(fmt::format(
+             "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details{}) "
+             "SELECT x.at, x.type, x.job, x.run_id, x.run_key, x.actor, x.reason, x.details{} "
+             "FROM json_to_recordset(?1::json) AS x(n bigint, at bigint, type text, "
+             "job text, run_id bigint, run_key text, actor text, reason text, details text, "
+             "on_behalf_of text) ORDER BY x.n",
+             callers ? ", on_behalf_of" : "", callers ? ", x.on_behalf_of" : "")));
   s.Bind(1, std::move(rows).Take());
   return s.Run();
 }
@@ -339,12 +346,16 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     }
   }
   {
-    ASSIGN_OR_RETURN(s, db().Prepare(
-        "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
-        "action_event_id) SELECT x.id, x.number, x.token, ?1, ?2, x.action "
-        "FROM json_to_recordset(?3::json) AS x(id bigint, number bigint, token bigint, "
-        "action bigint)"));
-    s.Bind(1, p.node).Bind(2, Ms(now)).Bind(3, std::move(attempts).Take());
+    // ?4 is cast so that it is typed also where it is not inserted (a test
+    // acting as a release before schema 11).
+    ASSIGN_OR_RETURN(
+        s, db().Prepare(fmt::format(
+               "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
+               "action_event_id{}) SELECT x.id, x.number, x.token, ?1, ?2, x.action{} "
+               "FROM json_to_recordset(?3::json) AS x(id bigint, number bigint, token bigint, "
+               "action bigint) WHERE ?4::text IS NOT NULL",
+               HasCallers() ? ", claimant" : "", HasCallers() ? ", ?4" : "")));
+    s.Bind(1, p.node).Bind(2, Ms(now)).Bind(3, std::move(attempts).Take()).Bind(4, p.claimant);
     RETURN_IF_ERROR(s.Run());
   }
   if (!first_steps.empty()) {

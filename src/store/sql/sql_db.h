@@ -11,12 +11,14 @@
 #ifndef CRONLEDGER_STORE_SQL_SQL_DB_H_
 #define CRONLEDGER_STORE_SQL_SQL_DB_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "cronledger/status.h"
 
@@ -177,8 +179,26 @@ class Db {
   // Runs the hook, if any, for `sql`.
   Status BeforeStatement(std::string_view sql) { return hook_ ? hook_(sql) : Status::Ok(); }
 
+  // A count of something written that is true only once it is committed
+  // (the store's refused stale writes, for a metric): Tally() inside a
+  // Transaction counts at its COMMIT and not at all if it rolls back;
+  // outside one, at once. Tallied() may be read from any thread.
+  void Tally() {
+    if (in_transaction_) {
+      ++uncommitted_tally_;
+    } else {
+      tally_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  int64_t Tallied() const { return tally_.load(std::memory_order_relaxed); }
+
  private:
+  friend class Transaction;
+
   StatementHook hook_;
+  bool in_transaction_ = false;
+  int64_t uncommitted_tally_ = 0;
+  std::atomic<int64_t> tally_{0};
 };
 
 // Begin() opens a write transaction; rolled back unless Commit() succeeded.
@@ -188,17 +208,24 @@ class Transaction {
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   ~Transaction() {
-    if (open_) db_.Rollback();
+    if (!open_) return;
+    db_.Rollback();
+    db_.in_transaction_ = false;
+    db_.uncommitted_tally_ = 0;
   }
 
   Status Begin(WriteKind kind = WriteKind::kSerial) {
     if (Status s = db_.Begin(kind); !s.ok()) return s;
     open_ = true;
+    db_.in_transaction_ = true;
+    db_.uncommitted_tally_ = 0;
     return Status::Ok();
   }
   Status Commit() {
     if (Status s = db_.Commit(); !s.ok()) return s;
     open_ = false;
+    db_.in_transaction_ = false;
+    db_.tally_.fetch_add(std::exchange(db_.uncommitted_tally_, 0), std::memory_order_relaxed);
     return Status::Ok();
   }
 

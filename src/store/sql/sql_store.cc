@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cronledger/schedule.h"
+#include "ledger/names.h"
 #include "store/definition_diff.h"
 #include "store/sql/sql_util.h"
 
@@ -62,6 +63,7 @@ void SqlStore::SetStatementHook(sql::StatementHook hook) {
 Status SqlStore::Migrate(std::span<const Migration> migrations, int schema_version,
                          int compatible_from_written, std::string_view where,
                          const std::function<Status()>& verify) {
+  schema_version_ = schema_version;
   Db& d = *db_;
   Transaction tx(d);
   RETURN_IF_ERROR(tx.Begin());
@@ -107,6 +109,45 @@ Status SqlStore::Migrate(std::span<const Migration> migrations, int schema_versi
   return tx.Commit();
 }
 
+Status SqlStore::RequireSchema(int schema_version, std::string_view where) {
+  schema_version_ = schema_version;
+  int version = 0;
+  int compatible_from = 0;
+  {
+    auto s = db_->Prepare("SELECT version, compatible_from FROM schema_meta");
+    Result<bool> row = s.ok() ? s->Step() : Result<bool>(s.status());
+    if (!row.ok() && (row.status().code() == StatusCode::kUnavailable ||
+                      row.status().code() == StatusCode::kIOError)) {
+      return row.status();
+    }
+    if (!row.ok() || !*row) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("{} holds no cronledger ledger (no schema), and a read-only "
+                                "command does not write one: start `cronledger serve` with this "
+                                "config first",
+                                where));
+    }
+    version = static_cast<int>(s->Int(0));
+    compatible_from = static_cast<int>(s->Int(1));
+  }
+  if (compatible_from > schema_version) {
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("the database {} has schema version {} and needs cronledger with "
+                              "schema version {} or newer; this cronledger {} has schema "
+                              "version {}: upgrade cronledger",
+                              where, version, compatible_from, CRONLEDGER_VERSION, schema_version));
+  }
+  if (version < schema_version) {
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("the database {} has schema version {}, older than this "
+                              "cronledger's {}, and a read-only command does not migrate it: "
+                              "start `cronledger serve` of this release (it migrates at start), "
+                              "then run this again",
+                              where, version, schema_version));
+  }
+  return Status::Ok();
+}
+
 Result<SchemaInfo> SqlStore::GetSchemaInfo() {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(s, db_->Prepare("SELECT version, compatible_from FROM schema_meta"));
@@ -117,10 +158,10 @@ Result<SchemaInfo> SqlStore::GetSchemaInfo() {
 
 namespace {
 
-constexpr int kEventColumns = 8;
+constexpr int kEventColumns = 9;
 
 // `e` must outlive the statement's run (its text is bound in place).
-void BindEvent(Stmt& s, int first, const EventRecord& e) {
+void BindEvent(Stmt& s, int first, const EventRecord& e, bool callers) {
   const auto text_or_null = [&](int i, const std::string& v) {
     if (v.empty()) {
       s.Bind(i, std::nullopt);
@@ -136,25 +177,34 @@ void BindEvent(Stmt& s, int first, const EventRecord& e) {
   text_or_null(first + 6, e.reason);
   s.BindInPlace(first + 7,
                 e.details.empty() ? std::string_view("{}") : std::string_view(e.details));
+  if (callers) text_or_null(first + 8, e.on_behalf_of);
 }
 
 constexpr std::string_view kEventInsert =
+    "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details, on_behalf_of) "
+    "VALUES ";
+// Before schema 11 (a test acting as an earlier release).
+constexpr std::string_view kEventInsertBefore11 =
     "INSERT INTO events (at, type, job, run_id, run_key, actor, reason, details) VALUES ";
 
 }  // namespace
 
 Status SqlStore::InsertEventLocked(const EventRecord& e) {
-  return InsertRowsLocked(kEventInsert, kEventColumns, 1,
-                          [&](Stmt& s, int first, std::size_t) { BindEvent(s, first, e); });
+  const bool callers = HasCallers();
+  return InsertRowsLocked(
+      callers ? kEventInsert : kEventInsertBefore11, callers ? kEventColumns : kEventColumns - 1, 1,
+      [&](Stmt& s, int first, std::size_t) { BindEvent(s, first, e, callers); });
 }
 
 Status SqlStore::AppendEventLocked(const EventRecord& e) {
+  if (e.type == ledger::event::kStaleWriteRejected) db_->Tally();
   if (held_events_ == nullptr) return InsertEventLocked(e);
   held_events_->push_back(e);
   return Status::Ok();
 }
 
 Status SqlStore::AppendEventLocked(EventRecord&& e) {
+  if (e.type == ledger::event::kStaleWriteRejected) db_->Tally();
   if (held_events_ == nullptr) return InsertEventLocked(e);
   held_events_->push_back(std::move(e));
   return Status::Ok();
@@ -163,10 +213,11 @@ Status SqlStore::AppendEventLocked(EventRecord&& e) {
 Status SqlStore::FlushHeldEventsLocked() {
   if (held_events_ == nullptr || held_events_->empty()) return Status::Ok();
   const std::vector<EventRecord> events = std::exchange(*held_events_, {});
-  return InsertRowsLocked(kEventInsert, kEventColumns, events.size(),
-                          [&](Stmt& s, int first, std::size_t i) {
-                            BindEvent(s, first, events[i]);
-                          });
+  const bool callers = HasCallers();
+  return InsertRowsLocked(
+      callers ? kEventInsert : kEventInsertBefore11, callers ? kEventColumns : kEventColumns - 1,
+      events.size(),
+      [&](Stmt& s, int first, std::size_t i) { BindEvent(s, first, events[i], callers); });
 }
 
 Status SqlStore::InsertRowsLocked(std::string_view head, int columns, std::size_t rows,
@@ -734,6 +785,7 @@ Status SqlStore::JobSetPaused(const PauseParams& p) {
   e.type = p.paused ? ledger::event::kPaused : ledger::event::kResumed;
   e.job = p.job.value_or("");
   e.actor = p.actor;
+  e.on_behalf_of = p.on_behalf_of;
   e.reason = p.reason;
   e.details = nlohmann::json{{"scope", p.job ? "job" : "all"}}.dump();
   RETURN_IF_ERROR(AppendEventLocked(e));
@@ -822,7 +874,8 @@ Result<std::vector<EventRecord>> SqlStore::EventList(const EventQuery& q) {
   // Without `since`: the newest `limit`; with it: the first `limit` from then.
   std::string sql =
       "SELECT id, at, type, coalesce(job, ''), run_id, coalesce(run_key, ''), actor, "
-      "coalesce(reason, ''), details FROM events WHERE 1 = 1";
+      "coalesce(reason, ''), details, " +
+      std::string(HasCallers() ? "coalesce(on_behalf_of, '')" : "''") + " FROM events WHERE 1 = 1";
   if (q.job) sql += " AND job = ?1";
   // A run's history includes the actions over many runs that covered it.
   if (q.run_id) {

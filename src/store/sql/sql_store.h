@@ -71,6 +71,7 @@ class SqlStore : public Store {
   Status EventAppend(const EventRecord& e) override;
   Status EventAppendAll(const std::vector<EventRecord>& events) override;
   Result<std::vector<EventRecord>> EventList(const EventQuery& q) override;
+  int64_t StaleWritesRejected() const override { return db_->Tallied(); }
 
   Result<JobStats> StatsGet(const StatsParams& p) override;
   Result<LedgerMetrics> MetricsGet(const LedgerMetricsParams& p) override;
@@ -138,6 +139,13 @@ class SqlStore : public Store {
   Status Migrate(std::span<const Migration> migrations, int schema_version,
                  int compatible_from, std::string_view where,
                  const std::function<Status()>& verify = nullptr);
+  // What a read-only open checks instead, writing nothing: the database
+  // holds a ledger (kFailedPrecondition for an empty one) whose schema is
+  // neither older than `schema_version` (a read-only command does not
+  // migrate) nor too new for it.
+  Status RequireSchema(int schema_version, std::string_view where);
+  // Schema 11: attempts.claimant and events.on_behalf_of.
+  bool HasCallers() const { return schema_version_ >= 11; }
 
   // After CopyLedger wrote explicit row ids: whatever the engine needs so
   // that new rows get ids above them (PostgreSQL's identity sequences).
@@ -313,6 +321,9 @@ class SqlStore : public Store {
   Status InsertEventLocked(const EventRecord& e);
   Status FlushHeldEventsLocked();
   std::vector<EventRecord>* held_events_ = nullptr;  // see HeldEvents
+  // The schema this store writes and reads as (Migrate, RequireSchema): a
+  // test acting as an earlier release leaves out the columns it lacks.
+  int schema_version_ = 1 << 20;
 };
 
 }  // namespace cronledger::store

@@ -591,8 +591,8 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
                          {"to", ledger::Name(out.run_state)},
                          {"still_in_doubt", out.still_in_doubt}};
   if (redo_from) details["redo_from_step"] = *redo_from;
-  const EventRecord ev = ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->RunKey(),
-                                     p.actor, p.reason, now, details);
+  const EventRecord ev =
+      ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->RunKey(), p, now, details);
   if (out.run_state == ledger::RunState::kPending) {
     const int64_t ids[] = {p.run_id};
     RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());
@@ -633,8 +633,8 @@ Status SqlStore::RunResolve(const RunResolveParams& p) {
     RETURN_IF_ERROR(s.Run());
   }
   const EventRecord ev =
-      ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->RunKey(), p.actor, p.reason,
-                  now, {{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
+      ActionEvent(ledger::event::kResolve, run->job, p.run_id, run->RunKey(), p, now,
+                  {{"as", store::Name(p.as)}, {"from", "unknown"}, {"to", ledger::Name(to)}});
   if (to == ledger::RunState::kPending) {
     const int64_t ids[] = {p.run_id};
     RETURN_IF_ERROR(AppendActionLocked(ev, ids).status());

@@ -321,14 +321,18 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
       out.push_back(std::move(claimed));
     }
   }
+  const bool callers = HasCallers();
   RETURN_IF_ERROR(InsertRowsLocked(
-      "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
-      "action_event_id) VALUES ",
-      6, attempts.size(), [&](sql::Stmt& s, int first, std::size_t i) {
+      callers ? "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
+                "action_event_id, claimant) VALUES "
+              : "INSERT INTO attempts (run_id, number, fencing_token, node, started_at, "
+                "action_event_id) VALUES ",
+      callers ? 7 : 6, attempts.size(), [&](sql::Stmt& s, int first, std::size_t i) {
         const NewAttempt& a = attempts[i];
         s.Bind(first, a.run_id).Bind(first + 1, int64_t{a.attempt}).Bind(first + 2, a.token)
             .BindInPlace(first + 3, p.node).Bind(first + 4, Ms(now))
             .BindOptional(first + 5, a.action_event_id);
+        if (callers) s.BindInPlace(first + 6, p.claimant);
       }));
   RETURN_IF_ERROR(InsertRowsLocked(
       "INSERT INTO run_steps (run_id, step, position, state, attempt, updated_at) VALUES ", 6,
@@ -728,11 +732,15 @@ Result<std::vector<ExpiredLease>> SqlStore::RunListExpiredLeases(std::optional<I
 
 Result<RunLease> SqlStore::RunGetLease(int64_t run_id) {
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
-      "SELECT {}, lease_token, lease_node, budget_attempts, coalesce(budget_started_at, 0), "
-      "(SELECT step FROM run_steps WHERE run_id = runs.id AND state = 'running' LIMIT 1), "
-      "lease_expires_at FROM runs WHERE id = ?",
-      kRunColumns)));
+  ASSIGN_OR_RETURN(
+      s, db_->Prepare(fmt::format(
+             "SELECT {}, lease_token, lease_node, budget_attempts, coalesce(budget_started_at, 0), "
+             "(SELECT step FROM run_steps WHERE run_id = runs.id AND state = 'running' LIMIT 1), "
+             "lease_expires_at, {} FROM runs WHERE id = ?",
+             kRunColumns,
+             HasCallers() ? "coalesce((SELECT claimant FROM attempts WHERE fencing_token = "
+                            "runs.lease_token), '')"
+                          : "''")));
   s.Bind(1, run_id);
   ASSIGN_OR_RETURN(row, s.Step());
   if (!row) return NotFound(fmt::format("no run with id {}", run_id));
@@ -748,6 +756,7 @@ Result<RunLease> SqlStore::RunGetLease(int64_t run_id) {
   l.budget_started_at = FromMs(s.Int(17));
   l.running_step = s.Text(18);
   l.expires_at = FromMs(s.Int(19));
+  l.claimant = s.Text(20);
   l.attempt = l.run.attempts;
   return l;
 }
@@ -774,8 +783,8 @@ Status SqlStore::RunRetry(const OperatorParams& p) {
                               p.run_id, state));
   }
   RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
-  const EventRecord e = ActionEvent(ledger::event::kRetry, job, p.run_id, run_key, p.actor,
-                                    p.reason, now, {{"from", state}});
+  const EventRecord e =
+      ActionEvent(ledger::event::kRetry, job, p.run_id, run_key, p, now, {{"from", state}});
   const int64_t ids[] = {p.run_id};
   RETURN_IF_ERROR(AppendActionLocked(e, ids).status());
   return tx.Commit();
@@ -783,10 +792,12 @@ Status SqlStore::RunRetry(const OperatorParams& p) {
 
 Result<std::vector<AttemptRecord>> SqlStore::AttemptList(int64_t run_id) {
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(s, db_->Prepare(
-      "SELECT number, fencing_token, node, started_at, ended_at, coalesce(end_class, ''), "
-      "exit_status, coalesce(step, ''), coalesce(log_path, ''), coalesce(output_tail, ''), "
-      "action_event_id FROM attempts WHERE run_id = ? ORDER BY number"));
+  ASSIGN_OR_RETURN(
+      s, db_->Prepare(fmt::format(
+             "SELECT number, fencing_token, node, started_at, ended_at, coalesce(end_class, ''), "
+             "exit_status, coalesce(step, ''), coalesce(log_path, ''), coalesce(output_tail, ''), "
+             "action_event_id, {} FROM attempts WHERE run_id = ? ORDER BY number",
+             HasCallers() ? "claimant" : "''")));
   s.Bind(1, run_id);
   std::vector<AttemptRecord> out;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
@@ -802,6 +813,7 @@ Result<std::vector<AttemptRecord>> SqlStore::AttemptList(int64_t run_id) {
     a.log_path = s.Text(8);
     a.output_tail = s.Text(9);
     a.action_event_id = s.OptInt(10);
+    a.claimant = s.Text(11);
     out.push_back(std::move(a));
   }));
   return out;

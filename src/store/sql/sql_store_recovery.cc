@@ -98,7 +98,7 @@ Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
     }
     out.queued.push_back(id);
     if (p.event_type.empty()) continue;
-    const EventRecord e = ActionEvent(p.event_type, p.job, id, run_key, p.actor, p.reason, now,
+    const EventRecord e = ActionEvent(p.event_type, p.job, id, run_key, p, now,
                                       {{"from", from},
                                        {"to", state},
                                        {"business_date", k.business_date},
@@ -173,6 +173,7 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
     e.run_key = run_keys.front().get<std::string>();
   }
   e.actor = p.actor;
+  e.on_behalf_of = p.on_behalf_of;
   e.reason = p.reason;
   e.details = extra.dump();
   ASSIGN_OR_RETURN(event_id, AppendActionLocked(e, out.queued));
@@ -211,9 +212,8 @@ Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
     {
       RETURN_IF_ERROR(RunBackToWork(*db_, r.id, now));
     }
-    const EventRecord e =
-        ActionEvent(ledger::event::kApprove, r.job, r.id, r.RunKey(), p.actor, p.reason, now,
-                    {{"business_date", r.business_date}});
+    const EventRecord e = ActionEvent(ledger::event::kApprove, r.job, r.id, r.RunKey(), p, now,
+                                      {{"business_date", r.business_date}});
     const int64_t ids[] = {r.id};
     RETURN_IF_ERROR(AppendActionLocked(e, ids).status());
     approved.push_back(r.id);
@@ -243,9 +243,8 @@ Status SqlStore::RunCancel(const OperatorParams& p) {
     s.Bind(1, Ms(now)).Bind(2, run.id);
     RETURN_IF_ERROR(s.Run());
   }
-  const EventRecord e =
-      ActionEvent(ledger::event::kCancel, run.job, run.id, run.RunKey(), p.actor, p.reason, now,
-                  {{"from", ledger::Name(run.state)}});
+  const EventRecord e = ActionEvent(ledger::event::kCancel, run.job, run.id, run.RunKey(), p, now,
+                                    {{"from", ledger::Name(run.state)}});
   RETURN_IF_ERROR(AppendEventLocked(e));
   return tx.Commit();
 }

@@ -86,13 +86,15 @@ inline EventRecord RunEvent(Instant at, std::string_view job, int64_t run_id,
 // An operator's or the scanner's action on one run. Bytes in `details` that
 // are not UTF-8 (an effect key comes from a job command) are replaced, not
 // thrown on.
-inline EventRecord ActionEvent(std::string_view type, std::string_view job, int64_t run_id,
-                               std::string_view run_key, std::string_view actor,
-                               std::string_view reason, Instant now,
-                               const nlohmann::json& details) {
-  EventRecord e = RunEvent(now, job, run_id, run_key, actor);
+// `who`: an operator's params (actor, on_behalf_of, reason).
+template <typename Who>
+EventRecord ActionEvent(std::string_view type, std::string_view job, int64_t run_id,
+                        std::string_view run_key, const Who& who, Instant now,
+                        const nlohmann::json& details) {
+  EventRecord e = RunEvent(now, job, run_id, run_key, who.actor);
   e.type = std::string(type);
-  e.reason = std::string(reason);
+  e.on_behalf_of = who.on_behalf_of;
+  e.reason = who.reason;
   e.details = details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return e;
 }
@@ -117,6 +119,7 @@ inline EventRecord EventFromRow(const Stmt& s) {
   e.actor = s.Text(6);
   e.reason = s.Text(7);
   e.details = s.Text(8);
+  e.on_behalf_of = s.Text(9);
   return e;
 }
 

@@ -43,6 +43,7 @@ Result<SqliteBackupReport> BackupSqlite(const std::string& from, const std::stri
   SqliteBackupReport report;
   {
     Connection dst;
+    sqlite::CreateLedgerFile(partial);  // a copy of the ledger: its mode
     if (int rc = sqlite3_open(partial.c_str(), &dst.db); rc != SQLITE_OK) {
       return Status(StatusCode::kIOError, fmt::format("cannot write {}: {}", partial,
                                                       sqlite3_errstr(rc)));

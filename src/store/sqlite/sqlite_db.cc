@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_db.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <sqlite3.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -8,8 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-
-#include <fmt/format.h>
 
 namespace cronledger::store::sqlite {
 namespace {
@@ -125,7 +125,16 @@ void Statement::Reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
+void CreateLedgerFile(const std::string& path) {
+  // ":memory:" and "file:" URIs are SQLite's to interpret.
+  if (path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0) return;
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, kLedgerFileMode);
+  if (fd >= 0) close(fd);
+}
+
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create) {
+  if (create) CreateLedgerFile(path);
   // SQLite's memory statistics take a process-wide mutex on every malloc
   // and free: a tenth of a claim's CPU, for counters nothing reads. Only
   // possible before SQLite initialises; later it is refused and harmless.

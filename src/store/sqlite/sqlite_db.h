@@ -49,9 +49,21 @@ class Statement final : public sql::Statement {
   sqlite3_stmt* stmt_;
 };
 
+// The mode a ledger file is created with: the owner's, readable by its
+// group (as attempt logs are), nobody else's. SQLite itself creates files
+// 0644 and gives a database's -wal and -shm files the database's own mode,
+// so creating the file first with this mode covers all three.
+inline constexpr unsigned kLedgerFileMode = 0640;
+
+// Creates `path` empty with kLedgerFileMode (less the umask) unless it
+// exists; an empty file is an empty SQLite database. Errors are left to
+// SQLite's open, which names them.
+void CreateLedgerFile(const std::string& path);
+
 class Db final : public sql::Db {
  public:
-  // Opens the database file, creating it when missing if `create` is set.
+  // Opens the database file, creating it (CreateLedgerFile) when missing if
+  // `create` is set.
   static Result<std::unique_ptr<Db>> Open(const std::string& path, bool create = true);
   ~Db() override;
 

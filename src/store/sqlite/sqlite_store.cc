@@ -46,11 +46,20 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& opti
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenOnce(const SqliteOptions& options) {
-  ASSIGN_OR_RETURN(db, sqlite::Db::Open(options.path, options.create_if_missing));
+  ASSIGN_OR_RETURN(db,
+                   sqlite::Db::Open(options.path, options.create_if_missing && !options.read_only));
   sqlite::Db* db_handle = db.get();
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
   sqlite::Db& d = *db_handle;
   RETURN_IF_ERROR(d.Exec(fmt::format("PRAGMA busy_timeout = {}", options.busy_timeout.count())));
+  const int version = options.schema_version > 0 ? options.schema_version : kSqliteSchemaVersion;
+  if (options.read_only) {
+    RETURN_IF_ERROR(store->RequireSchema(version, options.path));
+    RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = ON"));
+    RETURN_IF_ERROR(d.Exec("PRAGMA query_only = ON"));
+    d.SetStatementHook(options.statement_hook);
+    return store;
+  }
   // Only a file not yet in WAL mode needs the exclusive lock of the switch.
   bool wal = false;
   {
@@ -66,7 +75,6 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenOnce(const SqliteOptions& 
   // SQLite's documentation does it. Before the commit, every reference is
   // checked instead.
   RETURN_IF_ERROR(d.Exec("PRAGMA foreign_keys = OFF"));
-  const int version = options.schema_version > 0 ? options.schema_version : kSqliteSchemaVersion;
   RETURN_IF_ERROR(store->Migrate(MigrationsThrough(kSqliteMigrations, version), version,
                                   kSqliteCompatibleFrom, options.path,
                                   [&d] { return CheckForeignKeys(d); }));

@@ -18,6 +18,11 @@ struct SqliteOptions {
   // false: a missing file is kUnavailable instead of a new, empty ledger
   // (read-only commands must not invent one from a mistyped path).
   bool create_if_missing = true;
+  // Read-only commands: nothing is ever written, not even the schema or
+  // WAL mode (an empty or older file is refused instead, RequireSchema),
+  // and the connection refuses writes (PRAGMA query_only). Implies
+  // create_if_missing = false.
+  bool read_only = false;
   // Fault injection for tests: runs before every SQL statement.
   sqlite::StatementHook statement_hook;
   // Tests: act as an older release would, migrating only this far (0: this
@@ -27,7 +32,7 @@ struct SqliteOptions {
 
 // The schema version this binary writes, and the oldest schema version a
 // binary must have to use a database this binary has migrated.
-inline constexpr int kSqliteSchemaVersion = 10;
+inline constexpr int kSqliteSchemaVersion = 11;
 inline constexpr int kSqliteCompatibleFrom = 1;
 
 // Several processes may share the file; SQLite's locking and the busy
