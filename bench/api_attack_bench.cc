@@ -5,18 +5,16 @@
 // token. Target: p99 under attack at most 2x the idle p99, and a
 // kept-alive call's p50 under 5 ms (no delayed-ACK stalls).
 //
-//   bench/run.sh api_attack [--cronledger PATH] [--calls N]
+//   bench/run.sh api-attack [--cronledger PATH] [--calls N] [--rounds N] [--control]
 //
 // Runs the `cronledger` it is given (default: the bench build's) as a real
 // `serve` on a fresh SQLite ledger with one external job due every second,
 // claims a run with a worker token, and times N calls of each kind on one
 // kept-alive connection per kind (and healthz on a new connection each
 // time, as a load balancer probes). Prints one line per kind and phase.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -30,12 +28,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench_util.h"
+#include "common/raw_socket.h"
 #include "cronledger/clock.h"
 
 namespace cronledger {
@@ -52,7 +52,10 @@ constexpr const char* kSecret = "api-attack-bench-worker-secret-0123456789";
 
 struct Options {
   std::string cronledger = CRONLEDGER_BENCH_BIN;
-  int calls = 300;
+  int calls = 1000;
+  int rounds = 6;
+  // Both phases idle: what the phase order alone does to the figures.
+  bool control = false;
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -63,11 +66,16 @@ Options ParseArgs(int argc, char** argv) {
       o.cronledger = argv[++i];
     } else if (a == "--calls" && i + 1 < argc) {
       o.calls = std::atoi(argv[++i]);
+    } else if (a == "--rounds" && i + 1 < argc) {
+      o.rounds = std::atoi(argv[++i]);
+    } else if (a == "--control") {
+      o.control = true;
     } else {
-      Die("unknown argument " + a + " (--cronledger PATH, --calls N)");
+      Die("unknown argument " + a + " (--cronledger PATH, --calls N, --rounds N, --control)");
     }
   }
   if (o.calls < 10) Die("--calls must be at least 10");
+  if (o.rounds < 1) Die("--rounds must be at least 1");
   return o;
 }
 
@@ -81,19 +89,6 @@ std::string ReadFile(const std::string& path) {
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 class Serve {
@@ -209,9 +204,49 @@ Phase Measure(int port, const json& claim, int calls) {
   return p;
 }
 
+void Append(Phase& into, const Phase& from) {
+  into.heartbeat.insert(into.heartbeat.end(), from.heartbeat.begin(), from.heartbeat.end());
+  into.effect.insert(into.effect.end(), from.effect.begin(), from.effect.end());
+  into.health.insert(into.health.end(), from.health.begin(), from.health.end());
+  into.unanswered += from.unanswered;
+}
+
+// 200 connections that send nothing and 50 that send a header byte every
+// 4 s, held open from construction to destruction, without a token.
+class Attack {
+ public:
+  explicit Attack(int port) {
+    for (int i = 0; i < 250; ++i) {
+      sockets_.emplace_back(port);
+      if (!sockets_.back().connected()) Die("the attacker could not connect");
+    }
+    trickle_ = std::thread([this] {
+      for (int tick = 0; !done_; ++tick) {
+        if (tick % 40 == 0) {
+          for (int i = 200; i < 250; ++i) sockets_[i].Send("G");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    // Until the server has accepted them all.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ~Attack() {
+    done_ = true;
+    trickle_.join();
+  }
+
+ private:
+  std::vector<testing::RawSocket> sockets_;
+  std::atomic<bool> done_{false};
+  std::thread trickle_;
+};
+
+double P99(const std::vector<double>& v) { return Percentile(v, 0.99); }
+
 void Print(const char* phase, const char* kind, const std::vector<double>& v) {
   std::printf("%-8s %-10s p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", phase, kind,
-              Percentile(v, 0.50), Percentile(v, 0.99), Percentile(v, 1.0));
+              Percentile(v, 0.50), P99(v), Percentile(v, 1.0));
 }
 
 int Main(int argc, char** argv) {
@@ -230,33 +265,38 @@ int Main(int argc, char** argv) {
   const json claim = json::parse(claimed->body)["run"];
   if (claim.is_null()) Die("nothing to claim");
 
-  const Phase idle = Measure(port, claim, opt.calls);
-
-  std::vector<int> sockets;
-  for (int i = 0; i < 250; ++i) {
-    const int fd = Connect(port);
-    if (fd < 0) Die("the attacker could not connect");
-    sockets.push_back(fd);
-  }
-  std::atomic<bool> done{false};
-  std::thread trickle([&] {
-    for (int tick = 0; !done; ++tick) {
-      if (tick % 40 == 0) {
-        for (int i = 200; i < 250; ++i) send(sockets[i], "G", 1, MSG_NOSIGNAL);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const Phase attacked = Measure(port, claim, opt.calls);
-  done = true;
-  trickle.join();
-  for (int fd : sockets) close(fd);
-
   std::printf(
-      "api_attack_bench: %s, %d calls of each kind per phase, attack = 200 idle + 50 "
-      "slow connections\n",
-      opt.cronledger.c_str(), opt.calls);
+      "api_attack_bench: %s, %d rounds of %d calls of each kind per phase, attack = 200 idle "
+      "+ 50 slow connections%s; odd rounds idle first, even rounds attacked first\n",
+      opt.cronledger.c_str(), opt.rounds, opt.calls,
+      opt.control ? " (--control: no attack is made)" : "");
+  // The phases alternate in order so that what grows with the ledger (the
+  // WAL before a checkpoint, the effects table) weighs on both alike.
+  Phase idle, attacked;
+  for (int round = 1; round <= opt.rounds; ++round) {
+    Phase quiet, loud;
+    const auto measure_attacked = [&] {
+      std::optional<Attack> attack;
+      if (!opt.control) attack.emplace(port);
+      loud = Measure(port, claim, opt.calls);
+    };
+    if (round % 2 == 1) {
+      quiet = Measure(port, claim, opt.calls);
+      measure_attacked();
+    } else {
+      measure_attacked();
+      quiet = Measure(port, claim, opt.calls);
+    }
+    std::printf(
+        "round %d (%s first): p99 idle / attacked: heartbeat %.3f / %.3f  effect %.3f / %.3f  "
+        "healthz %.3f / %.3f ms\n",
+        round, round % 2 == 1 ? "idle" : "attacked", P99(quiet.heartbeat), P99(loud.heartbeat),
+        P99(quiet.effect), P99(loud.effect), P99(quiet.health), P99(loud.health));
+    Append(idle, quiet);
+    Append(attacked, loud);
+  }
+
+  std::printf("all rounds:\n");
   Print("idle", "heartbeat", idle.heartbeat);
   Print("idle", "effect", idle.effect);
   Print("idle", "healthz", idle.health);
@@ -269,9 +309,8 @@ int Main(int argc, char** argv) {
       idle.unanswered, attacked.unanswered, 3 * idle.heartbeat.size(),
       3 * attacked.heartbeat.size());
   std::printf("ratio p99 attacked/idle: heartbeat %.2f  effect %.2f  healthz %.2f\n",
-              Percentile(attacked.heartbeat, 0.99) / Percentile(idle.heartbeat, 0.99),
-              Percentile(attacked.effect, 0.99) / Percentile(idle.effect, 0.99),
-              Percentile(attacked.health, 0.99) / Percentile(idle.health, 0.99));
+              P99(attacked.heartbeat) / P99(idle.heartbeat),
+              P99(attacked.effect) / P99(idle.effect), P99(attacked.health) / P99(idle.health));
   std::filesystem::remove_all(tmpl);
   return 0;
 }

@@ -42,6 +42,8 @@
 #   api-attack          heartbeat, effect and /healthz latency of a real serve,
 #                       idle and with 200 idle + 50 slow connections open
 #                       (bench/api_attack_bench.cc; its own flags: --calls N,
+#                       --rounds N (phases alternate in order), --control
+#                       (no attack: what the order alone does),
 #                       --cronledger PATH to measure another build)
 #   pg                  PostgreSQL (durable server of its own): cronledger 1x8 and
 #                       2x4 claim + complete throughput, graphile-worker and

@@ -27,6 +27,7 @@
 #include "api/auth.h"
 #include "api/credential.h"
 #include "api/operator_api.h"
+#include "common/raw_socket.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
 #include "cronledger/clock.h"
@@ -38,89 +39,10 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::RawSocket;
+using testing::StatusOf;
 
 constexpr const char* kOperatorSecret = "operator-secret-0123456789abcdef";
-
-// A client socket written and read by hand.
-class RawClient {
- public:
-  explicit RawClient(int port, const std::string& host = "127.0.0.1") {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, host.c_str(), &a.sin_addr);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~RawClient() {
-    if (fd_ >= 0) close(fd_);
-  }
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
-
-  bool connected() const { return connected_; }
-  int fd() const { return fd_; }
-
-  // False when the server closed or reset the connection.
-  bool Send(const std::string& bytes) {
-    std::size_t sent = 0;
-    while (sent < bytes.size()) {
-      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      sent += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-
-  // What the server sent within `wait`, until it has sent a whole
-  // response head and `Content-Length` bytes, or closed.
-  std::string ReadResponse(milliseconds wait = milliseconds(10000)) {
-    std::string got;
-    const auto until = RealClock().Now() + wait;
-    while (RealClock().Now() < until) {
-      if (Complete(got)) break;
-      pollfd p{fd_, POLLIN, 0};
-      const auto left = std::chrono::duration_cast<milliseconds>(until - RealClock().Now());
-      if (poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      got.append(buf, static_cast<std::size_t>(n));
-    }
-    return got;
-  }
-
-  // Whether the server closed the connection within `wait` (a read that
-  // returns 0 or an error), draining whatever it sent first.
-  bool ClosedWithin(milliseconds wait) {
-    const auto until = RealClock().Now() + wait;
-    while (RealClock().Now() < until) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 50) <= 0) continue;
-      char buf[4096];
-      if (recv(fd_, buf, sizeof buf, 0) <= 0) return true;
-    }
-    return false;
-  }
-
- private:
-  static bool Complete(const std::string& got) {
-    const std::size_t end = got.find("\r\n\r\n");
-    if (end == std::string::npos) return false;
-    const std::size_t cl = got.find("Content-Length: ");
-    if (cl == std::string::npos || cl > end) return true;
-    const std::size_t length = std::stoul(got.substr(cl + 16));
-    return got.size() >= end + 4 + length;
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-};
-
-int StatusOf(const std::string& response) {
-  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
-  return std::stoi(response.substr(9, 3));
-}
 
 std::string BodyOf(const std::string& response) {
   const std::size_t end = response.find("\r\n\r\n");
@@ -209,7 +131,7 @@ TEST_F(HttpServerTest, ABodyWithoutACredentialTheRouteAcceptsIsNeverRead) {
   for (const std::string& auth :
        {std::string(""), std::string("Authorization: Bearer wrong-secret\r\n")}) {
     for (const char* path : {"/v1/pause", "/v1/effects/commit"}) {
-      RawClient c(port());
+      RawSocket c(port());
       ASSERT_TRUE(c.connected());
       ASSERT_TRUE(c.Send(Post(path, auth + "Content-Length: 1073741824\r\n")));
       const std::string r = c.ReadResponse();
@@ -219,15 +141,15 @@ TEST_F(HttpServerTest, ABodyWithoutACredentialTheRouteAcceptsIsNeverRead) {
     }
   }
   // Chunked, compressed: the same, before any chunk is read.
-  RawClient chunked(port());
+  RawSocket chunked(port());
   ASSERT_TRUE(chunked.Send(Post("/v1/backfill", "Transfer-Encoding: chunked\r\n")));
   EXPECT_EQ(StatusOf(chunked.ReadResponse()), 401);
-  RawClient gzip(port());
+  RawSocket gzip(port());
   ASSERT_TRUE(
       gzip.Send(Post("/v1/backfill", "Content-Encoding: gzip\r\nContent-Length: 99999\r\n")));
   EXPECT_EQ(StatusOf(gzip.ReadResponse()), 401);
   // A step's per-attempt credential is no key to the operator routes' bodies.
-  RawClient step(port());
+  RawSocket step(port());
   ASSERT_TRUE(step.Send(Post("/v1/pause", "Authorization: Bearer " + credentials_.Issue(1, 1) +
                                               "\r\nContent-Length: 1000000\r\n")));
   EXPECT_EQ(StatusOf(step.ReadResponse()), 403);
@@ -236,7 +158,7 @@ TEST_F(HttpServerTest, ABodyWithoutACredentialTheRouteAcceptsIsNeverRead) {
 TEST_F(HttpServerTest, CompressedBodiesAreRefusedAndUnknownCodingsToo) {
   Start();
   const std::string auth = std::string("Authorization: Bearer ") + kOperatorSecret + "\r\n";
-  RawClient gzip(port());
+  RawSocket gzip(port());
   ASSERT_TRUE(
       gzip.Send(Post("/v1/pause", auth + "Content-Encoding: gzip\r\nContent-Length: 4\r\n") +
                 "\x1f\x8b\x08\x00"));
@@ -245,7 +167,7 @@ TEST_F(HttpServerTest, CompressedBodiesAreRefusedAndUnknownCodingsToo) {
   EXPECT_NE(BodyOf(r).find("\"unsupported_encoding\""), std::string::npos) << r;
   EXPECT_NE(BodyOf(r).find("Content-Encoding \\\"gzip\\\""), std::string::npos) << r;
 
-  RawClient coded(port());
+  RawSocket coded(port());
   ASSERT_TRUE(coded.Send(Post("/v1/pause", auth + "Transfer-Encoding: gzip, chunked\r\n")));
   EXPECT_EQ(StatusOf(coded.ReadResponse()), 415);
 }
@@ -255,7 +177,7 @@ TEST_F(HttpServerTest, AChunkedBodyIsCappedAtMaxBodyAfterDecoding) {
   limits.max_body = 64 * 1024;
   Start(limits);
   const std::string auth = std::string("Authorization: Bearer ") + kOperatorSecret + "\r\n";
-  RawClient big(port());
+  RawSocket big(port());
   ASSERT_TRUE(big.Send(Post("/v1/pause", auth + "Transfer-Encoding: chunked\r\n")));
   const std::string chunk(8 * 1024, 'x');
   bool refused_early = false;
@@ -269,7 +191,7 @@ TEST_F(HttpServerTest, AChunkedBodyIsCappedAtMaxBodyAfterDecoding) {
 
   // Under the cap, a chunked body reaches the route whole: the route's
   // own refusal of it (no job named "nope") proves it was read.
-  RawClient small(port());
+  RawSocket small(port());
   const std::string body = R"({"job": "nope", "reason": "test"})";
   ASSERT_TRUE(small.Send(Post("/v1/pause", auth + "Transfer-Encoding: chunked\r\n") +
                          fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body)));
@@ -277,7 +199,7 @@ TEST_F(HttpServerTest, AChunkedBodyIsCappedAtMaxBodyAfterDecoding) {
   EXPECT_NE(BodyOf(answered).find("nope"), std::string::npos) << answered;
 
   // A declared length over the cap is refused from the headers.
-  RawClient declared(port());
+  RawSocket declared(port());
   ASSERT_TRUE(declared.Send(Post("/v1/pause", auth + "Content-Length: 65537\r\n")));
   EXPECT_EQ(StatusOf(declared.ReadResponse()), 413);
 }
@@ -289,13 +211,13 @@ TEST_F(HttpServerTest, IdleAndSlowConnectionsHoldNoThread) {
   // 200 connections that send nothing, and 50 that send their headers a
   // byte at a time: with a thread per connection, two threads would be
   // held and nothing else answered.
-  std::vector<std::unique_ptr<RawClient>> idle, slow;
+  std::vector<std::unique_ptr<RawSocket>> idle, slow;
   for (int i = 0; i < 200; ++i) {
-    idle.push_back(std::make_unique<RawClient>(port()));
+    idle.push_back(std::make_unique<RawSocket>(port()));
     ASSERT_TRUE(idle.back()->connected());
   }
   for (int i = 0; i < 50; ++i) {
-    slow.push_back(std::make_unique<RawClient>(port()));
+    slow.push_back(std::make_unique<RawSocket>(port()));
     ASSERT_TRUE(slow.back()->Send("G"));
   }
   for (int i = 0; i < 5; ++i) {
@@ -316,7 +238,7 @@ TEST_F(HttpServerTest, IdleAndSlowConnectionsHoldNoThread) {
   // A request not sent whole within request_timeout loses its connection,
   // however steadily it trickles.
   for (auto& s : slow) s->Send("T");
-  RawClient trickle(port());
+  RawSocket trickle(port());
   ASSERT_TRUE(trickle.Send("GET /hea"));
   bool closed = false;
   for (int i = 0; i < 60 && !closed; ++i) {
@@ -331,9 +253,9 @@ TEST_F(HttpServerTest, AtTheConnectionCapTheIdleLongestIsClosedElseTheNewOneGets
   api::HttpLimits limits;
   limits.max_connections = 8;
   Start(limits);
-  std::vector<std::unique_ptr<RawClient>> open;
+  std::vector<std::unique_ptr<RawSocket>> open;
   for (int i = 0; i < 8; ++i) {
-    open.push_back(std::make_unique<RawClient>(port()));
+    open.push_back(std::make_unique<RawSocket>(port()));
     // One at a time, so that their idle ages are in this order.
     for (int t = 0; t < 100 && server_->Connections() < i + 1; ++t) {
       std::this_thread::sleep_for(milliseconds(10));
@@ -352,13 +274,13 @@ TEST_F(HttpServerTest, AtTheConnectionCapTheIdleLongestIsClosedElseTheNewOneGets
     std::this_thread::sleep_for(milliseconds(10));
   }
   for (int i = 0; i < 8; ++i) {
-    open.push_back(std::make_unique<RawClient>(port()));
+    open.push_back(std::make_unique<RawSocket>(port()));
     ASSERT_TRUE(open.back()->Send("GET /healthz HTTP/1.1\r\n"));
   }
   for (int t = 0; t < 200 && server_->Connections() < 8; ++t) {
     std::this_thread::sleep_for(milliseconds(10));
   }
-  RawClient refused(port());
+  RawSocket refused(port());
   const std::string r = refused.ReadResponse();
   EXPECT_EQ(StatusOf(r), 503) << r;
   EXPECT_NE(BodyOf(r).find("server.max_connections"), std::string::npos) << r;
@@ -390,20 +312,20 @@ TEST_F(HttpServerTest, OneNonLoopbackPeerHoldsAtMostItsShareAndLoopbackIsNotCoun
   api::HttpLimits limits;
   limits.max_connections_per_peer = 4;
   Start(limits, 2, "0.0.0.0:0");
-  std::vector<std::unique_ptr<RawClient>> remote;
+  std::vector<std::unique_ptr<RawSocket>> remote;
   for (int i = 0; i < 4; ++i) {
-    remote.push_back(std::make_unique<RawClient>(port(), *address));
+    remote.push_back(std::make_unique<RawSocket>(port(), *address));
     ASSERT_TRUE(remote.back()->Send("GET /healthz HTTP/1.1\r\n"));  // busy, not idle
   }
   for (int t = 0; t < 200 && server_->Connections() < 4; ++t) {
     std::this_thread::sleep_for(milliseconds(10));
   }
-  RawClient fifth(port(), *address);
+  RawSocket fifth(port(), *address);
   EXPECT_EQ(StatusOf(fifth.ReadResponse()), 503);
   // Loopback is not that peer: 20 more from 127.0.0.1 are all served.
-  std::vector<std::unique_ptr<RawClient>> local;
+  std::vector<std::unique_ptr<RawSocket>> local;
   for (int i = 0; i < 20; ++i) {
-    local.push_back(std::make_unique<RawClient>(port()));
+    local.push_back(std::make_unique<RawSocket>(port()));
     ASSERT_TRUE(local.back()->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
     EXPECT_EQ(StatusOf(local.back()->ReadResponse()), 200) << i;
   }
@@ -412,7 +334,7 @@ TEST_F(HttpServerTest, OneNonLoopbackPeerHoldsAtMostItsShareAndLoopbackIsNotCoun
 TEST_F(HttpServerTest, EveryAcceptedConnectionHasTcpNoDelay) {
   Start();
   for (int i = 0; i < 3; ++i) {
-    RawClient c(port());
+    RawSocket c(port());
     ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
     ASSERT_EQ(StatusOf(c.ReadResponse()), 200);
     const auto server_side = ServerSideOf(c.fd());
@@ -426,8 +348,8 @@ TEST_F(HttpServerTest, EveryAcceptedConnectionHasTcpNoDelay) {
 
 TEST_F(HttpServerTest, StopClosesWaitingConnectionsAndJoins) {
   Start();
-  RawClient idle(port());
-  RawClient half(port());
+  RawSocket idle(port());
+  RawSocket half(port());
   ASSERT_TRUE(half.Send("GET /healthz HTTP/1.1\r\n"));
   for (int t = 0; t < 200 && server_->Connections() < 2; ++t) {
     std::this_thread::sleep_for(milliseconds(10));

@@ -10,10 +10,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <sqlite3.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "cli/subprocess.h"
+#include "common/raw_socket.h"
 #include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
@@ -103,21 +102,8 @@ Scrape Request(int port, const std::string& method, const std::string& token) {
 // The status line's code of `request` sent as it is, as curl sends
 // `-X POST` without `-d`: no Content-Length, no body.
 int RawStatus(int port, const std::string& request) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string answer;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-          static_cast<ssize_t>(request.size())) {
-    char buf[4096];
-    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, n);
-  }
-  close(fd);
-  // "HTTP/1.1 405 Method Not Allowed"
-  return answer.size() > 12 ? std::atoi(answer.substr(9, 3).c_str()) : 0;
+  testing::RawSocket s(port);
+  return s.connected() && s.Send(request) ? testing::StatusOf(s.ReadUntilClosed()) : 0;
 }
 
 // "name{labels}" -> value, for every sample line.

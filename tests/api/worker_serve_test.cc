@@ -9,16 +9,12 @@
 // (leap days only, schedule "0 9 29 2 *") and its runs of 2024-02-29
 // released, so serve (on the real clock) has them due at once and nothing
 // else to plan. Node.js is required: without `node` on PATH the tests fail.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +33,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/raw_socket.h"
 #include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
@@ -384,55 +381,6 @@ TEST_F(WorkerServe, AStalledWorkerIsFencedOffAndNothingItWritesLaterIsApplied) {
 
 // ---- the API under attack (docs/api.md, Limits) ---------------------------
 
-// A connected socket to 127.0.0.1:port, or -1.
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& bytes) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    sent += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-// What the server answers within 10 s, read until it closes.
-std::string ReadUntilClosed(int fd) {
-  std::string got;
-  const auto until = RealClock().Now() + std::chrono::seconds(10);
-  while (RealClock().Now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-  return got;
-}
-
-// GET /healthz on a connection of its own: whether it answered 200.
-bool HealthAnswers(int port) {
-  const int fd = Connect(port);
-  if (fd < 0) return false;
-  const bool ok = SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") &&
-                  ReadUntilClosed(fd).rfind("HTTP/1.1 200 ", 0) == 0;
-  close(fd);
-  return ok;
-}
-
 // A kB figure of /proc/PID/status ("VmRSS", "VmHWM").
 int64_t StatusKb(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -449,19 +397,19 @@ int64_t StatusKb(pid_t pid, const std::string& field) {
 // /healthz, all along.
 TEST_F(WorkerServe, IdleAndSlowSocketsStarveNeitherHeartbeatsNorEffectsNorHealth) {
   ASSERT_TRUE(Start(R"("acme")", "5s"));
-  std::vector<int> idle, slow;
-  for (int i = 0; i < 200; ++i) idle.push_back(Connect(port_));
+  std::vector<testing::RawSocket> idle, slow;
+  for (int i = 0; i < 200; ++i) idle.emplace_back(port_);
   for (int i = 0; i < 50; ++i) {
-    slow.push_back(Connect(port_));
-    SendAll(slow.back(), "P");
+    slow.emplace_back(port_);
+    slow.back().Send("P");
   }
-  for (int fd : idle) ASSERT_GE(fd, 0);
+  for (const auto& s : idle) ASSERT_TRUE(s.connected());
   std::atomic<bool> done{false};
   std::thread trickle([&] {
     for (int tick = 1; !done; ++tick) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (tick % 40 == 0) {
-        for (int fd : slow) SendAll(fd, "O");
+        for (auto& s : slow) s.Send("O");
       }
     }
   });
@@ -472,7 +420,7 @@ TEST_F(WorkerServe, IdleAndSlowSocketsStarveNeitherHeartbeatsNorEffectsNorHealth
                     dir_.File("w.log"));
   int answered = 0, unanswered = 0;
   while (!worker.Exited()) {
-    (HealthAnswers(port_) ? answered : unanswered) += 1;
+    (testing::HealthAnswers(port_) ? answered : unanswered) += 1;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   done = true;
@@ -488,9 +436,7 @@ TEST_F(WorkerServe, IdleAndSlowSocketsStarveNeitherHeartbeatsNorEffectsNorHealth
   EXPECT_EQ(One(db_, "SELECT count(*) FROM events WHERE type = 'stale_write_rejected'"), "0");
   EXPECT_EQ(One(db_, "SELECT count(*) FROM effects WHERE state = 'committed'"), "2");
   // The attack is still there: the slow sockets are within request_timeout.
-  for (int fd : slow) EXPECT_TRUE(SendAll(fd, "S"));
-  for (int fd : idle) close(fd);
-  for (int fd : slow) close(fd);
+  for (auto& s : slow) EXPECT_TRUE(s.Send("S"));
 }
 
 // 50 parallel compressed and chunked bodies without a token, and 50
@@ -507,7 +453,7 @@ TEST_F(WorkerServe, FiftyParallelCompressedOrChunkedBodiesCannotExhaustMemory) {
   options.env = {std::string("ASAN_OPTIONS=") + (asan ? asan : "") + ":quarantine_size_mb=1"};
   ASSERT_TRUE(Start(R"("acme")", "30s", options));
   const pid_t pid = serve_.process().pid();
-  ASSERT_TRUE(HealthAnswers(port_));
+  ASSERT_TRUE(testing::HealthAnswers(port_));
   const int64_t before = StatusKb(pid, "VmRSS");
   ASSERT_GT(before, 0);
   const int64_t peak_before = StatusKb(pid, "VmHWM");
@@ -516,21 +462,16 @@ TEST_F(WorkerServe, FiftyParallelCompressedOrChunkedBodiesCannotExhaustMemory) {
   std::vector<std::thread> attackers;
   std::atomic<int> refused{0};
   const auto attack = [&](const std::string& headers) {
-    const int fd = Connect(port_);
-    if (fd < 0) return;
-    SendAll(fd, "POST /v1/claims HTTP/1.1\r\nHost: x\r\n" + headers +
-                    "Transfer-Encoding: chunked\r\n\r\n");
+    testing::RawSocket s(port_);
+    if (!s.connected()) return;
+    s.Send("POST /v1/claims HTTP/1.1\r\nHost: x\r\n" + headers +
+           "Transfer-Encoding: chunked\r\n\r\n");
     // As a client would: until the server answers (its refusal).
     for (int i = 0; i < 64; ++i) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 0) > 0 || !SendAll(fd, chunk)) break;
+      if (s.Readable() || !s.Send(chunk)) break;
     }
-    const std::string answer = ReadUntilClosed(fd);
-    if (answer.rfind("HTTP/1.1 401 ", 0) == 0 || answer.rfind("HTTP/1.1 413 ", 0) == 0 ||
-        answer.rfind("HTTP/1.1 415 ", 0) == 0) {
-      ++refused;
-    }
-    close(fd);
+    const int status = testing::StatusOf(s.ReadUntilClosed());
+    if (status == 401 || status == 413 || status == 415) ++refused;
   };
   for (int i = 0; i < 50; ++i) {
     attackers.emplace_back(attack, i % 2 == 0 ? "Content-Encoding: gzip\r\n" : "");
@@ -546,7 +487,7 @@ TEST_F(WorkerServe, FiftyParallelCompressedOrChunkedBodiesCannotExhaustMemory) {
   EXPECT_GE(refused.load(), 90) << "of 100 attacking requests";
   EXPECT_LE(peak - before, 64 * 1024)
       << "serve grew from " << before << " kB to a peak of " << peak << " kB";
-  EXPECT_TRUE(HealthAnswers(port_));
+  EXPECT_TRUE(testing::HealthAnswers(port_));
 }
 
 }  // namespace
