@@ -50,23 +50,6 @@ std::string ChoiceList(std::span<const std::string_view> choices) {
   return out;
 }
 
-std::string FormatDuration(milliseconds d) {
-  if (d.count() == 0) return "0s";
-  std::string out;
-  int64_t left = d.count();
-  for (const auto& [unit, size] : {std::pair<std::string_view, int64_t>{"d", 86'400'000},
-                                   {"h", 3'600'000},
-                                   {"m", 60'000},
-                                   {"s", 1'000},
-                                   {"ms", 1}}) {
-    if (left >= size) {
-      out += fmt::format("{}{}", left / size, unit);
-      left %= size;
-    }
-  }
-  return out;
-}
-
 std::string FormatSize(uint64_t bytes) {
   for (const auto& [unit, shift] :
        {std::pair<std::string_view, int>{"GiB", 30}, {"MiB", 20}, {"KiB", 10}}) {

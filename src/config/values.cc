@@ -1,11 +1,14 @@
 // Values shared by the configuration and the command line: names, partition
 // ids, durations and sizes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <limits>
-
-#include <fmt/format.h>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "config/config.h"
 #include "config/config_internal.h"
@@ -18,6 +21,23 @@ namespace internal {
 // Here, not in config.cc: the command line's checks (and the API fuzzer)
 // use these values without the config file's parser.
 std::string Quote(std::string_view s) { return fmt::format("\"{}\"", s); }
+
+std::string FormatDuration(milliseconds d) {
+  if (d.count() == 0) return "0s";
+  std::string out;
+  int64_t left = d.count();
+  for (const auto& [unit, size] : {std::pair<std::string_view, int64_t>{"d", 86'400'000},
+                                   {"h", 3'600'000},
+                                   {"m", 60'000},
+                                   {"s", 1'000},
+                                   {"ms", 1}}) {
+    if (left >= size) {
+      out += fmt::format("{}{}", left / size, unit);
+      left %= size;
+    }
+  }
+  return out;
+}
 }  // namespace internal
 
 using internal::Quote;
@@ -71,15 +91,35 @@ Result<milliseconds> ParseDuration(std::string_view text) {
       }
       number = number * 10 + (text[i] - '0');
     }
+    const auto unit_named = [&](std::string_view name) {
+      return std::find_if(std::begin(kUnits), std::end(kUnits),
+                          [&](const Unit& x) { return x.name == name; });
+    };
     if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
-      return InvalidArgument(q + ": use whole numbers, e.g. \"1h30m\" for 1.5h");
+      // "1.5m": say what it is in whole units ("1m30s") when it is a whole
+      // number of milliseconds, as a user would write it.
+      std::size_t f = i + 1;
+      int64_t fraction = 0, scale = 1;
+      for (; f < text.size() && is_digit(text[f]) && scale <= 1'000'000'000; ++f) {
+        fraction = fraction * 10 + (text[f] - '0');
+        scale *= 10;
+      }
+      const auto* u = unit_named(text.substr(f));
+      if (u != std::end(kUnits) && scale > 1 && number < 1'000'000 &&
+          fraction * u->ms % scale == 0) {
+        const int64_t ms = number * u->ms + fraction * u->ms / scale;
+        if (ms > 0) {
+          return InvalidArgument(fmt::format("{}: use whole numbers, e.g. \"{}\"", q,
+                                             internal::FormatDuration(milliseconds{ms})));
+        }
+      }
+      return InvalidArgument(q + ": use whole numbers, e.g. \"1m30s\" for 1.5m");
     }
     std::size_t end = i;
     while (end < text.size() && !is_digit(text[end])) ++end;
     const std::string_view unit = text.substr(i, end - i);
     if (unit.empty()) return InvalidArgument(fmt::format("{} has no unit after {}", q, number));
-    const auto* u = std::find_if(std::begin(kUnits), std::end(kUnits),
-                                 [&](const Unit& x) { return x.name == unit; });
+    const auto* u = unit_named(unit);
     if (u == std::end(kUnits)) {
       return InvalidArgument(
           fmt::format("{} has an unknown unit {}; use ms, s, m, h or d", q, Quote(unit)));

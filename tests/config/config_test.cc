@@ -1178,7 +1178,16 @@ TEST(ConfigDuration, ErrorsSayWhatIsWrong) {
       {"-5m", "\"-5m\" is negative; durations are 0 or more"},
       {"5x", "\"5x\" has an unknown unit \"x\"; use ms, s, m, h or d"},
       {"1H", "\"1H\" has an unknown unit \"H\"; use ms, s, m, h or d"},
-      {"1.5h", "\"1.5h\": use whole numbers, e.g. \"1h30m\" for 1.5h"},
+      {"1.5h", "\"1.5h\": use whole numbers, e.g. \"1h30m\""},
+      // What the fraction is in whole units, not an unrelated example.
+      {"1.5m", "\"1.5m\": use whole numbers, e.g. \"1m30s\""},
+      {"2.25d", "\"2.25d\": use whole numbers, e.g. \"2d6h\""},
+      {"0.5s", "\"0.5s\": use whole numbers, e.g. \"500ms\""},
+      {"1,5s", "\"1,5s\": use whole numbers, e.g. \"1s500ms\""},
+      // Not a whole number of milliseconds, or not a unit: the general advice.
+      {"1.5ms", "\"1.5ms\": use whole numbers, e.g. \"1m30s\" for 1.5m"},
+      {"0.0s", "\"0.0s\": use whole numbers, e.g. \"1m30s\" for 1.5m"},
+      {"1.5x", "\"1.5x\": use whole numbers, e.g. \"1m30s\" for 1.5m"},
       {"h", "\"h\": expected a number at \"h\"; use e.g. \"1h30m\""},
       {"30m1h",
        "\"30m1h\": in a compound, each unit appears once, largest first (e.g. "
