@@ -14,7 +14,10 @@ EndOfStep EndOfStep::Of(const exec::StepOutcome& outcome, const config::JobConfi
   EndOfStep e;
   e.end = ClassifyStep(outcome, job);
   if (outcome.end == exec::StepEnd::kExited) e.exit_status = outcome.exit_status;
-  e.output_tail = outcome.output_tail.empty() ? outcome.error : outcome.output_tail;
+  // What cronledger says of the end goes after the step's own last words.
+  e.output_tail = outcome.output_tail.empty() ? outcome.error
+                  : outcome.error.empty()     ? outcome.output_tail
+                                          : outcome.output_tail + "\n== " + outcome.error + " ==";
   return e;
 }
 

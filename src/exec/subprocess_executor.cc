@@ -517,6 +517,14 @@ std::vector<std::string> StepEnvironment(const SubprocessSpec& spec, const StepC
   // Last, so that nothing above can stand in for them.
   for (const auto& [name, value] : RunKeyEnvironment(ctx)) SetVar(env, name, value);
   for (const auto& [name, value] : spec.attempt_env) SetVar(env, name, value);
+  // `cronledger effect run` and `cronledger checkpoint` work from any step:
+  // the node's own program is found first, whatever serve's PATH was.
+  const std::string bin(FindVar(env, "CRONLEDGER_BIN"));
+  const std::string bin_dir = std::filesystem::path(bin).parent_path().string();
+  if (!bin_dir.empty()) {
+    const std::string_view path = FindVar(env, "PATH");
+    SetVar(env, "PATH", path.empty() ? bin_dir : bin_dir + ":" + std::string(path));
+  }
   return env;
 }
 
@@ -749,6 +757,16 @@ StepOutcome RunSubprocessStep(const StepContext& ctx, const SubprocessSpec& spec
       } else {
         outcome.end = StepEnd::kExited;
         how = "exit status " + std::to_string(outcome.exit_status);
+        // A shell's own codes for a command it could not run: the step's
+        // program is there, a command it runs is not (docs/execution.md).
+        if (outcome.exit_status == 126 || outcome.exit_status == 127) {
+          outcome.error =
+              how + ": " +
+              (outcome.exit_status == 127 ? "a command the step runs was not found"
+                                          : "a command the step runs is not executable") +
+              " (the shell's code); permanent, not retried";
+          how = outcome.error;
+        }
       }
       break;
   }

@@ -57,6 +57,10 @@ EndClass ClassifyExit(int exit_status, const std::vector<int>& retry_codes,
     case 66:  // EX_NOINPUT
     case 77:  // EX_NOPERM
     case 78:  // EX_CONFIG
+    // The shell's "not executable" and "not found": retrying runs the same
+    // missing program again.
+    case 126:
+    case 127:
       return EndClass::kPermanent;
     default:
       return EndClass::kRetryable;  // 75 (EX_TEMPFAIL) among them

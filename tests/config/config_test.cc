@@ -625,6 +625,35 @@ TEST(ConfigProblems, ServerRangesAndChoices) {
   EXPECT_EQ(Problems(std::string(kServer) + "node_id = \"" + accented + "e\"\n").size(), 1u);
 }
 
+// The API's limits (docs/api.md, Limits): defaults, values, ranges.
+TEST(ConfigProblems, TheApiLimitsHaveDefaultsAndRanges) {
+  const Config defaults = MustParse(kServer);
+  EXPECT_EQ(defaults.server.max_body, 0u) << "unset: the API derives it from output_cap";
+  EXPECT_EQ(defaults.server.request_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.server.max_connections, 512);
+  EXPECT_EQ(defaults.server.max_connections_per_peer, 64);
+
+  const Config set = MustParse(std::string(kServer) +
+                               "max_body = \"2MiB\"\nrequest_timeout = \"10s\"\n"
+                               "max_connections = 100\nmax_connections_per_peer = 4\n");
+  EXPECT_EQ(set.server.max_body, 2u << 20);
+  EXPECT_EQ(set.server.request_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(set.server.max_connections, 100);
+  EXPECT_EQ(set.server.max_connections_per_peer, 4);
+
+  EXPECT_EQ(Problems(std::string(kServer) + "max_connections = 7\n"),
+            (Lines{"c.toml:3: server.max_connections: must be between 8 and 65536, got 7"}));
+  EXPECT_EQ(Problems(std::string(kServer) + "max_connections_per_peer = 0\n"),
+            (Lines{"c.toml:3: server.max_connections_per_peer: must be between 1 and 65536, got "
+                   "0"}));
+  for (const char* bad :
+       {"max_body = \"512\"\n", "request_timeout = \"0s\"\n", "request_timeout = 30\n"}) {
+    const Lines problems = Problems(std::string(kServer) + bad);
+    ASSERT_EQ(problems.size(), 1u) << bad;
+    EXPECT_EQ(problems[0].rfind("c.toml:3: server.", 0), 0u) << problems[0];
+  }
+}
+
 // ---- problems: jobs -------------------------------------------------------------------------
 
 TEST(ConfigProblems, ScheduleErrorsComeFromTheScheduleEngineVerbatim) {

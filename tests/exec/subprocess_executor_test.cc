@@ -205,6 +205,18 @@ TEST(SubprocessStepEnvironment, JobEnvOverridesBaseButNotTheContext) {
             1);
 }
 
+TEST(SubprocessStepEnvironment, TheNodesOwnProgramIsFoundFirst) {
+  SubprocessSpec spec;
+  spec.env = {{"PATH", "/opt/tools/bin"}};
+  spec.attempt_env = {{"CRONLEDGER_BIN", "/opt/cronledger/bin/cronledger"}};
+  const auto env = StepEnvironment(spec, Context());
+  EXPECT_EQ(env.front(), "PATH=/opt/cronledger/bin:/opt/tools/bin");
+  EXPECT_EQ(std::count(env.begin(), env.end(), "CRONLEDGER_BIN=/opt/cronledger/bin/cronledger"), 1);
+  // Without it (an embedding program that sets none) PATH is left alone.
+  spec.attempt_env.clear();
+  EXPECT_EQ(StepEnvironment(spec, Context()).front(), "PATH=/opt/tools/bin");
+}
+
 // --- real processes -----------------------------------------------------------
 
 TEST(SubprocessStepRun, SuccessWritesTheLogAndTheTail) {
@@ -375,6 +387,46 @@ TEST(SubprocessStepRun, NonExecutableFileFailsToSpawn) {
   EXPECT_EQ(folder.end, StepEnd::kSpawnFailed);
   EXPECT_TRUE(Contains(folder.error, "Permission denied")) << folder.error;
   EXPECT_TRUE(NoChildrenLeft());
+}
+
+// A step whose program runs but whose shell cannot find or execute a
+// command ends with the shell's 127 or 126, said in words in its log and
+// its outcome.
+TEST(SubprocessStepRun, TheShellsNotFoundAndNotExecutableAreNamed) {
+  TempDir dir;
+  WriteFile(dir / "data.sh", "echo data\n", 0644);
+  const auto missing =
+      RunStep(Spec(dir, {"/bin/sh", "-c", "echo before; cronledger-no-such-tool"}));
+  EXPECT_EQ(missing.end, StepEnd::kExited);
+  EXPECT_EQ(missing.exit_status, 127);
+  EXPECT_EQ(missing.error,
+            "exit status 127: a command the step runs was not found (the shell's code); "
+            "permanent, not retried");
+  const auto spec = Spec(dir, {"/bin/sh", "-c", "./data.sh"});
+  const auto denied = RunStep(spec);
+  EXPECT_EQ(denied.exit_status, 126);
+  EXPECT_EQ(denied.error,
+            "exit status 126: a command the step runs is not executable (the shell's code); "
+            "permanent, not retried");
+  EXPECT_TRUE(Contains(ReadFile(spec.log_path), "ended: " + denied.error))
+      << ReadFile(spec.log_path);
+  // Any other code is the step's own: nothing is said for it.
+  EXPECT_EQ(RunStep(Spec(dir, {"/bin/sh", "-c", "exit 3"})).error, "");
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+// `cronledger effect run` from a step, with serve's PATH not naming the
+// folder of cronledger: found through CRONLEDGER_BIN's folder.
+TEST(SubprocessStepRun, ACommandBesideTheNodesProgramIsFoundWithoutItsFolderOnPath) {
+  TempDir dir;
+  Script(dir, "bin/cronledger", "echo \"cronledger $*\"");
+  auto spec = Spec(dir, {"cronledger", "effect", "run"});
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.attempt_env = {{"CRONLEDGER_BIN", dir / "bin/cronledger"}};
+  const auto r = RunStep(spec);
+  EXPECT_EQ(r.end, StepEnd::kExited) << r.error;
+  EXPECT_EQ(r.exit_status, 0);
+  EXPECT_EQ(r.output_tail, "cronledger effect run\n");
 }
 
 TEST(SubprocessStepRun, MissingCwdFailsToSpawn) {

@@ -18,6 +18,11 @@ TEST(ExitClasses, DefaultsAndOverrides) {
   EXPECT_EQ(ClassifyExit(0, {}, {}), EndClass::kSucceeded);
   EXPECT_EQ(ClassifyExit(75, {}, {}), EndClass::kRetryable);
   for (int code : {64, 65, 66, 77, 78}) EXPECT_EQ(ClassifyExit(code, {}, {}), EndClass::kPermanent);
+  // The shell's "not executable" and "not found": a retry runs the same
+  // missing program again.
+  EXPECT_EQ(ClassifyExit(126, {}, {}), EndClass::kPermanent);
+  EXPECT_EQ(ClassifyExit(127, {}, {}), EndClass::kPermanent);
+  EXPECT_EQ(ClassifyExit(127, {127}, {}), EndClass::kRetryable);
   EXPECT_EQ(ClassifyExit(1, {}, {}), EndClass::kRetryable);
   EXPECT_EQ(ClassifyExit(65, {65}, {}), EndClass::kRetryable);
   EXPECT_EQ(ClassifyExit(1, {}, {1}), EndClass::kPermanent);
