@@ -158,6 +158,27 @@ void PrintJob(const engine::JobImpact& j, std::ostream& out) {
   }
 }
 
+// Valid, yet probably not what was meant: a start_date older than the
+// backfill horizon leaves its oldest keys out of the scanner's and the
+// dashboard's reach (they are still expected: `gaps --from`, `verify` and
+// `backfill --from` reach them). On stderr, after the "ok" line.
+void PrintWarnings(const config::Config& config, Clock::TimePoint now, std::ostream& err) {
+  for (const auto& job : config.jobs) {
+    if (!job.start_date) continue;
+    const std::chrono::year_month_day reach{
+        std::chrono::floor<std::chrono::days>(now - job.backfill.horizon)};
+    if (*job.start_date >= reach) continue;
+    err << fmt::format(
+        "{}:{}: warning: job[{}].start_date: {} is older than backfill.horizon ({}) reaches "
+        "(back to {}): the scanner, the dashboard and the default `gaps` window do not look "
+        "there; `cronledger backfill --job {} --from {} --to ...` still queues those keys, "
+        "or raise backfill.horizon\n",
+        config.path, job.line, job.name, FormatDate(*job.start_date),
+        config::FormatDuration(job.backfill.horizon), FormatDate(reach), job.name,
+        FormatDate(*job.start_date));
+  }
+}
+
 int CheckAgainstStore(const config::Config& config, const CheckArgs& args, Clock& clock,
                       std::ostream& out, std::ostream& err) {
   std::unique_ptr<store::Store> store;
@@ -174,6 +195,7 @@ int CheckAgainstStore(const config::Config& config, const CheckArgs& args, Clock
     out << ops::Dump(ops::ConfigImpactJson(*impact), 2) << "\n";
   } else {
     out << config.path << ": ok (" << Summary(config) << ")\n";
+    PrintWarnings(config, clock.Now(), err);
     for (const auto& j : impact->jobs) PrintJob(j, out);
     if (impact->Unchanged()) {
       out << "no change\n";
@@ -200,6 +222,7 @@ int RunCheck(const CheckArgs& args, Clock& clock, std::ostream& out, std::ostrea
   const auto& config = std::get<config::Config>(loaded);
   if (args.against_store) return CheckAgainstStore(config, args, clock, out, err);
   out << config.path << ": ok (" << Summary(config) << ")\n";
+  PrintWarnings(config, clock.Now(), err);
   return kExitOk;
 }
 

@@ -104,6 +104,13 @@ std::optional<Value> ConvertString(const KeySpec<T>& spec, const Site& site) {
           n));
     }
   }
+  if (node.is_date() && spec.type.starts_with("string: YYYY-MM-DD")) {
+    // TOML's own date literal (start_date = 2026-11-20) means the same date.
+    const toml::date d = node.as_date()->get();
+    Value v;
+    v.text = fmt::format("{:04}-{:02}-{:02}", d.year, d.month, d.day);
+    return v;
+  }
   if (!node.is_string()) {
     return site.Fail(fmt::format("expected {}, got {}", ExpectedString(spec.kind, spec.choices),
                                  TypeName(node)));

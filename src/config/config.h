@@ -97,6 +97,9 @@ struct JobConfig {
   std::string schedule;
   std::string timezone;
   int date_offset_days = 0;
+  // The first business date the job is expected to have a key for; unset:
+  // the job's first recorded occurrence (docs/gaps.md, Start date).
+  std::optional<std::chrono::year_month_day> start_date;
   std::optional<PeriodKey> key;  // unset: Schedule::DefaultKey()
   DstGapPolicy dst_gap = DstGapPolicy::kShift;
   std::optional<DstRepeatPolicy> dst_repeat;
@@ -248,6 +251,8 @@ std::vector<KeyDoc> DocumentedKeys();
 inline constexpr std::string_view kPartitionIdRule =
     "1-128 characters from A-Z a-z 0-9 . _ - : @, not starting with - and not . or ..";
 bool IsValidPartitionId(std::string_view id);
+// "3d", "1h30m", "500ms": a duration as the config writes it.
+std::string FormatDuration(std::chrono::milliseconds d);
 // Valid job or step name: kNameRule (a job's name is a folder of its
 // attempt logs).
 inline constexpr std::string_view kNameRule = "1-64 characters from A-Z a-z 0-9 . _ -, not . or ..";

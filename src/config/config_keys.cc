@@ -594,6 +594,32 @@ void ApplyRetry(const Value&, const Site& site, JobConfig& j) {
   }
 }
 
+void ApplyStartDate(const Value& v, const Site& site, JobConfig& job) {
+  const std::string& t = v.text;
+  const auto digits = [&](std::size_t from, std::size_t n) {
+    return std::all_of(t.begin() + from, t.begin() + from + n,
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (t.size() == 10 && t[4] == '-' && t[7] == '-' && digits(0, 4) && digits(5, 2) &&
+      digits(8, 2)) {
+    const std::chrono::year_month_day d{
+        std::chrono::year{std::stoi(t.substr(0, 4))},
+        std::chrono::month{static_cast<unsigned>(std::stoi(t.substr(5, 2)))},
+        std::chrono::day{static_cast<unsigned>(std::stoi(t.substr(8, 2)))}};
+    if (d.ok() && d.year() >= std::chrono::year{1970}) {
+      job.start_date = d;
+      return;
+    }
+    if (d.year() >= std::chrono::year{1970}) {
+      return site.Error(fmt::format("{} is not a date of the calendar", Quote(t)));
+    }
+  }
+  site.Error(
+      fmt::format("{} is not a business date: write YYYY-MM-DD from 1970 on, e.g. "
+                  "\"2026-11-20\"",
+                  Quote(t)));
+}
+
 void ApplyPartitions(const Value& v, const Site& site, JobConfig& job) {
   if (v.strings.empty()) {
     return site.Error(
@@ -628,6 +654,10 @@ const KeySpec<JobConfig> kJobKeys[] = {
     {"date_offset_days", Kind::kInt, "", "0",
      "Business date = local date of the occurrence + this (-1: the run reports on yesterday).",
      SetInt<&JobConfig::date_offset_days>, -366, 366},
+    {"start_date", Kind::kString, "string: YYYY-MM-DD", "the job's first recorded occurrence",
+     "The first business date the job expects a run key for. Keys dated before the job was "
+     "first recorded are expected but run only when an operator backfills or triggers them.",
+     ApplyStartDate},
     {"key", Kind::kChoice, "", "date if the schedule fires at most once a local day, else slot",
      "The period of the run key: the business date, or the local occurrence time.",
      SetChoice<&JobConfig::key, kKeys>, 0, 0, kKeyChoices},

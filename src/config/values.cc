@@ -42,6 +42,8 @@ std::string FormatDuration(milliseconds d) {
 
 using internal::Quote;
 
+std::string FormatDuration(std::chrono::milliseconds d) { return internal::FormatDuration(d); }
+
 bool IsValidPartitionId(std::string_view id) {
   if (id.empty() || id.size() > 128 || id == "." || id == ".." || id.front() == '-') return false;
   return std::all_of(id.begin(), id.end(), [](char c) {

@@ -269,6 +269,44 @@ Status Compare(const std::vector<store::JobVersion>& old_versions,
   return Status::Ok();
 }
 
+// A start_date change adds or drops keys before now, which the forward
+// window does not reach: the dates between the two start dates (and from
+// the new one for a new job) are compared too, and their keys join the
+// report's lists.
+Status ComparePast(const std::vector<store::JobVersion>& old_versions,
+                   const std::vector<store::PartitionInterval>& old_history,
+                   const std::vector<store::JobVersion>& new_versions,
+                   const std::vector<store::PartitionInterval>& new_history, RunIndex* runs,
+                   std::chrono::year_month_day from, JobImpact* impact) {
+  JobImpact past;
+  past.window_from = std::chrono::sys_days(from) - kKeyMargin;
+  past.window_to = impact->window_from - seconds{1};
+  if (past.window_from >= past.window_to) return Status::Ok();
+  if (Status s = Compare(old_versions, old_history, new_versions, new_history, runs, &past);
+      !s.ok()) {
+    return s;
+  }
+  const auto merge = [](std::vector<ImpactKey>& into, std::vector<ImpactKey>& more) {
+    std::set<KeyId> have;
+    for (const auto& k : into) have.insert({k.partition, k.period});
+    for (auto& k : more) {
+      if (!have.contains({k.partition, k.period})) into.push_back(std::move(k));
+    }
+    SortKeys(into);
+  };
+  merge(impact->newly_expected, past.newly_expected);
+  merge(impact->no_longer_expected, past.no_longer_expected);
+  impact->orphaned_runs += past.orphaned_runs;
+  impact->window_from = std::min(impact->window_from, past.window_from);
+  return Status::Ok();
+}
+
+// The start date a stored definition holds, if any.
+std::optional<std::chrono::year_month_day> StoredStartDate(const store::JobVersion& v) {
+  auto vs = ScheduleFromDefinition(v.definition);
+  return vs.ok() ? vs->start_date : std::nullopt;
+}
+
 Result<JobImpact> ConfiguredJobImpact(const config::JobConfig& job, store::Store& store,
                                       const ConfigImpactParams& p) {
   const sys_seconds t0 = std::chrono::ceil<seconds>(p.now);
@@ -296,6 +334,12 @@ Result<JobImpact> ConfiguredJobImpact(const config::JobConfig& job, store::Store
     const auto history =
         HistoryWith({}, job.name, std::set<std::string>(partitions.begin(), partitions.end()), t0);
     if (Status s = Compare(none, {}, added, history, nullptr, &impact); !s.ok()) return s;
+    if (job.start_date) {
+      if (Status s = ComparePast(none, {}, added, history, nullptr, *job.start_date, &impact);
+          !s.ok()) {
+        return s;
+      }
+    }
     return impact;
   }
 
@@ -337,10 +381,24 @@ Result<JobImpact> ConfiguredJobImpact(const config::JobConfig& job, store::Store
   }
   with.push_back({job.name, last + 1, t0, definition});
   RunIndex runs(store, job.name);
-  if (Status s = Compare(*versions, *history, with, HistoryWith(*history, job.name, wanted, t0),
-                         &runs, &impact);
-      !s.ok()) {
+  const auto new_history = HistoryWith(*history, job.name, wanted, t0);
+  if (Status s = Compare(*versions, *history, with, new_history, &runs, &impact); !s.ok()) {
     return s;
+  }
+  const auto old_start = StoredStartDate(versions->back());
+  if (old_start != job.start_date) {
+    // Without a start date the expected set begins when the job was first
+    // recorded: the earlier of the two beginnings bounds the dates compared.
+    const std::chrono::year_month_day recorded{
+        std::chrono::floor<days>(versions->front().effective_from)};
+    const auto earliest = [&](const std::optional<std::chrono::year_month_day>& d) {
+      return d ? std::min(*d, recorded) : recorded;
+    };
+    const auto from = std::min(earliest(old_start), earliest(job.start_date));
+    if (Status s = ComparePast(*versions, *history, with, new_history, &runs, from, &impact);
+        !s.ok()) {
+      return s;
+    }
   }
   return impact;
 }

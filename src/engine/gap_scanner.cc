@@ -117,6 +117,7 @@ Status GapScanner::ForEachKey(const config::JobConfig& job, const GapScanParams&
         key.scheduled_at = e.occurrence.utc;
         key.job_version = e.version->version;
         key.local_time = FormatLocal(e.occurrence);
+        key.before_recorded = e.before_recorded;
         key.due = e.occurrence.utc <= now;
         for (const std::string_view partition : e.partitions) {
           std::string& last = last_period[std::string(partition)];

@@ -27,6 +27,9 @@ struct KeyAt {
   std::chrono::sys_seconds scheduled_at;
   int job_version = 0;     // the version in force at scheduled_at
   std::string local_time;  // RFC 3339 with the zone's offset
+  // Dated from start_date, scheduled before the job was first recorded: an
+  // operator's to run (ExpectedOccurrence::before_recorded).
+  bool before_recorded = false;
 
   // The run it would have had, to queue (backfill, trigger).
   store::QueueKey ToQueueKey(const std::string& tzdata) const {

@@ -146,7 +146,16 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
     // else they wait for an operator. Other causes need an operator anyway.
     std::vector<std::string> action(end - begin);
     std::vector<std::optional<int64_t>> run_id(end - begin);
-    for (bool young : {true, false}) {
+    // Three groups, one store call each: young gaps run at once; older
+    // ones, and keys dated from start_date before the job existed however
+    // young (trying a new job is an operator's decision), wait.
+    enum class Group { kYoung, kOld, kBeforeRecorded };
+    const auto group_of = [&](const Gap& g) {
+      if (g.before_recorded) return Group::kBeforeRecorded;
+      return age_of(g) <= job.backfill.auto_within ? Group::kYoung : Group::kOld;
+    };
+    for (Group group : {Group::kYoung, Group::kOld, Group::kBeforeRecorded}) {
+      const bool young = group == Group::kYoung;
       store::QueueKeysParams q;
       q.job = job.name;
       q.as = young ? ledger::RunState::kPending : ledger::RunState::kAwaitingApproval;
@@ -157,12 +166,16 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
       for (std::size_t i = begin; i < end; ++i) {
         const Gap& g = fresh[i];
         if (g.cause != "never_planned" && g.cause != "misfired") continue;
-        if ((age_of(g) <= job.backfill.auto_within) != young) continue;
+        if (group_of(g) != group) continue;
         q.keys.push_back(g.ToQueueKey(tzdata));
         index.push_back(i);
       }
       if (q.keys.empty()) continue;
-      q.reason = young ? "gap within backfill.auto_within" : "gap older than backfill.auto_within";
+      q.reason = group == Group::kYoung ? "gap within backfill.auto_within"
+                 : group == Group::kOld
+                     ? "gap older than backfill.auto_within"
+                     : fmt::format("dated from start_date {}, before the job was added",
+                                   job.start_date ? FormatDate(*job.start_date) : "");
       auto queued = store_.RunQueueKeys(q);
       if (!queued.ok()) {
         unreported_from(begin);
@@ -197,6 +210,7 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
                                 {"business_date", g.business_date},
                                 {"scheduled_at", FormatUtc(g.scheduled_at)}};
       if (!action[i - begin].empty()) details["action"] = action[i - begin];
+      if (g.before_recorded) details["before_recorded"] = true;
       e.details = details.dump();
       events.push_back(std::move(e));
     }

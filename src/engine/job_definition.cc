@@ -1,6 +1,8 @@
 #include "engine/job_definition.h"
 
 #include <fmt/format.h>
+
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace cronledger::engine {
@@ -24,6 +26,8 @@ std::string CanonicalDefinition(const config::JobConfig& job) {
   d["schedule"] = job.schedule;
   d["timezone"] = job.timezone;
   d["date_offset_days"] = job.date_offset_days;
+  // Only when set, so that a job without one keeps the definition it had.
+  if (job.start_date) d["start_date"] = FormatDate(*job.start_date);
   d["dst_gap"] = GapName(job.dst_gap);
   d["dst_repeat"] = job.dst_repeat ? nlohmann::json(RepeatName(*job.dst_repeat)) : nlohmann::json();
   // The key in force, so that a schedule change that flips the default key
@@ -60,7 +64,24 @@ Result<VersionedSchedule> ScheduleFromDefinition(const std::string& definition) 
                                    d["timezone"].get<std::string>(), o);
   if (!schedule.ok()) return schedule.status();
   const PeriodKey key = d.value("key", "slot") == "date" ? PeriodKey::kDate : PeriodKey::kSlot;
-  return VersionedSchedule{std::move(*schedule), key};
+  VersionedSchedule out{std::move(*schedule), key};
+  if (d.contains("start_date")) {
+    const std::string text = d["start_date"].is_string() ? d["start_date"].get<std::string>() : "";
+    int y = 0;
+    unsigned m = 0, day = 0;
+    char tail = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2u-%2u%c", &y, &m, &day, &tail) != 3) {
+      return Internal(
+          fmt::format("stored job definition has an unreadable start_date: {}", definition));
+    }
+    out.start_date = std::chrono::year_month_day{std::chrono::year{y}, std::chrono::month{m},
+                                                 std::chrono::day{day}};
+    if (!out.start_date->ok()) {
+      return Internal(
+          fmt::format("stored job definition has an unreadable start_date: {}", definition));
+    }
+  }
+  return out;
 }
 
 }  // namespace cronledger::engine

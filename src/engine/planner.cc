@@ -254,6 +254,8 @@ Status Planner::PlanJob(const config::JobConfig& job, const std::string& definit
 
   Status planned = ForEachExpected(
       versions, *history, from, to, schedules_, [&](const ExpectedOccurrence& e) -> Status {
+        // Before the job was recorded: the gap scanner's, for an operator.
+        if (e.before_recorded) return Status::Ok();
         store::PlannedOccurrence o;
         o.scheduled_at = e.occurrence.utc;
         o.local_time = FormatLocal(e.occurrence);

@@ -78,6 +78,30 @@ TEST_F(CheckCli, ValidConfigPrintsAOneLineSummary) {
   EXPECT_EQ(r.err, "");
 }
 
+// Valid, so exit 0; but the scanner would never look that far back.
+TEST_F(CheckCli, AStartDateOlderThanTheBackfillHorizonIsWarnedAbout) {
+  std::string text = kValid;
+  text.insert(text.find("[[job.step]]"), "start_date = \"2000-01-03\"\n");
+  const std::string path = Write("c.toml", text);
+  const auto r = Cronledger({"check", "--config", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, path + ": ok (1 job, partitions from 1 command, 1 step)\n");
+  EXPECT_EQ(r.err.rfind(path + ":3: warning: job[sync].start_date: 2000-01-03 is older than "
+                               "backfill.horizon (30d) reaches (back to ",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find("`cronledger backfill --job sync --from 2000-01-03 --to ...`"),
+            std::string::npos)
+      << r.err;
+
+  text = kValid;
+  text.insert(text.find("[[job.step]]"), "start_date = \"2999-01-04\"\n");
+  const auto later = Cronledger({"check", "--config", Write("c.toml", text)});
+  EXPECT_EQ(later.exit_code, 0) << later.err;
+  EXPECT_EQ(later.err, "");
+}
+
 TEST_F(CheckCli, InvalidConfigListsEveryProblemOnStderrOnly) {
   const std::string path = Write("bad.toml",
                                  "[server]\n"                           // 1

@@ -656,6 +656,31 @@ TEST(ConfigProblems, TheApiLimitsHaveDefaultsAndRanges) {
 
 // ---- problems: jobs -------------------------------------------------------------------------
 
+TEST(ConfigProblems, AStartDateIsABusinessDateAsTextOrTomlsOwnDate) {
+  const std::string server = kServer;
+  const auto job = [&](const std::string& line) {
+    return server + "[[job]]\nname = \"j\"\nschedule = \"0 9 * * *\"\ntimezone = \"UTC\"\n" + line +
+           "\n[[job.step]]\nname = \"s\"\ncommand = [\"x\"]\n";
+  };
+  EXPECT_FALSE(MustParse(job("")).jobs[0].start_date.has_value());
+  const auto want = std::chrono::year_month_day{std::chrono::year{2026}, std::chrono::November,
+                                                std::chrono::day{20}};
+  EXPECT_EQ(MustParse(job("start_date = \"2026-11-20\"")).jobs[0].start_date, want);
+  EXPECT_EQ(MustParse(job("start_date = 2026-11-20")).jobs[0].start_date, want);
+  EXPECT_EQ(Problems(job("start_date = \"2026-02-30\"")),
+            (Lines{"c.toml:7: job[j].start_date: \"2026-02-30\" is not a date of the calendar"}));
+  for (const char* bad :
+       {"\"2026-11-20T00:00:00Z\"", "\"20261120\"", "\"1969-12-31\"", "\"yesterday\""}) {
+    EXPECT_EQ(Problems(job(std::string("start_date = ") + bad)),
+              (Lines{std::string("c.toml:7: job[j].start_date: ") + bad +
+                     " is not a business date: write YYYY-MM-DD from 1970 on, e.g. "
+                     "\"2026-11-20\""}))
+        << bad;
+  }
+  EXPECT_EQ(Problems(job("start_date = 20261120")),
+            (Lines{"c.toml:7: job[j].start_date: expected a string, got an integer"}));
+}
+
 TEST(ConfigProblems, ScheduleErrorsComeFromTheScheduleEngineVerbatim) {
   const std::string server = kServer;
   const auto job = [&](const std::string& schedule, const std::string& zone) {
