@@ -518,9 +518,19 @@ Parsed<ops::TriggerAction> ParseTriggerRequest(const ApiRequest& request, const 
   BodyReader body(request.body);
   const auto job = body.String("job", true, 256);
   auto partitions = ReadPartitions(body);
+  ops::TriggerTarget target;
+  target.date = body.String("date", false, 10);
+  target.period = body.String("period", false, 64);
+  if (target.date && target.period) {
+    body.Invalid("period", "give \"date\" or \"period\", not both");
+  }
+  if (target.date && !ops::ParseBusinessDate(*target.date)) {
+    body.Invalid("date",
+                 fmt::format("must be a business date YYYY-MM-DD, got {}", Shown(*target.date)));
+  }
   ops::Actor who = ReadActor(body, token);
   if (auto problem = body.Problem()) return *problem;
-  return ops::TriggerAction{*job, std::move(partitions), std::move(who)};
+  return ops::TriggerAction{*job, std::move(partitions), std::move(who), std::move(target)};
 }
 
 }  // namespace cronledger::api

@@ -388,11 +388,17 @@ std::vector<CommandRow> CommandTable() {
 
   rows.push_back(Command<TriggerArgs, kConfig | kServer | kReason | kBy>(
       "trigger",
-      "Run now: queue the job's latest due period; exit 1, changing nothing, when that "
-      "period's run already exists",
+      "Run now: queue the job's latest due period, or the one --date or --period names; exit "
+      "1, changing nothing, when that period's run already exists",
       [](CLI::App& cmd, TriggerArgs& a) {
         cmd.add_option("--job", a.job, "The job")->required();
         cmd.add_option("--partition", a.partitions, "Only these partitions (repeat)");
+        auto* date = cmd.add_option("--date", a.date,
+                                    "A due business date (YYYY-MM-DD) from the job's start on; "
+                                    "for a job keyed by date");
+        cmd.add_option("--period", a.period,
+                       "A due period, as run keys show it; for a job keyed by slot")
+            ->excludes(date);
       },
       RunTrigger));
 

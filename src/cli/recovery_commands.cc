@@ -188,7 +188,8 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
   auto acting = OpenLedgerToAct("trigger", {args.config_path, args.server, args.job}, args.reason,
                                 args.by, clock, err);
   if (!acting.ledger) return acting.exit_code;
-  auto answer = acting.ledger->Trigger({args.job, args.partitions, acting.who});
+  auto answer =
+      acting.ledger->Trigger({args.job, args.partitions, acting.who, {args.date, args.period}});
   if (!answer.ok()) {
     // A run appeared between the check and the write (nothing written).
     err << "cronledger trigger: " << answer.status().message() << "\n";
@@ -201,15 +202,17 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
       err << "cronledger trigger: " << answer->message << "\n";
       return kExitFound;
     case ops::ActionAnswer::Kind::kExists:
-      err << "cronledger trigger: the latest due period exists already, nothing done; trigger "
-             "only queues keys that have no run yet:\n";
+      err << "cronledger trigger: " << answer->message << ":\n";
       for (const auto& e : answer->existing) err << "  " << e << "\n";
       return kExitFound;
     default:
       break;
   }
-  out << fmt::format("queued {} run(s) of {} for {}\n", Field(answer->doc, "queued").size(),
-                     args.job, Text(answer->doc, "period"));
+  const auto approved = answer->doc.value("approved", 0);
+  out << fmt::format(
+      "queued {} run(s) of {} for {}{}\n", Field(answer->doc, "queued").size(), args.job,
+      Text(answer->doc, "period"),
+      approved > 0 ? fmt::format(" ({} were awaiting approval: approved)", approved) : "");
   return kExitOk;
 }
 

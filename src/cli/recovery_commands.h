@@ -82,6 +82,8 @@ struct TriggerArgs {
   std::optional<std::string> reason;
   std::optional<std::string> by;
   std::string server;
+  std::optional<std::string> date;    // a business date to run, or
+  std::optional<std::string> period;  // a period; neither: the latest due
 };
 
 // Run now: queues the run keys of the job's latest due occurrence. When one

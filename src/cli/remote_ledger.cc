@@ -352,6 +352,8 @@ Result<ops::ActionAnswer> RemoteLedger::Trigger(const ops::TriggerAction& a) {
   ordered_json body;
   body["job"] = a.job;
   if (!a.partitions.empty()) body["partitions"] = a.partitions;
+  if (a.target.date) body["date"] = *a.target.date;
+  if (a.target.period) body["period"] = *a.target.period;
   body["reason"] = a.who.reason;
   body["by"] = ByOf(a.who);
   ordered_json refusal;

@@ -27,6 +27,7 @@
 #include "ledger/names.h"
 #include "ops/actor_text.h"
 #include "ops/impact_preview.h"
+#include "ops/operator_actions.h"
 #include "store/store.h"
 
 namespace cronledger::ops {
@@ -91,6 +92,7 @@ struct TriggerAction {
   std::string job;
   std::vector<std::string> partitions;  // empty: every partition
   Actor who;
+  TriggerTarget target = {};  // none: the latest due period
 };
 
 // What an action that can be refused with something to show answers.

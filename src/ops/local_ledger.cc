@@ -229,7 +229,7 @@ Result<ActionAnswer> LocalLedger::Impact(const ImpactOrder& a) {
 Result<ActionAnswer> LocalLedger::Trigger(const TriggerAction& a) {
   if (auto s = CheckJob(a.job, true); !s.ok()) return s;
   const config::JobConfig& job = *config_.FindJob(a.job);
-  auto outcome = ops::Trigger(store_, job, a.partitions, a.who, clock_.Now());
+  auto outcome = ops::Trigger(store_, job, a.partitions, a.who, clock_.Now(), a.target);
   if (!outcome.ok()) return outcome.status();
   ActionAnswer answer;
   switch (outcome->kind) {
@@ -237,11 +237,16 @@ Result<ActionAnswer> LocalLedger::Trigger(const TriggerAction& a) {
       answer.kind = ActionAnswer::Kind::kNothingToDo;
       answer.message = NothingDueMessage(a.job, !a.partitions.empty(), *outcome);
       return answer;
+    case TriggerOutcome::Kind::kNotExpected:
+      answer.kind = ActionAnswer::Kind::kNothingToDo;
+      answer.message = fmt::format("nothing to run for {}: {}", a.job, outcome->why);
+      return answer;
     case TriggerOutcome::Kind::kExists:
       answer.kind = ActionAnswer::Kind::kExists;
-      answer.message =
-          "the latest due period exists already, nothing done; trigger only queues keys that "
-          "have no run yet";
+      answer.message = fmt::format(
+          "{} exists already, nothing done; trigger only queues keys that have no run yet (or "
+          "await approval)",
+          a.target.date || a.target.period ? "that period" : "the latest due period");
       answer.existing = outcome->existing;
       return answer;
     case TriggerOutcome::Kind::kDone:
@@ -250,7 +255,8 @@ Result<ActionAnswer> LocalLedger::Trigger(const TriggerAction& a) {
   answer.doc = {{"event_id", outcome->result.event_id},
                 {"queued", outcome->result.queued},
                 {"run_keys", outcome->run_keys},
-                {"period", outcome->period}};
+                {"period", outcome->period},
+                {"approved", outcome->approved}};
   return answer;
 }
 

@@ -6,6 +6,7 @@
 #ifndef CRONLEDGER_OPS_OPERATOR_ACTIONS_H_
 #define CRONLEDGER_OPS_OPERATOR_ACTIONS_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,17 +30,29 @@ Status SetPaused(store::Store& store, const config::JobConfig* job, bool pause, 
                  store::Instant now, std::string_view job_hint = "--job",
                  std::string_view all_hint = "--all");
 
+// Which period a trigger runs: the latest due one (neither set), one
+// business date (a `date`-keyed job), or one period (any job; a slot-keyed
+// job's is its local occurrence time, as run keys show it).
+struct TriggerTarget {
+  std::optional<std::string> date;  // YYYY-MM-DD
+  std::optional<std::string> period;
+};
+
 struct TriggerOutcome {
   enum class Kind {
-    kDone,        // queued: result, period, run_keys
-    kNothingDue,  // no occurrence due within the backfill horizon
-    kExists,      // the latest due period has runs already: existing
+    kDone,         // queued: result, period, run_keys
+    kNothingDue,   // no occurrence due within the backfill horizon (no target)
+    kNotExpected,  // the target is not an expected period that is due: `why`
+    kExists,       // the period's keys have runs already: existing
   };
   Kind kind = Kind::kDone;
-  std::string period;                 // of the latest due occurrence
+  std::string period;                 // of the occurrence
   std::vector<std::string> run_keys;  // its keys (kDone)
   std::vector<std::string> existing;  // "job/partition/period (state, run ID): what repeats it" (kExists)
   std::string next_at;                // kNothingDue: the next occurrence (RFC 3339), or ""
+  std::string why;                    // kNotExpected
+  // kDone: keys that were awaiting approval, approved by this trigger.
+  int approved = 0;
   store::RequeueResult result;
 };
 
@@ -48,13 +61,17 @@ struct TriggerOutcome {
 std::string NothingDueMessage(const std::string& job, bool some_partitions,
                               const TriggerOutcome& outcome);
 
-// Queues the period of the job's latest due occurrence (within its backfill
-// horizon; only `partitions` when not empty) as one `trigger` event, unless
-// one of its keys has a run already. kFailedPrecondition when one appeared
-// between the check and the write (nothing written).
+// Queues the keys of one period of the job (the target's, else the latest
+// due occurrence's within the backfill horizon; only `partitions` when not
+// empty) as one `trigger` event, unless one of them has a run already
+// (awaiting approval excepted: the trigger, with its reason, approves it).
+// A target is any due period from the job's start (its start_date, else
+// its first recorded occurrence) on, however old. kFailedPrecondition when
+// a run appeared between the check and the write (nothing written);
+// kInvalidArgument for a date on a slot-keyed job, or a malformed target.
 Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job,
                                const std::vector<std::string>& partitions, const Actor& who,
-                               Clock::TimePoint now);
+                               Clock::TimePoint now, const TriggerTarget& target = {});
 
 }  // namespace cronledger::ops
 

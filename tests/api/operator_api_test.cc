@@ -1153,6 +1153,20 @@ TEST_F(OperatorActions, TriggerWithNothingDueWithinTheHorizonIsRefused) {
       << message;
   EXPECT_TRUE(message.ends_with("-02-29T09:00:00Z")) << message;
   EXPECT_EQ(Act("/v1/trigger", {{"job", "nightly"}, {"reason", "x"}}).status, 404);
+  // A named period: malformed, both kinds at once, or not due.
+  const Answer both =
+      Act("/v1/trigger",
+          {{"job", "report"}, {"date", "2024-02-29"}, {"period", "2024-02-29"}, {"reason", "x"}});
+  EXPECT_EQ(both.status, 400) << both.text;
+  EXPECT_NE(both.text.find("give \\\"date\\\" or \\\"period\\\", not both"), std::string::npos)
+      << both.text;
+  const Answer bad =
+      Act("/v1/trigger", {{"job", "report"}, {"date", "2024-02-30"}, {"reason", "x"}});
+  EXPECT_EQ(bad.status, 400) << bad.text;
+  const Answer later =
+      Act("/v1/trigger", {{"job", "report"}, {"date", "2996-02-29"}, {"reason", "x"}});
+  EXPECT_EQ(later.status, 409) << later.text;
+  EXPECT_NE(later.text.find("2996-02-29 is not due yet"), std::string::npos) << later.text;
   EXPECT_EQ(Ledger(), before);
 }
 

@@ -471,15 +471,81 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
            {"succeeded", rerun + " --force" + previews},
            {"skipped', reason = 'misfired", rerun + previews},
            {"skipped', reason = 'overlap", rerun + " --include-waived" + previews},
-           {"cancelled", rerun + " --include-waived" + previews},
-           {"awaiting_approval",
-            "`cronledger approve --job report --run " + id + " --reason TEXT` lets it run"}}) {
+           {"cancelled", rerun + " --include-waived" + previews}}) {
     Sql("UPDATE runs SET state = '" + state + "' WHERE id = " + id);
     r = Cronledger(trigger);
     EXPECT_EQ(r.exit_code, 1) << state;
     EXPECT_NE(r.err.find(", run " + id + "): " + hint + "\n"), std::string::npos)
         << state << ": " << r.err;
   }
+  // A key awaiting approval is queued: the trigger, with its reason, is
+  // the approval.
+  Sql("UPDATE runs SET state = 'awaiting_approval', reason = NULL WHERE id = " + id);
+  r = Cronledger(trigger);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(1 were awaiting approval: approved)"), std::string::npos) << r.out;
+  const Json run =
+      Json::parse(Cronledger({"runs", "--config", config_path_, "--run", id, "--json"}).out);
+  EXPECT_EQ(run["state"], "pending");
+}
+
+// trigger --date runs one business date now: from the job's start_date on
+// (before the job was first recorded too), not a date that is not due or
+// not expected, and not a date on a slot-keyed job.
+TEST_F(GapsCli, TriggerDateRunsADueDateFromTheStartDateOn) {
+  std::string text = testing::ReadFile(config_path_);
+  text.insert(text.find("  [[job.step]]"), "start_date = \"2026-10-25\"\n");
+  config_path_ = dir_.Write("cronledger.toml", text);
+  PlanThreeDays();  // recorded on 2026-11-01 at 00:00Z
+  const auto trigger = [&](const std::string& date) {
+    return Cronledger({"trigger", "--config", config_path_, "--job", "report", "--date", date,
+                       "--partition", "eu", "--reason", "try it on a past day"});
+  };
+  auto r = trigger("2026-10-28");  // before the job was recorded, after its start
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "queued 1 run(s) of report for 2026-10-28\n");
+  const Json runs = Json::parse(
+      Cronledger({"runs", "--config", config_path_, "--date", "2026-10-28", "--json"}).out)["runs"];
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["run_key"], "report/eu/2026-10-28");
+  EXPECT_EQ(runs[0]["state"], "pending");
+  EXPECT_EQ(runs[0]["scheduled_at"], "2026-10-28T09:00:00Z");  // its nominal time
+  const Json events = Json::parse(
+      Cronledger({"events", "--config", config_path_, "--job", "report", "--json"}).out);
+  int triggers = 0;
+  for (const auto& e : events["events"]) {
+    if (e["type"] != "trigger") continue;
+    ++triggers;
+    EXPECT_EQ(e["reason"], "try it on a past day");
+  }
+  EXPECT_EQ(triggers, 1) << events.dump();
+
+  r = trigger("2026-10-28");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("that period exists already, nothing done"), std::string::npos) << r.err;
+  r = trigger("2026-10-24");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "cronledger trigger: nothing to run for report: business date 2026-10-24 is before "
+            "the job's start_date, 2026-10-25\n");
+  r = trigger("2999-01-01");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("cronledger trigger: nothing to run for report: 2999-01-01 is not due "
+                        "yet: its occurrence is at 2999-01-01T09:00:00+00:00 "
+                        "(2999-01-01T09:00:00Z)",
+                        0),
+            0u)
+      << r.err;
+  r = trigger("2026-11-31");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "cronledger trigger: 2026-11-31 is not a business date: use YYYY-MM-DD\n");
+  r = Cronledger({"trigger", "--config", config_path_, "--job", "report", "--date", "2026-10-28",
+                  "--period", "2026-10-28", "--reason", "x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = Cronledger({"trigger", "--config", config_path_, "--job", "report", "--period", "2026-10-29",
+                  "--partition", "us", "--reason", "by period"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "queued 1 run(s) of report for 2026-10-29\n");
 }
 
 // Gaps are printed as they are found: the JSON item by item, the table in
