@@ -19,6 +19,25 @@
 namespace cronledger::cli {
 namespace {
 
+// The keys a preview leaves alone, why, and what would queue each.
+void PrintNotQueued(const nlohmann::ordered_json& p, std::ostream& out) {
+  constexpr std::size_t kShown = 10;
+  const auto& left = Field(p, "not_queued");
+  if (left.empty()) return;
+  const int64_t total =
+      std::max<int64_t>(Integer(p, "not_queued_total"), static_cast<int64_t>(left.size()));
+  out << fmt::format("not queued {} key(s):\n", total);
+  for (std::size_t i = 0; i < left.size() && i < kShown; ++i) {
+    const auto& k = left[i];
+    const std::string command = Text(k, "command");
+    out << "  " << Text(k, "run_key") << ": " << Text(k, "why")
+        << (command.empty() ? "" : "; `" + command + "` queues it") << "\n";
+  }
+  if (total > static_cast<int64_t>(kShown)) {
+    out << fmt::format("  ... and {} more (--json lists the first 1000)\n", total - kShown);
+  }
+}
+
 // A preview document (ImpactPreview::Json, or the server's answer).
 void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, bool json,
                   std::ostream& out) {
@@ -37,8 +56,12 @@ void PrintPreview(const nlohmann::ordered_json& p, const std::string& title, boo
                        alone);
   }
   const auto& would_queue = Field(p, "would_queue");
-  out << fmt::format("would queue {} run(s):\n", would_queue.size());
+  const int64_t approving = Integer(p, "awaiting_approval");
+  out << fmt::format(
+      "would queue {} run(s){}:\n", would_queue.size(),
+      approving > 0 ? fmt::format(", approving the {} awaiting approval", approving) : "");
   for (const auto& k : would_queue) out << "  " << (k.is_string() ? k.get<std::string>() : "") << "\n";
+  PrintNotQueued(p, out);
   out << "preview digest " << Text(p, "preview_digest") << "\n";
   out << (would_queue.empty() ? "nothing to queue: --yes would change nothing\n"
                               : "nothing done: run again with --yes to queue them\n");
@@ -92,6 +115,7 @@ int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
                   ? " (rerunning a succeeded run needs --force)"
                   : "")
           << "\n";
+      PrintNotQueued(answer->doc, err);
       return kExitFound;
     default:
       break;

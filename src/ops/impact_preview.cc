@@ -31,8 +31,10 @@ bool Queues(const ImpactRequest& r, const engine::ExpectedKey& k) {
   const RunState* state = k.run ? &k.run->state : nullptr;
   if (state && (*state == RunState::kPending || *state == RunState::kRunning)) return false;
   if (r.action == ImpactAction::kBackfill) {
-    if (k.waived) return r.include_waived && state && *state == RunState::kSkipped;
-    return k.cause == "never_planned" || k.cause == "misfired";
+    // An operator's backfill of a range is the approval of the keys in it
+    // that wait for one; waived ones (skipped or cancelled) only when asked.
+    if (k.waived) return r.include_waived;
+    return Missing(k);
   }
   if (k.waived) return r.include_waived && r.only == RerunScope::kAll;
   if (state && *state == RunState::kSucceeded) return r.force && r.only == RerunScope::kAll;
@@ -46,6 +48,50 @@ bool Queues(const ImpactRequest& r, const engine::ExpectedKey& k) {
   }
   return false;
 }
+
+// Why a key the action leaves alone is left alone, and what would queue
+// it (a template, as RepeatHint's: TEXT and --config as the caller's).
+// Empty for a succeeded key, which the counts explain.
+std::pair<std::string, std::string> WhyNotQueued(const ImpactRequest& r, const std::string& job,
+                                                 const engine::ExpectedKey& k) {
+  const RunState* state = k.run ? &k.run->state : nullptr;
+  const auto rerun = [&](std::string_view extra) {
+    return fmt::format("cronledger rerun --job {} --date {} --partition {}{} --reason TEXT", job,
+                       k.business_date, k.partition, extra);
+  };
+  if (state && (*state == RunState::kPending || *state == RunState::kRunning)) {
+    return {fmt::format("{}: queued or running already", ledger::Name(*state)), ""};
+  }
+  if (k.waived) {
+    return {fmt::format("waived ({}) on purpose", k.cause),
+            r.action == ImpactAction::kBackfill
+                ? fmt::format("cronledger backfill --job {} --from {} --to {} --partition {} "
+                              "--include-waived --reason TEXT",
+                              job, k.business_date, k.business_date, k.partition)
+                : rerun(" --include-waived")};
+  }
+  if (state && (*state == RunState::kFailed || *state == RunState::kUnknown)) {
+    if (r.action == ImpactAction::kBackfill) {
+      return {fmt::format("{}: a backfill queues only missing keys", ledger::Name(*state)),
+              fmt::format("cronledger retry {} --reason TEXT", k.run->id)};
+    }
+    return {fmt::format("{}: not in --only {}", ledger::Name(*state), Name(r.only)),
+            rerun(fmt::format(" --only {}", ledger::Name(*state)))};
+  }
+  if (state && *state == RunState::kSucceeded) {
+    if (r.action == ImpactAction::kRerun && !r.force) {
+      return {"succeeded: rerunning it needs --force", rerun(" --force")};
+    }
+    return {"", ""};
+  }
+  if (r.action == ImpactAction::kRerun && Missing(k)) {
+    return {fmt::format("{}: not in --only {}", k.cause, Name(r.only)), rerun(" --only missing")};
+  }
+  return {k.cause.empty() ? std::string("not due") : k.cause, ""};
+}
+
+// Keys not queued listed in a preview; the counts cover the rest.
+constexpr std::size_t kNotQueuedListed = 1000;
 
 std::string_view EventType(ImpactAction a) {
   return a == ImpactAction::kBackfill ? ledger::event::kBackfill : ledger::event::kRerun;
@@ -70,6 +116,16 @@ nlohmann::ordered_json ImpactPreview::Json() const {
           {"effects_committed", effects_committed},
           {"would_queue", would_queue}};
   if (action == ImpactAction::kRerun) j["succeeded_left_alone"] = succeeded_left_alone;
+  if (action == ImpactAction::kBackfill) j["awaiting_approval"] = awaiting_approval;
+  nlohmann::ordered_json left = nlohmann::ordered_json::array();
+  for (const auto& n : not_queued) {
+    nlohmann::ordered_json item = {{"run_key", n.run_key}, {"why", n.why}};
+    item["command"] =
+        n.command.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(n.command);
+    left.push_back(std::move(item));
+  }
+  j["not_queued"] = std::move(left);
+  j["not_queued_total"] = not_queued_total;
   return j;
 }
 
@@ -128,8 +184,14 @@ Result<ImpactPreview> PreviewImpact(store::Store& store, const config::JobConfig
     if (Queues(request, k)) {
       store::RequeueKey key{k.ToQueueKey(tzdata), std::nullopt};
       if (state) key.seen = *state;
+      if (state && *state == RunState::kAwaitingApproval) ++p.awaiting_approval;
       p.keys.push_back(std::move(key));
       p.would_queue.push_back(run_key);
+    } else if (auto [why, command] = WhyNotQueued(request, job.name, k); !why.empty()) {
+      if (p.not_queued.size() < kNotQueuedListed) {
+        p.not_queued.push_back({run_key, std::move(why), std::move(command)});
+      }
+      ++p.not_queued_total;
     }
     return Status::Ok();
   });
@@ -172,6 +234,9 @@ Result<ImpactOutcome> ApplyImpact(store::Store& store, const config::JobConfig& 
     details["force"] = request.force;
   }
   if (!request.partitions.empty()) details["partitions"] = request.partitions;
+  // The keys that waited for approval: this action, with its reason and
+  // actor, is their approval.
+  if (out.preview.awaiting_approval > 0) details["approved"] = out.preview.awaiting_approval;
   q.details = details.dump();
   auto done = store.RunRequeue(q);
   if (done.status().code() == StatusCode::kFailedPrecondition) {

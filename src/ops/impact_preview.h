@@ -27,8 +27,7 @@ struct ImpactRequest {
   std::chrono::year_month_day from;  // business dates, inclusive
   std::chrono::year_month_day to;
   std::vector<std::string> partitions;  // empty: every expected partition
-  // Also waived keys: skipped ones (backfill, rerun) and cancelled ones
-  // (rerun).
+  // Also waived keys: skipped and cancelled ones.
   bool include_waived = false;
   RerunScope only = RerunScope::kAll;
   // Rerun: succeeded runs too, and every queued run starts again at its
@@ -44,6 +43,18 @@ struct ImpactPreview {
   int succeeded_left_alone = 0;
   std::vector<store::RequeueKey> keys;  // what it would queue, and the state seen
   std::vector<std::string> would_queue;  // their run keys
+  // Backfill: of would_queue, the keys awaiting approval it approves.
+  int awaiting_approval = 0;
+  // Keys in the window it leaves alone (succeeded ones aside), each with
+  // why and the command that would queue it (empty: none needed, e.g. in
+  // flight); the first kNotQueuedListed of not_queued_total.
+  struct NotQueued {
+    std::string run_key;
+    std::string why;
+    std::string command;
+  };
+  std::vector<NotQueued> not_queued;
+  int not_queued_total = 0;
   std::string digest;  // sha256 over every expected key's state and the request
 
   // The preview document (docs/api.md); a rerun's adds succeeded_left_alone.

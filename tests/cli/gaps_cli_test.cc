@@ -207,7 +207,9 @@ TEST_F(GapsCli, BackfillShowsItsImpactFirstAndRefusesAStalePreview) {
   for (const auto& [field, _] : preview.items()) keys.push_back(field);
   EXPECT_EQ(keys, (std::vector<std::string>{"preview_digest", "expected", "succeeded", "failed",
                                             "unknown", "missing", "waived", "in_progress",
-                                            "effects_committed", "would_queue"}));
+                                            "effects_committed", "would_queue", "awaiting_approval",
+                                            "not_queued", "not_queued_total"}));
+  EXPECT_EQ(preview["not_queued"], Json::array());  // the rest succeeded
   EXPECT_EQ(preview["expected"], 6);
   EXPECT_EQ(preview["succeeded"], 3);
   EXPECT_EQ(preview["missing"], 3);
@@ -304,7 +306,15 @@ TEST_F(GapsCli, RerunShowsItsImpactFirstAndQueuesItsScopeAsOneEvent) {
   // A scope with nothing in it changes nothing.
   r = rerun("2026-11-02", {"--only", "unknown", "--yes"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "cronledger rerun: nothing to queue\n");
+  // Each key left alone says why, and what would queue it.
+  EXPECT_EQ(
+      r.err,
+      "cronledger rerun: nothing to queue\n"
+      "not queued 2 key(s):\n"
+      "  report/eu/2026-11-02: failed: not in --only unknown; `cronledger rerun --job report "
+      "--date 2026-11-02 --partition eu --only failed --reason TEXT` queues it\n"
+      "  report/us/2026-11-02: succeeded: rerunning it needs --force; `cronledger rerun --job "
+      "report --date 2026-11-02 --partition us --force --reason TEXT` queues it\n");
 
   r = rerun("2026-11-02", {"--yes", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -487,6 +497,65 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
   const Json run =
       Json::parse(Cronledger({"runs", "--config", config_path_, "--run", id, "--json"}).out);
   EXPECT_EQ(run["state"], "pending");
+}
+
+// A backfill of a range is the approval of its keys awaiting one, and
+// --include-waived queues cancelled keys too, as the preview shows.
+TEST_F(GapsCli, BackfillApprovesAwaitingKeysAndIncludeWaivedQueuesCancelledOnes) {
+  PlanThreeDays();
+  Sql("UPDATE runs SET state = 'succeeded'");
+  Sql("UPDATE runs SET state = 'awaiting_approval' WHERE business_date = '2026-11-02'");
+  Sql("UPDATE runs SET state = 'cancelled' WHERE partition = 'us' AND "
+      "business_date = '2026-11-03'");
+  const std::vector<std::string> base = {"backfill",   "--config", config_path_,      "--job",
+                                         "report",     "--from",   "2026-11-02",      "--to",
+                                         "2026-11-03", "--reason", "after the outage"};
+  auto r = Cronledger(base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 missing, 1 waived"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("would queue 2 run(s), approving the 2 awaiting approval:\n"
+                       "  report/eu/2026-11-02\n  report/us/2026-11-02\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("not queued 1 key(s):\n  report/us/2026-11-03: waived (cancelled) on "
+                       "purpose; `cronledger backfill --job report --from 2026-11-03 --to "
+                       "2026-11-03 --partition us --include-waived --reason TEXT` queues it\n"),
+            std::string::npos)
+      << r.out;
+
+  auto act = base;
+  act.insert(act.end(), {"--yes", "--json"});
+  r = Cronledger(act);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json done = Json::parse(r.out);
+  ASSERT_EQ(done["queued"].size(), 2u) << r.out;
+  const std::string id = std::to_string(done["queued"][0].get<int64_t>());
+  const Json run =
+      Json::parse(Cronledger({"runs", "--config", config_path_, "--run", id, "--json"}).out);
+  EXPECT_EQ(run["state"], "pending");
+  // The run's page shows the event that approved it, with its reason.
+  bool approved_by_backfill = false;
+  for (const auto& e : run["events"]) {
+    if (e["type"] == "backfill" && e["reason"] == "after the outage") approved_by_backfill = true;
+  }
+  EXPECT_TRUE(approved_by_backfill) << run.dump();
+  const Json events = Json::parse(
+      Cronledger({"events", "--config", config_path_, "--job", "report", "--json"}).out);
+  int backfills = 0;
+  for (const auto& e : events["events"]) {
+    if (e["type"] != "backfill") continue;
+    ++backfills;
+    const Json details = e["details"];
+    EXPECT_EQ(details["approved"], 2) << e.dump();
+    EXPECT_EQ(details["run_ids"], done["queued"]) << e.dump();
+  }
+  EXPECT_EQ(backfills, 1);
+
+  auto waived = base;
+  waived.insert(waived.end(), {"--include-waived", "--yes"});
+  r = Cronledger(waived);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("queued 1 run(s) of report", 0), 0u) << r.out;
 }
 
 // trigger --date runs one business date now: from the job's start_date on

@@ -743,19 +743,45 @@
     };
     inputs.forEach((i) => i.addEventListener('input', invalidate));
     inputs.forEach((i) => i.addEventListener('change', invalidate));
+    // Every key the action leaves alone says why, and what would queue it.
+    const notQueued = (p) => {
+      const left = p.not_queued || [];
+      if (!left.length) return null;
+      const total = Math.max(p.not_queued_total || 0, left.length);
+      return el(
+          'div', {id: 'not-queued'}, el('strong', {}, `Not queued: ${total} key(s)`),
+          el('ul', {},
+             left.slice(0, 50).map(
+                 (k) =>
+                     el('li', {}, el('span', {class: 'mono'}, k.run_key), ` — ${k.why}`,
+                        k.command ? el('div', {class: 'mono muted'}, k.command) : null)),
+             total > 50 ? el('li', {}, `… and ${total - 50} more`) : null));
+    };
     const showPreview = (p, note) => {
       preview = p;
       const n = p.would_queue.length;
       const rows = ['expected', 'succeeded', 'failed', 'unknown', 'missing', 'waived', 'in_progress', 'effects_committed']
         .map((k) => [el('dt', {}, k.replace('_', ' ')), el('dd', {'data-preview': k}, String(p[k] ?? 0))]);
-      previewBox.replaceChildren(el('div', {class: 'preview'},
-        note ? el('p', {class: 'error'}, note) : null,
-        el('strong', {id: 'would-queue-count'}, `Would queue ${n} run(s)`),
-        p.succeeded_left_alone ? el('span', {class: 'muted'}, ` · ${p.succeeded_left_alone} succeeded left alone (force reruns them)`) : null,
-        p.effects_committed ? el('p', {class: 'note'}, `${p.effects_committed} committed effect(s) in scope: they are replayed, not repeated.`) : null,
-        el('dl', {class: 'counts'}, rows),
-        n ? el('ul', {}, p.would_queue.slice(0, 50).map((k) => el('li', {class: 'mono'}, k)),
-          n > 50 ? el('li', {}, `… and ${n - 50} more`) : null) : el('p', {}, 'Nothing to queue.')));
+      previewBox.replaceChildren(el(
+          'div', {class: 'preview'}, note ? el('p', {class: 'error'}, note) : null,
+          el('strong', {id: 'would-queue-count'}, `Would queue ${n} run(s)`),
+          p.succeeded_left_alone ?
+              el('span', {class: 'muted'},
+                 ` · ${p.succeeded_left_alone} succeeded left alone (force reruns them)`) :
+              null,
+          p.effects_committed ?
+              el('p', {class: 'note'},
+                 `${p.effects_committed} committed effect(s) in scope: they are replayed, not repeated.`) :
+              null,
+          el('dl', {class: 'counts'}, rows),
+          p.awaiting_approval ?
+              el('p', {class: 'note'},
+                 `${p.awaiting_approval} of them await approval: confirming approves them, with your reason.`) :
+              null,
+          n ? el('ul', {}, p.would_queue.slice(0, 50).map((k) => el('li', {class: 'mono'}, k)),
+                 n > 50 ? el('li', {}, `… and ${n - 50} more`) : null) :
+              el('p', {}, 'Nothing to queue.'),
+          notQueued(p)));
       confirm.disabled = n === 0;
       confirm.textContent = `Confirm: ${kind} ${n} run(s)`;
     };
