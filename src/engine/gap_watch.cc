@@ -93,7 +93,12 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
     const auto earliest = w.last_pass - job.alert.max_lag - options_.every;
     p.from = year_month_day(floor<days>(earliest) - days{1 + std::abs(job.date_offset_days)});
   }
-  const auto horizon_start = floor<std::chrono::seconds>(now - job.backfill.horizon);
+  // Whole business dates: `gaps` and the dashboard show the horizon's first
+  // date whole, so the scanner records all of its keys too (one at 09:00
+  // when the horizon began at 12:00 would otherwise stay never_planned
+  // there for good).
+  const std::string horizon_start =
+      FormatDate(year_month_day(floor<days>(now - job.backfill.horizon)));
   // A key the planner has not reached yet (its pass failed, or is still to
   // come) is the planner's to plan, not a gap to recover: acting on it
   // would turn a passing store error into work for an operator.
@@ -107,7 +112,7 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
   std::vector<Gap> fresh;
   Status scanned = scanner_.Scan(job, p, [&](const Gap& g) {
     // Older than the horizon is out of the scanner's reach (and planning's).
-    if (g.scheduled_at < horizon_start) return Status::Ok();
+    if (g.business_date < horizon_start) return Status::Ok();
     if (g.cause == "never_planned" && (!planned_through || g.scheduled_at > *planned_through)) {
       return Status::Ok();
     }
@@ -229,7 +234,7 @@ Status GapWatch::ScanJob(const config::JobConfig& job, Clock::TimePoint now, Job
       spdlog::warn("scanner: gap {} ({}), scheduled {}{}", g.RunKey(), g.cause,
                    FormatUtc(g.scheduled_at),
                    a == "backfilled"          ? "; backfilled"
-                   : a == "awaiting_approval" ? "; awaits approval (cronledger approve)"
+                   : a == "awaiting_approval" ? "; awaits approval (cronledger approve or backfill)"
                                               : "");
     }
   }

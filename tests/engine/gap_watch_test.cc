@@ -135,6 +135,18 @@ TEST_F(GapWatchTest, BackfillsWithinTheWindowAndAsksForApprovalBeyondIt) {
   EXPECT_EQ(GapEvents().size(), 4u);
 }
 
+// The horizon's first business date is scanned whole, as `gaps` shows it:
+// a key at 09:00 on it is recorded though the horizon began at 10:00.
+TEST_F(GapWatchTest, TheHorizonsFirstDateIsScannedWhole) {
+  config_.jobs[0].backfill.horizon = days{4};
+  Sql("DELETE FROM runs WHERE business_date = '2026-11-02'");
+  GapWatch watch(config_, *store_);
+  GapWatchStats stats;
+  ASSERT_TRUE(watch.ScanOnce(At("2026-11-06T10:00:00Z"), &stats).ok());
+  EXPECT_EQ(stats.new_gaps, 1);
+  EXPECT_EQ(StateOf("2026-11-02"), "awaiting_approval");
+}
+
 // Nodes sharing a ledger record each gap once: only the holder of the
 // store's scanner role scans. When it stops renewing the role, another node
 // takes over once the role has run out (three passes), records what is new
