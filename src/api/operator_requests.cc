@@ -136,8 +136,10 @@ bool IsEventType(std::string_view type) {
 // `reason` (required, not blank) and `by` (optional). The actor is the
 // token's name whatever `by` says: `by` is recorded beside it, so that an
 // operate token cannot record another name as the one who acted.
-ops::Actor ReadActor(BodyReader& body, const ApiToken& token) {
-  const auto reason = body.String("reason", true, kMaxReasonBytes);
+// `reason_required` false: a preview, which records nothing, may go
+// without one; a reason given is still checked.
+ops::Actor ReadActor(BodyReader& body, const ApiToken& token, bool reason_required = true) {
+  const auto reason = body.String("reason", reason_required, kMaxReasonBytes);
   const auto by = body.String("by", false, kMaxActorBytes);
   if (reason) {
     if (std::string problem = ops::ActorTextProblem(ops::ActorField::kReason, *reason);
@@ -498,8 +500,8 @@ Parsed<ops::ImpactOrder> ParseImpactRequest(const ApiRequest& request, const Api
     }
     impact.force = body.Bool("force", false).value_or(false);
   }
-  out.who = ReadActor(body, token);
   out.yes = body.Bool("yes", false).value_or(false);
+  out.who = ReadActor(body, token, out.yes);
   out.digest = body.String("preview_digest", false, 128);
   if (out.yes && !out.digest) {
     body.Invalid("preview_digest",

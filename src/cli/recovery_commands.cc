@@ -144,8 +144,11 @@ int RunBackfill(const BackfillArgs& args, Clock& clock, std::ostream& out, std::
   if (std::chrono::sys_days(*from) > std::chrono::sys_days(*to)) {
     return usage("--from " + args.from + " is after --to " + args.to);
   }
-  if (std::string problem = ActorProblem(args.reason, args.by); !problem.empty())
+  // A preview records nothing: only acting needs a reason.
+  if (std::string problem = ActorProblem(args.reason, args.by);
+      !problem.empty() && (args.yes || args.reason)) {
     return usage(problem);
+  }
   ImpactCommand c = CommonImpact(
       "backfill", "backfill of " + args.job + " " + args.from + ".." + args.to, args);
   c.order.request.action = ops::ImpactAction::kBackfill;
@@ -165,8 +168,11 @@ int RunRerun(const RerunArgs& args, Clock& clock, std::ostream& out, std::ostrea
   if (!only) {
     return usage("--only \"" + args.only + "\" is not one of failed, missing, unknown, all");
   }
-  if (std::string problem = ActorProblem(args.reason, args.by); !problem.empty())
+  // A preview records nothing: only acting needs a reason.
+  if (std::string problem = ActorProblem(args.reason, args.by);
+      !problem.empty() && (args.yes || args.reason)) {
     return usage(problem);
+  }
   ImpactCommand c = CommonImpact("rerun",
                                  "rerun of " + args.job + " " + args.date + " (" + args.only +
                                      (args.force ? ", forced" : "") + ")",

@@ -326,7 +326,7 @@ Result<ops::ActionAnswer> RemoteLedger::Impact(const ops::ImpactOrder& a) {
   }
   if (!r.partitions.empty()) body["partitions"] = r.partitions;
   body["include_waived"] = r.include_waived;
-  body["reason"] = a.who.reason;
+  if (!a.who.reason.empty()) body["reason"] = a.who.reason;  // a preview needs none
   body["by"] = ByOf(a.who);
   const std::string path = rerun ? "/v1/rerun" : "/v1/backfill";
   ordered_json refusal;

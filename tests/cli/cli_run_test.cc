@@ -225,8 +225,9 @@ TEST(CliRun, EveryActingCommandRefusesABlankReasonOrActorAlike) {
       {"resolve", "7", "--as", "failed"},
       {"approve", "--job", "report"},
       {"trigger", "--job", "report"},
-      {"backfill", "--job", "report", "--from", "2026-11-01", "--to", "2026-11-02"},
-      {"rerun", "--job", "report", "--date", "2026-11-02"},
+      // Acting: a preview (without --yes) needs no reason.
+      {"backfill", "--job", "report", "--from", "2026-11-01", "--to", "2026-11-02", "--yes"},
+      {"rerun", "--job", "report", "--date", "2026-11-02", "--yes"},
   };
   FakeClock clock(kNoon);
   for (const auto& command : commands) {

@@ -393,9 +393,17 @@ TEST_F(GapsCli, RerunShowsItsImpactFirstAndQueuesItsScopeAsOneEvent) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "cronledger rerun: --only \"everything\" is not one of failed, missing, unknown, all\n");
+  // A preview records nothing and needs no reason; acting does.
   r = Cronledger({"rerun", "--config", config_path_, "--job", "report", "--date", "2026-11-02"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rerun of report 2026-11-02 (all): "), std::string::npos) << r.out;
+  r = Cronledger(
+      {"rerun", "--config", config_path_, "--job", "report", "--date", "2026-11-02", "--yes"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--reason TEXT is required"), std::string::npos) << r.err;
+  r = Cronledger({"backfill", "--config", config_path_, "--job", "report", "--from", "2026-11-02",
+                  "--to", "2026-11-02", "--reason", " "});
+  EXPECT_EQ(r.exit_code, 2);  // a reason given is checked, preview or not
 }
 
 TEST_F(GapsCli, ApproveLetsRunsAwaitingApprovalRun) {
