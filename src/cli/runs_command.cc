@@ -49,13 +49,36 @@ void PrintRun(const ordered_json& run, std::ostream& out) {
     for (const auto& a : attempts) {
       const std::string ended = Text(a, "ended_at");
       const std::string log = Text(a, "log_path");
-      out << fmt::format("  #{} token {} node {} {} -> {} {}{}{}\n", Text(a, "number"),
-                         Text(a, "fencing_token"), Text(a, "node"), Text(a, "started_at"),
-                         ended.empty() ? "(running)" : ended, Text(a, "end_class"),
-                         Field(a, "exit_status").is_null()
+      const std::string step = Text(a, "step");
+      // How it ended: a timeout or a signal has no exit status, never 0.
+      std::string how = ended.empty() ? "running" : Text(a, "end_class");
+      if (!ended.empty()) {
+        how += Field(a, "exit_status").is_null()
+                   ? ", no exit status"
+                   : fmt::format(", exit status {}", Text(a, "exit_status"));
+      }
+      out << fmt::format("  #{} {}{}: {} -> {}{}  token {} node {}\n", Text(a, "number"),
+                         step.empty() ? "" : "step " + step + " ", how, Text(a, "started_at"),
+                         ended.empty() ? "(running)" : ended,
+                         Field(a, "duration_seconds").is_null()
                              ? ""
-                             : fmt::format(" exit {}", Text(a, "exit_status")),
-                         log.empty() ? "" : " log " + log);
+                             : fmt::format(" ({}s)", Text(a, "duration_seconds")),
+                         Text(a, "fencing_token"), Text(a, "node"));
+      if (!log.empty()) out << "     log " << log << "\n";
+      // The tail's last lines: the step's last words and how it ended.
+      const std::string tail = Text(a, "output_tail");
+      std::vector<std::string> lines;
+      for (std::size_t begin = 0; begin < tail.size();) {
+        std::size_t nl = tail.find('\n', begin);
+        if (nl == std::string::npos) nl = tail.size();
+        if (nl > begin) lines.push_back(tail.substr(begin, nl - begin));
+        begin = nl + 1;
+      }
+      constexpr std::size_t kTailLines = 8;
+      for (std::size_t i = lines.size() > kTailLines ? lines.size() - kTailLines : 0;
+           i < lines.size(); ++i) {
+        out << "     | " << lines[i] << "\n";
+      }
     }
   }
   if (const auto& effects = Field(run, "effects"); !effects.empty()) {

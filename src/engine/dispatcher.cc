@@ -448,11 +448,46 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
                             attempt.End(last, last_end, LedgerNow(run), JitterSample())};
 }
 
+namespace {
+
+// The step's own last line of output: cronledger's "== ... ==" lines
+// skipped, at most 200 bytes; "" when it printed nothing.
+std::string LastOutputLine(const std::string& tail) {
+  std::size_t end = tail.size();
+  while (end > 0) {
+    const std::size_t nl = tail.rfind('\n', end - 1);
+    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    std::string line = tail.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    const bool ours = line.starts_with("== ") && line.ends_with(" ==");
+    if (!line.empty() && !ours) return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+    if (begin == 0) break;
+    end = begin - 1;
+  }
+  return "";
+}
+
+}  // namespace
+
 void Dispatcher::CountOutcome(const ActiveRun& run, const store::FinishParams& params) {
-  spdlog::info("run {} {}: attempt {} {} -> {}{}", run.claim.run.id, run.claim.run.RunKey(),
-               run.claim.attempt, ledger::Name(params.end_class),
+  // Once per attempt, with what the ledger is told: where it ended, how,
+  // after how long, what it decided, and the step's last words.
+  std::string how(ledger::Name(params.end_class));
+  if (params.exit_status) how += fmt::format(", exit status {}", *params.exit_status);
+  std::string took;
+  if (params.now) {
+    const auto claimed = run.claim.lease_expires_at - run.lease_ttl;
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*params.now - claimed).count();
+    took = ms < 60000 ? fmt::format(" after {:.1f}s", static_cast<double>(ms) / 1000)
+                      : fmt::format(" after {}s", ms / 1000);
+  }
+  const std::string last = LastOutputLine(params.output_tail);
+  spdlog::info("run {} {}: attempt {}{}: {}{} -> {}{}{}", run.claim.run.id, run.claim.run.RunKey(),
+               run.claim.attempt, params.step.empty() ? "" : " step " + params.step, how, took,
                ledger::Name(params.decision.state),
-               params.decision.reason.empty() ? "" : " (" + params.decision.reason + ")");
+               params.decision.reason.empty() ? "" : " (" + params.decision.reason + ")",
+               last.empty() ? "" : "; last output: " + last);
   switch (params.decision.state) {
     case ledger::RunState::kSucceeded: ++counters_.succeeded; break;
     case ledger::RunState::kFailed: ++counters_.failed; break;

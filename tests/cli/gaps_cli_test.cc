@@ -507,6 +507,44 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
   EXPECT_EQ(run["state"], "pending");
 }
 
+// `runs --run` says per attempt the step it ended in, how (an exit status,
+// or none for a timeout: never 0), how long it took and the output's tail.
+TEST_F(GapsCli, ARunsAttemptsNameTheirStepEndAndOutputTail) {
+  PlanThreeDays();
+  auto r = Cronledger(
+      {"runs", "--config", config_path_, "--date", "2026-11-01", "--partition", "eu", "--json"});
+  const std::string id = std::to_string(Json::parse(r.out)["runs"][0]["id"].get<int64_t>());
+  const auto ms = [](const std::string& t) {
+    return std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(At(t).time_since_epoch()).count());
+  };
+  Sql("UPDATE runs SET state = 'failed', attempts = 2 WHERE id = " + id);
+  Sql("INSERT INTO attempts (run_id, number, fencing_token, node, started_at, ended_at, "
+      "end_class, exit_status, step, log_path, output_tail) VALUES (" +
+      id + ", 1, 901, 'n1', " + ms("2026-11-01T09:00:00Z") + ", " + ms("2026-11-01T09:00:05Z") +
+      ", 'timeout', NULL, 'send', '/logs/1.log', 'connecting to bank\n== step send ended: "
+      "timed out after 5000 ms =='), (" +
+      id + ", 2, 902, 'n1', " + ms("2026-11-01T09:01:00Z") + ", " + ms("2026-11-01T09:01:02Z") +
+      ", 'failed', 3, 'send', '/logs/2.log', 'bank said no\n== step send ended: exit status 3 "
+      "==')");
+  r = Cronledger({"runs", "--config", config_path_, "--run", id});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  #1 step send timeout, no exit status: 2026-11-01T09:00:00Z -> "
+                       "2026-11-01T09:00:05Z (5s)  token 901 node n1\n"
+                       "     log /logs/1.log\n"
+                       "     | connecting to bank\n"
+                       "     | == step send ended: timed out after 5000 ms ==\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  #2 step send failed, exit status 3: "), std::string::npos) << r.out;
+  const Json run =
+      Json::parse(Cronledger({"runs", "--config", config_path_, "--run", id, "--json"}).out);
+  ASSERT_EQ(run["attempt_list"].size(), 2u);
+  EXPECT_TRUE(run["attempt_list"][0]["exit_status"].is_null());
+  EXPECT_EQ(run["attempt_list"][0]["step"], "send");
+  EXPECT_EQ(run["attempt_list"][1]["exit_status"], 3);
+}
+
 // A backfill of a range is the approval of its keys awaiting one, and
 // --include-waived queues cancelled keys too, as the preview shows.
 TEST_F(GapsCli, BackfillApprovesAwaitingKeysAndIncludeWaivedQueuesCancelledOnes) {

@@ -686,9 +686,23 @@ TEST_F(DispatcherTest, SubprocessJobsRunRealCommands) {
   config_.jobs[0].fail_exit_codes = {3};
   PlanAndRelease();
   Dispatcher& d = NewDispatcher();
+  std::ostringstream log;
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
   EXPECT_EQ(RunDue(d), 1);
+  spdlog::set_default_logger(previous);
   const auto run = OnlyRun();
   EXPECT_EQ(run.state, RunState::kFailed);
+  // The attempt's end is logged once, with what the ledger records: where
+  // it ended, how, after how long, the decision and the step's last words.
+  const std::string line = fmt::format(
+      "run {} {}: attempt 1 step work: permanent, exit status 3 "
+      "after 0.0s -> failed",
+      run.id, run.RunKey());
+  EXPECT_NE(log.str().find(line), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("; last output: hello default\n"), std::string::npos) << log.str();
+  EXPECT_EQ(log.str().find(line, log.str().find(line) + 1), std::string::npos) << "once";
   const auto attempts = *store_->AttemptList(run.id);
   ASSERT_EQ(attempts.size(), 1u);
   EXPECT_EQ(attempts[0].end_class, "permanent");
@@ -717,6 +731,7 @@ TEST_F(DispatcherTest, TimeoutRetriesAnIdempotentStepAndMakesAnUnsafeOneUnknown)
     const auto attempts = *store_->AttemptList(run.id);
     ASSERT_EQ(attempts.size(), 1u);
     EXPECT_EQ(attempts[0].end_class, "timeout");
+    EXPECT_FALSE(attempts[0].exit_status.has_value()) << "a timeout has no exit status, never 0";
   }
 }
 
