@@ -12,6 +12,33 @@ ApiClient::ApiClient(std::string base_url, std::string token, int tries)
   while (base_url_.size() > 1 && base_url_.back() == '/') base_url_.pop_back();
 }
 
+namespace {
+
+// What a transport error means to the person who typed --server.
+std::string TransportProblem(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "nothing accepted the connection: is `cronledger serve` running there, and is that "
+             "its server.listen address (or server.public_url)?";
+    case httplib::Error::ConnectionTimeout:
+      return "the connection timed out after 2 s: check the host, the port and any firewall in "
+             "between";
+    case httplib::Error::Read:
+      return "the connection broke or timed out before an answer came: is it a cronledger "
+             "serve, and is it overloaded?";
+    case httplib::Error::Write:
+      return "the connection broke while the request was sent";
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLServerVerification:
+      return "the TLS handshake failed: check the URL's scheme (http or https) and the "
+             "certificate";
+    default:
+      return httplib::to_string(e);
+  }
+}
+
+}  // namespace
+
 std::optional<HttpReply> ApiClient::Call(const std::string& method, const std::string& path,
                                          const std::string& json_body,
                                          std::string* transport_error) const {
@@ -28,7 +55,7 @@ std::optional<HttpReply> ApiClient::Call(const std::string& method, const std::s
                           : method == "PUT" ? client.Put(path, json_body, "application/json")
                                             : client.Post(path, json_body, "application/json");
     if (!res) {
-      if (error) *error = httplib::to_string(res.error());
+      if (error) *error = TransportProblem(res.error());
       return std::nullopt;
     }
     return HttpReply{res->status, res->body};

@@ -96,7 +96,7 @@ Result<ordered_json> RemoteLedger::Call(const std::string& method, const std::st
   const auto reply = client_.Call(method, path, body, &why);
   if (!reply) {
     return Status(StatusCode::kUnavailable,
-                  fmt::format("the server at {} cannot be reached ({})", url, why));
+                  fmt::format("the server at {} cannot be reached: {}", url, why));
   }
   ordered_json answer = ordered_json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
   if (reply->status == 200) {

@@ -83,8 +83,8 @@ int StepExitFor(const StepReply& reply, const char* command, std::ostream& err) 
 
 int StepUnreachable(const StepEnvironment& env, const char* command, const std::string& why,
                     std::ostream& err) {
-  err << "cronledger " << command << ": the server at " << env.api << " cannot be reached ("
-      << why << "); try again later\n";
+  err << "cronledger " << command << ": the server at " << env.api << " cannot be reached: " << why
+      << " (try again later)\n";
   return kStepTempFail;
 }
 

@@ -414,7 +414,11 @@ TEST_F(ServerCli, AnUnreachableServerIsExit3) {
     SCOPED_TRACE(Show(args));
     const auto r = Cli(ledger_->config, "http://127.0.0.1:1", args);
     EXPECT_EQ(r.exit_code, 3) << r.err;
-    EXPECT_NE(r.err.find("the server at http://127.0.0.1:1 cannot be reached"), std::string::npos)
+    // The address, and what to check.
+    EXPECT_NE(r.err.find("the server at http://127.0.0.1:1 cannot be reached: nothing accepted "
+                         "the connection: is `cronledger serve` running there, and is that its "
+                         "server.listen address"),
+              std::string::npos)
         << r.err;
     EXPECT_EQ(r.out, "");
   }
