@@ -5,6 +5,9 @@
 #include "cli/command_table.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -61,6 +64,22 @@ constexpr const char* kServerHelp =
     "Go through this serve's HTTP API instead of opening the store, e.g. "
     "http://127.0.0.1:8377 (default: $CRONLEDGER_SERVER). Token: $CRONLEDGER_AUTH_TOKEN, else "
     "cronledger.token beside the config file";
+// A run id as typed: digits that fit in 64 bits. Checked on the text, since
+// the conversion would clamp 99999999999999999999 to the largest id.
+const CLI::Validator kRunIdText(
+    [](std::string& text) -> std::string {
+      if (text.empty() ||
+          !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return "\"" + text + "\" is not a run id: give the number `cronledger runs` shows";
+      }
+      errno = 0;
+      const unsigned long long n = std::strtoull(text.c_str(), nullptr, 10);
+      if (errno == ERANGE || n > static_cast<unsigned long long>(INT64_MAX)) {
+        return text + " is not a run id: it does not fit in 64 bits";
+      }
+      return "";
+    },
+    "", "run id");
 constexpr const char* kReasonHelp = "Why (required; recorded in the ledger)";
 constexpr const char* kByHelp = "Who (default: the OS user)";
 constexpr const char* kYesHelp = "Act, after the preview";
@@ -258,7 +277,8 @@ std::vector<CommandRow> CommandTable() {
         cmd.add_option("--partition", a.partition, "Only this partition's runs");
         cmd.add_option("--limit", a.limit, "At most N runs (1-100000, default 100)");
         cmd.add_option("--run", a.run,
-                       "Show this run (by id) with its attempts, effects and events");
+                       "Show this run (by id) with its attempts, effects and events")
+            ->check(kRunIdText);
       },
       RunRuns,
       "Print the runs JSON of docs/cli.md"));
@@ -267,7 +287,7 @@ std::vector<CommandRow> CommandTable() {
       "events", "Show the audit log: every transition and operator action, oldest first",
       [](CLI::App& cmd, EventsArgs& a) {
         cmd.add_option("--job", a.job, "Only this job's events");
-        cmd.add_option("--run", a.run, "Only this run's events (by id)");
+        cmd.add_option("--run", a.run, "Only this run's events (by id)")->check(kRunIdText);
         cmd.add_option("--since", a.since,
                        "The first events at or after this RFC 3339 instant (default: the "
                        "newest)");
@@ -295,7 +315,9 @@ std::vector<CommandRow> CommandTable() {
   rows.push_back(Command<RunActionArgs, kConfig | kServer | kReason | kBy>(
       "retry", "Requeue a failed or unknown run as a new attempt on the same run key",
       [](CLI::App& cmd, RunActionArgs& a) {
-        cmd.add_option("RUN_ID", a.run_id, "The run's id (see `cronledger runs`)")->required();
+        cmd.add_option("RUN_ID", a.run_id, "The run's id (see `cronledger runs`)")
+            ->check(kRunIdText)
+            ->required();
       },
       RunRetry));
 
@@ -304,7 +326,9 @@ std::vector<CommandRow> CommandTable() {
       "Settle an unknown run: an effect in doubt (--effect KEY --as committed|failed), or "
       "the run itself (--as succeeded|failed|retry)",
       [](CLI::App& cmd, ResolveArgs& a) {
-        cmd.add_option("RUN_ID", a.run_id, "The run's id (see `cronledger runs`)")->required();
+        cmd.add_option("RUN_ID", a.run_id, "The run's id (see `cronledger runs`)")
+            ->check(kRunIdText)
+            ->required();
         cmd.add_option("--effect", a.effect,
                        "The effect in doubt to settle (its idempotency key)");
         cmd.add_option("--as", a.as,
@@ -375,14 +399,14 @@ std::vector<CommandRow> CommandTable() {
         cmd.add_option("--job", a.job, "The job")->required();
         cmd.add_option("--from", a.from, "First business date, YYYY-MM-DD");
         cmd.add_option("--to", a.to, "Last business date, YYYY-MM-DD");
-        cmd.add_option("--run", a.run, "One run by id");
+        cmd.add_option("--run", a.run, "One run by id")->check(kRunIdText);
       },
       RunApprove));
 
   rows.push_back(Command<RunActionArgs, kConfig | kServer | kReason | kBy>(
       "cancel", "Cancel a pending, awaiting_approval, failed or unknown run (it is then waived)",
       [](CLI::App& cmd, RunActionArgs& a) {
-        cmd.add_option("RUN_ID", a.run_id, "The run's id")->required();
+        cmd.add_option("RUN_ID", a.run_id, "The run's id")->check(kRunIdText)->required();
       },
       RunCancel));
 

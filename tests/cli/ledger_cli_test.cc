@@ -686,6 +686,20 @@ TEST(LedgerCliErrors, FilterValidationIsPrecise) {
     EXPECT_EQ(missing.out, "") << command;
     EXPECT_EQ(missing.err, std::string("cronledger ") + command + ": no run with id 999\n");
   }
+  // A run id that does not fit in 64 bits is a usage error, never clamped
+  // to another run's id.
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"runs", "--run", "99999999999999999999"},
+                                             {"events", "--run", "18446744073709551617"},
+                                             {"retry", "99999999999999999999", "--reason", "x"},
+                                             {"cancel", "9223372036854775808", "--reason", "x"}}) {
+    std::vector<std::string> full = args;
+    full.insert(full.begin() + 1, {"--config", config});
+    const auto r = Cronledger(full);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("is not a run id: it does not fit in 64 bits"), std::string::npos)
+        << r.err;
+  }
 }
 
 }  // namespace
