@@ -482,18 +482,40 @@ HttpServer::~HttpServer() { Stop(); }
 int HttpServer::Connections() const { return impl_->open.load(); }
 
 ApiResponse HttpServer::Health() const {
-  ApiResponse r{200, {{"status", "ok"}}};
-  if (!planner_pass_) return r;
-  // The dead man's switch seen from outside: "ok" says the process
-  // answers; the age says whether it still plans.
-  const auto [now, last] = planner_pass_();
-  r.body["last_planner_pass_at"] = nullptr;
-  r.body["planner_pass_age_seconds"] = nullptr;
-  if (last) {
-    const auto at = std::chrono::floor<std::chrono::seconds>(*last);
-    r.body["last_planner_pass_at"] = FormatUtc(at);
-    r.body["planner_pass_age_seconds"] =
-        std::max<int64_t>(0, std::chrono::floor<std::chrono::seconds>(now - *last).count());
+  // Readiness: ready while the store takes writes and the planner keeps
+  // passing. A liveness probe wants /livez instead, so that a database
+  // outage does not restart every node.
+  ApiResponse r{200, {{"status", "ok"}, {"reasons", nlohmann::ordered_json::array()}}};
+  std::vector<std::string> reasons;
+  if (store_up_ && !store_up_()) {
+    reasons.push_back(
+        "the store refuses writes (serve's log says why; it recovers by itself "
+        "once a write succeeds)");
+  }
+  if (planner_pass_) {
+    // The dead man's switch seen from outside: the age says whether it
+    // still plans.
+    const auto [now, last] = planner_pass_();
+    r.body["last_planner_pass_at"] = nullptr;
+    r.body["planner_pass_age_seconds"] = nullptr;
+    if (last) {
+      const auto at = std::chrono::floor<std::chrono::seconds>(*last);
+      const int64_t age =
+          std::max<int64_t>(0, std::chrono::floor<std::chrono::seconds>(now - *last).count());
+      r.body["last_planner_pass_at"] = FormatUtc(at);
+      r.body["planner_pass_age_seconds"] = age;
+      if (age > planner_stale_after_.count()) {
+        reasons.push_back(fmt::format("the planner's last pass was {} s ago (more than {} s)", age,
+                                      planner_stale_after_.count()));
+      }
+    } else {
+      reasons.push_back("the planner has not finished a pass yet");
+    }
+  }
+  if (!reasons.empty()) {
+    r.status = 503;
+    r.body["status"] = "degraded";
+    r.body["reasons"] = reasons;
   }
   return r;
 }
@@ -517,6 +539,13 @@ std::optional<HttpServer::Reply> HttpServer::JudgeHead(const ApiRequest& head,
 }
 
 HttpServer::Reply HttpServer::Route(const ApiRequest& request) const {
+  if (request.path == "/livez") {
+    return JsonReply(request.method == "GET" || request.method == "HEAD"
+                         ? ApiResponse{200, {{"status", "ok"}}}
+                         : Error(405, "method_not_allowed",
+                                 fmt::format("/livez does not accept {}; it is read with GET",
+                                             Shown(request.method))));
+  }
   if (request.path == "/healthz") {
     return JsonReply(request.method == "GET" || request.method == "HEAD"
                          ? Health()

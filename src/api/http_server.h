@@ -74,9 +74,18 @@ class HttpServer {
   // What GET /healthz reports as the last planner pass: `now` and the
   // instant of the last successful pass (none yet: null in the answer).
   // Call before Serve.
+  // /healthz is a readiness check: 503 ("degraded", with reasons) while
+  // the last pass is older than `stale_after` or there was none yet.
   using PlannerPassFn = std::function<std::pair<Clock::TimePoint,
                                                 std::optional<Clock::TimePoint>>()>;
-  void SetPlannerPass(PlannerPassFn fn) { planner_pass_ = std::move(fn); }
+  void SetPlannerPass(PlannerPassFn fn,
+                      std::chrono::seconds stale_after = std::chrono::seconds{30}) {
+    planner_pass_ = std::move(fn);
+    planner_stale_after_ = stale_after;
+  }
+  // Whether the store answers writes (StoreHealth::up); false makes
+  // /healthz 503. Call before Serve.
+  void SetStoreUp(std::function<bool()> fn) { store_up_ = std::move(fn); }
 
   // Also serves the external-worker routes (WorkerApi), which must outlive
   // the server. Call before Serve.
@@ -104,7 +113,7 @@ class HttpServer {
   class Impl;
   class Connection;
 
-  ApiResponse Health() const;  // GET /healthz
+  ApiResponse Health() const;  // GET /healthz: readiness (GET /livez: liveness)
   // The answer to a request read whole.
   Reply Route(const ApiRequest& request) const;
   // Before a body is read: nullopt to read it (up to *max_body), or the
@@ -117,6 +126,8 @@ class HttpServer {
   const MetricsEndpoint* metrics_ = nullptr;
   const Dashboard* dashboard_ = nullptr;
   PlannerPassFn planner_pass_;
+  std::chrono::seconds planner_stale_after_{30};
+  std::function<bool()> store_up_;
   const WorkerApi* workers_ = nullptr;
   std::unique_ptr<Impl> impl_;
   int port_ = 0;

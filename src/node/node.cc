@@ -304,6 +304,7 @@ Status Node::Run(std::stop_token stop, std::optional<std::chrono::seconds> drain
     return std::make_pair(clock.Now() + std::chrono::milliseconds(node_metrics.ledger_offset_ms),
                           last);
   });
+  http.SetStoreUp([&] { return store_health.up(); });
   // External workers claim over HTTP; half of the HTTP threads at most
   // wait in long-polls (docs/api.md, external workers).
   api::WorkerApi worker_api(config, store, clock, authenticator, credentials,

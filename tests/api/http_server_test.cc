@@ -17,8 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -123,6 +125,55 @@ class HttpServerTest : public ::testing::Test {
 
 std::string Post(const std::string& path, const std::string& headers) {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n";
+}
+
+// /healthz is readiness: 503 "degraded" with reasons while the store
+// refuses writes or the planner's last pass is stale, 200 again after; /livez
+// answers 200 whatever the store does, so a liveness probe does not restart a
+// node for a database outage.
+TEST_F(HttpServerTest, HealthzIsReadinessAndLivezIsLiveness) {
+  std::atomic<bool> store_up{true};
+  std::atomic<int64_t> pass_age_s{1};
+  std::atomic<bool> passed{false};
+  server_ = std::make_unique<api::HttpServer>(2);
+  const Clock::TimePoint now = Clock::TimePoint(std::chrono::hours{500000});
+  server_->SetPlannerPass(
+      [&] {
+        std::optional<Clock::TimePoint> last;
+        if (passed) last = now - seconds{pass_age_s.load()};
+        return std::make_pair(now, last);
+      },
+      seconds{30});
+  server_->SetStoreUp([&] { return store_up.load(); });
+  ASSERT_TRUE(server_->Bind("127.0.0.1:0").ok());
+  server_->Serve(*attempts_, operators_.get());
+  const auto get = [&](const std::string& path) {
+    httplib::Client c("127.0.0.1", port());
+    auto r = c.Get(path);
+    EXPECT_TRUE(r) << path;
+    return r ? std::make_pair(r->status, nlohmann::json::parse(r->body))
+             : std::make_pair(0, nlohmann::json());
+  };
+  const auto expect = [&](int status, const std::vector<std::string>& reasons) {
+    const auto [code, body] = get("/healthz");
+    EXPECT_EQ(code, status) << body.dump();
+    EXPECT_EQ(body["status"], status == 200 ? "ok" : "degraded") << body.dump();
+    EXPECT_EQ(body["reasons"], nlohmann::json(reasons)) << body.dump();
+    const auto [live, live_body] = get("/livez");
+    EXPECT_EQ(live, 200);
+    EXPECT_EQ(live_body["status"], "ok");
+  };
+  expect(503, {"the planner has not finished a pass yet"});
+  passed = true;
+  expect(200, {});
+  store_up = false;
+  expect(503, {"the store refuses writes (serve's log says why; it recovers by itself once a "
+               "write succeeds)"});
+  store_up = true;
+  pass_age_s = 31;
+  expect(503, {"the planner's last pass was 31 s ago (more than 30 s)"});
+  pass_age_s = 2;
+  expect(200, {});
 }
 
 TEST_F(HttpServerTest, ABodyWithoutACredentialTheRouteAcceptsIsNeverRead) {

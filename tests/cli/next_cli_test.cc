@@ -138,7 +138,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Cli, ParseErrorsNameTheirCommand) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"next", "0 9 * * *"}, "cronledger next: --tz is required\n"},
-      {{"retry", "abc"}, "cronledger retry: Could not convert: RUN_ID = abc\n"},
+      {{"retry", "abc"},
+       "cronledger retry: RUN_ID: \"abc\" is not a run id: give the number `cronledger runs` "
+       "shows\n"},
       {{"runs", "--limit", "abc"}, "cronledger runs: Could not convert: --limit = abc\n"},
       {{"frobnicate"}, "cronledger: The following argument was not expected: frobnicate\n"},
   };
