@@ -242,7 +242,7 @@ int RunTrigger(const TriggerArgs& args, Clock& clock, std::ostream& out, std::os
   out << fmt::format(
       "queued {} run(s) of {} for {}{}\n", Field(answer->doc, "queued").size(), args.job,
       Text(answer->doc, "period"),
-      approved > 0 ? fmt::format(" ({} were awaiting approval: approved)", approved) : "");
+      approved > 0 ? fmt::format("; it approves the {} awaiting approval", approved) : "");
   return kExitOk;
 }
 

@@ -501,7 +501,7 @@ TEST_F(GapsCli, CancelWaivesARunAndTriggerQueuesOnlyAMissingLatestPeriod) {
   Sql("UPDATE runs SET state = 'awaiting_approval', reason = NULL WHERE id = " + id);
   r = Cronledger(trigger);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("(1 were awaiting approval: approved)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; it approves the 1 awaiting approval\n"), std::string::npos) << r.out;
   const Json run =
       Json::parse(Cronledger({"runs", "--config", config_path_, "--run", id, "--json"}).out);
   EXPECT_EQ(run["state"], "pending");
