@@ -443,13 +443,42 @@ async function main() {
     await shot(page, 'events');
   });
 
-  await check('backfill: the preview, then a reason, then it goes through', async () => {
-    // serve's gap watch holds apac's misfired key for approval (no longer a
-    // backfill's): wait for that, so the preview below is the same each time.
+  await check('the gaps page', async () => {
+    await show(page, base, `#/gaps`);
+    await page.waitForSelector('#gaps');
+    const keys =
+        await page.locator('#gaps tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.gap));
+    assert(
+        keys.includes(`daily_report/globex/${utcDate(-3)}`),
+        `globex's failed run of D-3 in ${keys}`);
+    assert(keys.includes(`billing/eu/${today}`), `billing eu (unknown) in ${keys}`);
+    await noHorizontalScroll(page, 'gaps page');
+    await shot(page, 'gaps');
+    // A key awaiting approval is approved from here, with a reason. serve's
+    // gap watch holds apac's misfired key for approval: wait for that.
+    const apac = `billing/apac/${today}`;
     await until(async () => page.evaluate(async (key) => {
       const gaps = (await (await fetch('/v1/gaps?job=billing')).json()).gaps;
       return gaps.some((g) => g.run_key === key && g.cause === 'awaiting_approval');
-    }, `billing/apac/${today}`), 'apac awaiting approval');
+    }, apac), 'apac awaiting approval');
+    await show(page, base, `#/gaps`);
+    await page.waitForSelector('#gaps');
+    await page.click(`#gaps tr[data-gap="${apac}"] button`);
+    await page.fill('#reason', 'bank confirmed the file');
+    await page.click('#confirm');
+    await page.waitForSelector('#dialog-backdrop', {state: 'hidden'});
+    await until(
+        async () => (await page.locator(`#gaps tr[data-gap="${apac}"]`).count()) === 0,
+        'the approved key to leave the gaps');
+    const events = await page.evaluate(
+        async () => (await (await fetch('/v1/events?type=approve')).json()).events);
+    assertEq(events.length, 1, 'one approve event');
+    assertEq(events[0].reason, 'bank confirmed the file', 'its reason');
+  });
+
+  await check('backfill: the preview, then a reason, then it goes through', async () => {
+    // The gaps page approved apac's key (it is in flight or done now); us's
+    // coalesced key is waived and waits for "include waived".
     await show(page, base, `#/job/billing`);
     await page.waitForSelector('#backfill');
     await page.click('#backfill');
@@ -459,6 +488,12 @@ async function main() {
     await page.waitForSelector('#would-queue-count');
     assertEq(await text(page, '#would-queue-count'), 'Would queue 0 run(s)', 'a waived key needs "include waived"');
     assert(await page.locator('#confirm').isDisabled(), 'nothing to confirm');
+    // Every key it leaves alone says why, and what would queue it.
+    const left = await text(page, '#not-queued');
+    assert(
+        left.includes(`billing/us/${today}`) && left.includes('waived (coalesced) on purpose') &&
+            left.includes('--include-waived'),
+        `the waived key, why and how: ${left}`);
     await page.check('#backfill-waived');
     assertEq(await page.locator('#would-queue-count').count(), 0, 'a changed form drops the preview');
     await page.click('#preview-button');
@@ -472,26 +507,6 @@ async function main() {
     const events = await page.evaluate(async () => (await (await fetch('/v1/events?type=backfill')).json()).events);
     assertEq(events.length, 1, 'one backfill event');
     assertEq(events[0].reason, 'bank was down', 'its reason');
-  });
-
-  await check('the gaps page', async () => {
-    await show(page, base, `#/gaps`);
-    await page.waitForSelector('#gaps');
-    const keys = await page.locator('#gaps tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.gap));
-    assert(keys.includes(`daily_report/globex/${utcDate(-3)}`), `globex's failed run of D-3 in ${keys}`);
-    assert(keys.includes(`billing/eu/${today}`), `billing eu (unknown) in ${keys}`);
-    await noHorizontalScroll(page, 'gaps page');
-    await shot(page, 'gaps');
-    // A key awaiting approval is approved from here, with a reason.
-    const apac = `billing/apac/${today}`;
-    await page.click(`#gaps tr[data-gap="${apac}"] button`);
-    await page.fill('#reason', 'bank confirmed the file');
-    await page.click('#confirm');
-    await page.waitForSelector('#dialog-backdrop', {state: 'hidden'});
-    await until(async () => (await page.locator(`#gaps tr[data-gap="${apac}"]`).count()) === 0, 'the approved key to leave the gaps');
-    const events = await page.evaluate(async () => (await (await fetch('/v1/events?type=approve')).json()).events);
-    assertEq(events.length, 1, 'one approve event');
-    assertEq(events[0].reason, 'bank confirmed the file', 'its reason');
   });
 
   await check('log out', async () => {
