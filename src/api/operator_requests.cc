@@ -315,7 +315,7 @@ Parsed<RunsRequest> ParseRunsRequest(const ApiRequest& request) {
 }
 
 Parsed<store::EventQuery> ParseEventsRequest(const ApiRequest& request) {
-  Query q(request, {"job", "run_id", "type", "since", "limit"});
+  Query q(request, {"job", "run_id", "type", "actor", "since", "limit"});
   store::EventQuery query;
   query.job = q.Text("job");
   if (const auto run = q.Text("run_id")) {
@@ -331,6 +331,11 @@ Parsed<store::EventQuery> ParseEventsRequest(const ApiRequest& request) {
         fmt::format("query parameter \"type\" must be an event type (1-64 characters from "
                     "a-z and _, e.g. succeeded), got {}",
                     Shown(*query.type)));
+  }
+  query.actor = q.Text("actor");
+  if (query.actor && (query.actor->empty() || query.actor->size() > 256)) {
+    q.Fail(
+        fmt::format("query parameter \"actor\" must be 1-256 bytes, got {}", Shown(*query.actor)));
   }
   if (const auto since = q.Text("since")) {
     auto t = ParseRfc3339(*since);

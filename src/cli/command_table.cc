@@ -288,6 +288,9 @@ std::vector<CommandRow> CommandTable() {
       [](CLI::App& cmd, EventsArgs& a) {
         cmd.add_option("--job", a.job, "Only this job's events");
         cmd.add_option("--run", a.run, "Only this run's events (by id)")->check(kRunIdText);
+        cmd.add_option("--type", a.type, "Only events of this type (docs/events.md)");
+        cmd.add_option("--actor", a.actor,
+                       "Only events by this actor, or done on behalf of this name (--by)");
         cmd.add_option("--since", a.since,
                        "The first events at or after this RFC 3339 instant (default: the "
                        "newest)");

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
@@ -9,6 +11,7 @@
 #include "cli/ledger_output.h"
 #include "cli/open_ledger.h"
 #include "cronledger/schedule.h"
+#include "ledger/names.h"
 
 namespace cronledger::cli {
 int RunEvents(const EventsArgs& args, Clock& clock, std::ostream& out, std::ostream& err) {
@@ -17,6 +20,21 @@ int RunEvents(const EventsArgs& args, Clock& clock, std::ostream& out, std::ostr
   if (args.run) {
     if (*args.run <= 0) return UsageError(err, "events", fmt::format("--run {}: run ids are positive", *args.run));
     q.run_id = *args.run;
+  }
+  if (args.type) {
+    const auto& known = ledger::event::kAll;
+    if (std::find(std::begin(known), std::end(known), *args.type) == std::end(known)) {
+      std::string all;
+      for (std::string_view t : known) all += (all.empty() ? "" : ", ") + std::string(t);
+      return UsageError(
+          err, "events",
+          fmt::format("--type \"{}\" is not an event type; one of: {}", *args.type, all));
+    }
+    q.type = args.type;
+  }
+  if (args.actor) {
+    if (args.actor->empty()) return UsageError(err, "events", "--actor is empty");
+    q.actor = args.actor;
   }
   if (args.since) {
     auto since = ParseRfc3339(*args.since);

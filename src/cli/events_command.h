@@ -15,6 +15,8 @@ struct EventsArgs {
   std::optional<std::string> job;
   std::optional<int64_t> run;
   std::optional<std::string> since;  // RFC 3339
+  std::optional<std::string> type;   // one of ledger::event::kAll
+  std::optional<std::string> actor;  // who acted, or on whose behalf
   std::optional<int64_t> limit;      // 1..100000 (with `server` 1..1000); default 100
   std::string server;                // --server URL: "" works on the store
   bool json = false;

@@ -124,8 +124,13 @@ int RunImpactCommand(const ImpactCommand& c, Clock& clock, std::ostream& out,
   if (c.json) {
     out << ops::Dump(done, 2) << "\n";
   } else {
-    out << fmt::format("queued {} run(s) of {} (event {})\n", Field(done, "queued").size(),
+    out << fmt::format("queued {} run(s) of {} (event {}):\n", Field(done, "queued").size(),
                        c.order.job, Text(done, "event_id"));
+    // The keys, as the preview would have listed them: a `--yes` without a
+    // preview first (rerun --force --yes) shows what it did all the same.
+    for (const auto& k : Field(done, "run_keys")) {
+      out << "  " << (k.is_string() ? k.get<std::string>() : "") << "\n";
+    }
   }
   return kExitOk;
 }

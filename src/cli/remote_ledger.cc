@@ -197,6 +197,7 @@ Result<ordered_json> RemoteLedger::Events(const store::EventQuery& q) {
     query.emplace_back("since", FormatUtc(std::chrono::floor<std::chrono::seconds>(*q.since)));
   }
   if (q.type) query.emplace_back("type", *q.type);
+  if (q.actor) query.emplace_back("actor", *q.actor);
   query.emplace_back("limit", std::to_string(q.limit));
   return Get("/v1/events", query, q.run_id ? StatusCode::kNotFound : NotFoundFor(q.job));
 }

@@ -89,6 +89,41 @@ inline constexpr std::string_view kCancel = "cancel";
 inline constexpr std::string_view kTrigger = "trigger";
 inline constexpr std::string_view kAlertSent = "alert_sent";
 inline constexpr std::string_view kAlertResolved = "alert_resolved";
+
+// Every type above: what `events --type` accepts (docs/events.md lists each).
+inline constexpr std::string_view kAll[] = {kPlanned,
+                                            kDeduplicated,
+                                            kSkipped,
+                                            kPaused,
+                                            kResumed,
+                                            kConfigChanged,
+                                            kPartitionsChanged,
+                                            kPartitionsFailed,
+                                            kClaimed,
+                                            kStepStarted,
+                                            kStepSucceeded,
+                                            kStepFailed,
+                                            kSucceeded,
+                                            kFailed,
+                                            kUnknown,
+                                            kRetryScheduled,
+                                            kLeaseExpired,
+                                            kStaleWriteRejected,
+                                            kRetry,
+                                            kEffectStarted,
+                                            kEffectCommitted,
+                                            kEffectFailed,
+                                            kEffectInDoubt,
+                                            kEffectReconciled,
+                                            kResolve,
+                                            kGapFound,
+                                            kBackfill,
+                                            kRerun,
+                                            kApprove,
+                                            kCancel,
+                                            kTrigger,
+                                            kAlertSent,
+                                            kAlertResolved};
 }  // namespace event
 
 }  // namespace cronledger::ledger

@@ -42,6 +42,8 @@ struct EventQuery {
   std::optional<Instant> since;
   std::optional<std::string> type;
   int limit = 100;  // newest `limit` events, returned oldest first
+  // Who acted: the actor or the name it acted on behalf of.
+  std::optional<std::string> actor = {};
 };
 
 struct StatsParams {

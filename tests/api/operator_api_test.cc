@@ -625,7 +625,8 @@ TEST_F(OperatorApi, BadParametersAreRefusedNamingThem) {
        "query parameter \"limit\" must be an integer from 1 to 1000, got \"-1\""},
       {"/v1/events?cursor=x", 400,
        "unknown query parameter \"cursor\"; GET /v1/events takes "
-       "job, run_id, type, since, limit"},
+       "job, run_id, type, actor, since, limit"},
+      {"/v1/events?actor=", 400, "query parameter \"actor\" must be 1-256 bytes, got \"\""},
       {"/v1/gaps?job=nightly", 404, "no job named \"nightly\" in the configuration"},
       {"/v1/gaps?from=2024-13-01", 400, "query parameter \"from\" must be a date YYYY-MM-DD"},
       {"/v1/gaps?to=tomorrow", 400, "query parameter \"to\" must be a date YYYY-MM-DD"},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command_table.h"
+#include "ledger/names.h"
 #include "source_dir.h"
 
 namespace cronledger {
@@ -109,6 +110,25 @@ TEST(CliDocs, EveryDocumentedCommandIsInTheTable) {
         << kCliDoc << " documents `cronledger " << name << "`, which the command table "
         << "(src/cli/command_table.cc) does not have";
   }
+}
+
+// `events --type` accepts exactly the types docs/events.md lists: a type
+// added to the code and not to the table (or the other way) fails here.
+TEST(CliDocs, EveryEventTypeIsInTheEventsTable) {
+  std::ifstream in(std::filesystem::path(testing::kSourceDir) / "docs" / "events.md");
+  std::set<std::string> documented;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const std::string first = line.substr(2, line.find(" |", 2) - 2);  // "`a`, `b`"
+    for (std::size_t open = first.find('`'); open != std::string::npos;) {
+      const std::size_t close = first.find('`', open + 1);
+      documented.insert(first.substr(open + 1, close - open - 1));
+      open = first.find('`', close + 1);
+    }
+  }
+  std::set<std::string> known;
+  for (std::string_view t : ledger::event::kAll) known.insert(std::string(t));
+  EXPECT_EQ(documented, known);
 }
 
 // The parsing above, on headings of each shape docs/cli.md uses.

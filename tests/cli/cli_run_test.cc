@@ -189,6 +189,25 @@ TEST(CliRun, PauseResumeAndEventsOnASqliteLedger) {
   EXPECT_EQ(seen, (std::vector<std::string>{"paused 2026-11-30T12:00:00Z quarter close",
                                             "resumed 2026-11-30T13:00:00Z closed"}))
       << r.out;
+
+  // --type keeps one type; --actor the events done by or for that name.
+  r = RunCli({"events", "--config", config, "--type", "resumed", "--json"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(Json::parse(r.out)["events"].size(), 1u) << r.out;
+  EXPECT_EQ(Json::parse(r.out)["events"][0]["reason"], "closed");
+  r = RunCli({"events", "--config", config, "--actor", "alice", "--json"}, clock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(Json::parse(r.out)["events"].size(), 1u) << r.out;
+  EXPECT_EQ(Json::parse(r.out)["events"][0]["type"], "paused");
+  // A type no event can have is a usage error naming the ones there are.
+  r = RunCli({"events", "--config", config, "--type", "pasued"}, clock);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("cronledger events: --type \"pasued\" is not an event type; one of: "
+                        "planned, ",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 // Every command that changes the ledger checks the actor alike, before it

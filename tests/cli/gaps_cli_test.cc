@@ -348,9 +348,12 @@ TEST_F(GapsCli, RerunShowsItsImpactFirstAndQueuesItsScopeAsOneEvent) {
   r = rerun("2026-11-03", {"--only", "failed", "--yes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
-  // --force reruns the succeeded run from its first step.
+  // --force reruns the succeeded run from its first step, and says which
+  // keys it queued although no preview was printed.
   r = rerun("2026-11-01", {"--partition", "us", "--force", "--yes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("queued 1 run(s) of report (event ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("):\n  report/us/2026-11-01\n"), std::string::npos) << r.out;
   r = Cronledger({"runs", "--config", config_path_, "--date", "2026-11-01", "--partition", "us",
                   "--json"});
   const Json us = Json::parse(r.out)["runs"][0];

@@ -590,6 +590,20 @@ TEST_F(ServerCliActions, PauseAndResumeRecordTheActorAndAStateRefusalIsExit1) {
   r = Both({"pause", "--all", "--reason", "migration"}, 0);
   r = Both({"resume", "--all", "--reason", "migrated"}, 0);
   EXPECT_EQ(r.out, "resumed everything\n");
+  // --type and --actor filter alike through the server and locally; the
+  // actor matches the name acted for (--by), not only the token's.
+  for (const std::string& url : {std::string(), url_}) {
+    const auto events = Cli(url.empty() ? local_->config : remote_->config, url,
+                            {"events", "--type", "paused", "--actor", "alice", "--json"});
+    ASSERT_EQ(events.exit_code, 0) << events.err;
+    const Json paused = Json::parse(events.out)["events"];
+    ASSERT_EQ(paused.size(), 2u) << events.out;
+    EXPECT_EQ(paused[0]["reason"], "quarter close");
+    EXPECT_EQ(paused[1]["reason"], "migration");
+    const auto nobody = Cli(url.empty() ? local_->config : remote_->config, url,
+                            {"events", "--actor", "mallory", "--json"});
+    EXPECT_EQ(Json::parse(nobody.out)["events"].size(), 0u) << nobody.out << nobody.err;
+  }
   // A job the server does not have is a usage error, as locally.
   r = Both({"pause", "--job", "nightly", "--reason", "x"}, 2);
 }

@@ -883,6 +883,7 @@ Result<std::vector<EventRecord>> SqlStore::EventList(const EventQuery& q) {
   }
   if (q.since) sql += " AND at >= ?3";
   if (q.type) sql += " AND type = ?4";
+  if (q.actor) sql += HasCallers() ? " AND (actor = ?6 OR on_behalf_of = ?6)" : " AND actor = ?6";
   sql += q.since ? " ORDER BY id ASC LIMIT ?5" : " ORDER BY id DESC LIMIT ?5";
   ASSIGN_OR_RETURN(s, db_->Prepare(sql));
   if (q.job) s.Bind(1, *q.job);
@@ -890,6 +891,7 @@ Result<std::vector<EventRecord>> SqlStore::EventList(const EventQuery& q) {
   if (q.since) s.Bind(3, Ms(*q.since));
   if (q.type) s.Bind(4, *q.type);
   s.Bind(5, int64_t{q.limit});
+  if (q.actor) s.Bind(6, *q.actor);
   std::vector<EventRecord> out;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
     out.push_back(EventFromRow(s));
