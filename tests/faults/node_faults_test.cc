@@ -99,6 +99,14 @@ std::string Metrics(int port) {
   return r && r->status == 200 ? r->body : "";
 }
 
+// GET `path` (/healthz, /livez): its status (0 for no answer) and body.
+std::pair<int, std::string> Probe(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(10, 0);
+  auto r = client.Get(path);
+  return r ? std::make_pair(r->status, r->body) : std::make_pair(0, std::string());
+}
+
 // The value of the sample `name` (with its labels, if any) in a scrape;
 // -1 when absent.
 double Sample(const std::string& scrape, const std::string& name) {
@@ -697,8 +705,10 @@ TEST(FaultNodes, ConnectionCutAtCommitLosesNothingAndDoublesNothing) {
 // The proxy refuses the node past the leases it held: serve logs the outage
 // once, counts the failed store calls (cronledger_store_errors_total) and
 // says the store is down on /metrics (cronledger_store_up 0, still
-// answered: the node itself is up); then the database is back and serve
-// resumes by itself, nothing lost or doubled.
+// answered: the node itself is up) and on its readiness probe (/healthz
+// 503 "degraded" within a minute, while /livez stays 200); then the
+// database is back and serve resumes by itself, ready again, nothing lost
+// or doubled.
 TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
   Nodes nodes({.partitions = 5});
   Sql& ledger = nodes.ledger();
@@ -716,6 +726,9 @@ TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
   std::string scrape = Metrics(port);
   EXPECT_EQ(Sample(scrape, "cronledger_store_up"), 1) << scrape;
   EXPECT_EQ(Sample(scrape, "cronledger_store_errors_total"), 0) << scrape;
+  std::pair<int, std::string> ready = Probe(port, "/healthz");
+  EXPECT_EQ(ready.first, 200) << ready.second;
+  EXPECT_NE(ready.second.find("\"status\":\"ok\""), std::string::npos) << ready.second;
 
   // Down while the node holds live leases, and past them: its steps' effect
   // calls, its workers' writes and its reaper all meet the outage.
@@ -743,6 +756,18 @@ TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
       << scrape << Tail(p->Log());
   EXPECT_EQ(Sample(scrape, "cronledger_runs{job=\"multi\",state=\"succeeded\"}"), -1)
       << "no ledger series while the ledger cannot be read";
+  // Not ready, within a minute of the database going away (1200 x 50 ms);
+  // alive all the same, so that a liveness probe does not restart it.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        ready = Probe(port, "/healthz");
+        return ready.first == 503;
+      },
+      1200))
+      << ready.first << " " << ready.second;
+  EXPECT_NE(ready.second.find("\"status\":\"degraded\""), std::string::npos) << ready.second;
+  EXPECT_NE(ready.second.find("the store refuses writes"), std::string::npos) << ready.second;
+  EXPECT_EQ(Probe(port, "/livez").first, 200);
   EXPECT_TRUE(WaitFor(
       [&] {
         for (const auto& [id, token] : leases) {
@@ -779,6 +804,13 @@ TEST(FaultNodes, DatabaseOutageIsLoggedCountedAndServeResumes) {
       200))
       << scrape;
   EXPECT_GE(Sample(scrape, "cronledger_store_errors_total"), 5) << scrape;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        ready = Probe(port, "/healthz");
+        return ready.first == 200;
+      },
+      1200))
+      << ready.first << " " << ready.second;
   // One line when it went away, one when it came back, not one per failure.
   const std::string log = p->Log();
   std::size_t outages = 0;
