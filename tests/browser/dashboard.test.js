@@ -289,6 +289,10 @@ async function main() {
     assertEq(await page.locator('#grid a.cell').count(), 30, 'a cell per seeded key, each a link');
     assertEq(await page.locator('#grid a.cell[data-state="failed"]').count(), 2, 'failed cells');
     assert(await page.locator('#duration-chart rect.bar').count() >= 4, 'a duration histogram');
+    // The legend tells every state apart at a glance: missing is not awaiting approval.
+    const marks = await page.locator('.legend > span > .cell').evaluateAll((cs) => cs.map((c) => c.textContent));
+    assertEq(marks.length, 7, 'seven states in the legend');
+    assertEq(new Set(marks).size, marks.length, `a glyph of its own for each: ${marks}`);
     await noHorizontalScroll(page, 'job page');
     await shot(page, 'job');
   });
@@ -439,8 +443,33 @@ async function main() {
     const actorCell = (await forAlice.locator('td').nth(3).textContent()).trim();
     assert(actorCell.startsWith('local'), `the token acts: ${actorCell}`);
     assert(actorCell.includes('on behalf of alice'), `the by beside it: ${actorCell}`);
+    // A run key stays on one line.
+    const runCell = page.locator('#events tr td:nth-child(3) a').first();
+    assertEq(await runCell.count(), 1, 'an event of a run');
+    const box = await runCell.boundingBox();
+    assert(box.height < 24, `a run key on one line, not ${box.height}px high`);
+    // A long detail opens to the whole of it.
+    const long = page.locator('#events details.long').first();
+    await until(async () => (await long.count()) === 1, 'a long detail (config_changed)');
+    assert(!(await long.locator('pre').isVisible()), 'closed at first');
+    await long.locator('summary').click();
+    assert(await long.locator('pre').isVisible(), 'opened');
+    assert((await long.locator('pre').textContent()).includes('\n'), 'the whole detail, laid out');
     await noHorizontalScroll(page, 'events page');
     await shot(page, 'events');
+    // Filtered by type and actor (the name acted for counts), kept in the hash.
+    await page.fill('#events-type', 'paused');
+    await page.fill('#events-actor', 'alice');
+    await page.click('#events-apply');
+    await until(async () => (await page.evaluate(() => location.hash)) === '#/events?type=paused&actor=alice',
+      'the filters in the hash');
+    await until(async () => {
+      const rows = await page.locator('#events tbody tr').evaluateAll((rs) => rs.map((r) => r.dataset.event));
+      return rows.length === 1 && rows[0] === 'paused';
+    }, 'only alice\'s pause');
+    assertEq(await page.inputValue('#events-actor'), 'alice', 'the filter shown as applied');
+    await page.click('#events-clear');
+    await until(async () => (await page.locator('#events tbody tr').count()) > 1, 'every event again');
   });
 
   await check('the gaps page', async () => {
@@ -482,6 +511,11 @@ async function main() {
     await show(page, base, `#/job/billing`);
     await page.waitForSelector('#backfill');
     await page.click('#backfill');
+    // Dates are ISO whatever the locale, prefilled with the job's business date.
+    assertEq(await page.getAttribute('#backfill-from', 'type'), 'text', 'no locale date picker');
+    assert(/^\d{4}-\d{2}-\d{2}$/.test(await page.inputValue('#backfill-from')),
+      `an ISO date: ${await page.inputValue('#backfill-from')}`);
+    assert((await text(page, '#dialog')).includes('await approval'), 'the blurb names approval');
     await page.fill('#backfill-from', today);
     await page.fill('#backfill-to', today);
     await page.click('#preview-button');

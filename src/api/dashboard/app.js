@@ -81,7 +81,7 @@
     return el('span', {class: `badge s-${state || 'none'}`}, text || (state || '—').replace('_', ' '));
   }
   const CELL_MARK = {succeeded: '✓', failed: '✗', unknown: '?', running: '▶', pending: '…',
-    awaiting_approval: '!', skipped: '–', cancelled: '–', missing: '!'};
+    awaiting_approval: '◷', skipped: '–', cancelled: '–', missing: '!'};
 
   // ---- the API -------------------------------------------------------------
 
@@ -588,7 +588,7 @@
                (e) => el(
                    'tr', {'data-event': e.type}, el('td', {class: 'nowrap'}, fmtTime(e.at)),
                    el('td', {class: 'nowrap'}, el('code', {}, e.type)),
-                   withRun ? el('td', {},
+                   withRun ? el('td', {class: 'nowrap'},
                                 e.run_id ? el('a', {href: `#/run/${e.run_id}`, class: 'mono small'},
                                               e.run_key || `#${e.run_id}`) :
                                            (e.job || '—')) :
@@ -598,12 +598,15 @@
                           el('div', {class: 'small muted'}, `on behalf of ${e.on_behalf_of}`) :
                           null),
                    el('td', {}, e.reason || ''),
-                   el('td', {class: 'mono details'}, detailsText(e.details))))));
+                   el('td', {class: 'mono details'}, detailsCell(e.details))))));
   }
-  function detailsText(d) {
+  // A long detail shows its start and opens to the whole of it.
+  function detailsCell(d) {
     if (!d || typeof d !== 'object' || Object.keys(d).length === 0) return '';
     const t = JSON.stringify(d);
-    return t.length > 160 ? `${t.slice(0, 160)}…` : t;
+    if (t.length <= 160) return t;
+    return el('details', {class: 'long'}, el('summary', {}, `${t.slice(0, 160)}…`),
+      el('pre', {}, JSON.stringify(d, null, 2)));
   }
 
   // ---- gaps and events -----------------------------------------------------------
@@ -658,11 +661,33 @@
         }}, 'Approve')));
   }
 
-  async function eventsPage() {
-    const data = await get('/v1/events?limit=100');
+  // The page's filters are its hash (#/events?job=J&run=N&type=T&actor=A),
+  // so a filtered list can be linked to and survives a refresh.
+  const EVENT_FILTERS = [['job', 'job', 'Job'], ['run', 'run_id', 'Run id'], ['type', 'type', 'Type'],
+    ['actor', 'actor', 'Actor or on behalf of']];
+  async function eventsPage(r) {
+    const params = new URLSearchParams({limit: '100'});
+    for (const [key, param] of EVENT_FILTERS) {
+      const v = (r.query.get(key) || '').trim();
+      if (v) params.set(param, v);
+    }
+    const data = await get(`/v1/events?${params}`);
+    const inputs = EVENT_FILTERS.map(([key, , label]) => [key, el('input', {type: 'text', id: `events-${key}`,
+      value: r.query.get(key) || '', placeholder: 'any', spellcheck: 'false', 'aria-label': label})]);
+    const apply = (e) => {
+      e.preventDefault();
+      const q = new URLSearchParams();
+      for (const [key, input] of inputs) if (input.value.trim()) q.set(key, input.value.trim());
+      go(`#/events${q.toString() ? `?${q}` : ''}`);
+    };
+    const filters = el('form', {class: 'inline filters', id: 'events-filter', onsubmit: apply},
+      inputs.map(([key, input], i) => field(EVENT_FILTERS[i][2], input)),
+      el('button', {class: 'btn', type: 'submit', id: 'events-apply'}, 'Filter'),
+      el('a', {class: 'btn', href: '#/events', id: 'events-clear'}, 'Clear'));
+    const filtered = [...params.keys()].length > 1;
     return el('div', {}, el('div', {class: 'toolbar'}, el('h1', {}, 'Events'),
-      el('span', {class: 'muted'}, 'the newest 100, newest first')),
-    eventsTable([...data.events].reverse(), true));
+      el('span', {class: 'muted'}, `the newest 100${filtered ? ' that match' : ''}, newest first`)),
+    filters, eventsTable([...data.events].reverse(), true));
   }
 
   // ---- dialogs: the actions ------------------------------------------------------
@@ -814,8 +839,16 @@
       el('div', {class: 'actions'}, el('button', {class: 'btn', onclick: closeDialog}, 'Close'), previewButton, confirm)];
   }
 
+  // A business date as the CLI and the API write it, whatever the browser's
+  // locale (a date picker would show 12/01/2026 in one and 01.12.2026 in
+  // another).
+  function dateInput(id, value) {
+    return el('input', {type: 'text', id, value: value || '', placeholder: 'YYYY-MM-DD', maxlength: '10',
+      pattern: '\\d{4}-\\d{2}-\\d{2}', inputmode: 'numeric', spellcheck: 'false', class: 'date-in'});
+  }
+
   function rerunDialog(job, date, partition) {
-    const dateIn = el('input', {type: 'date', id: 'rerun-date', value: date || ''});
+    const dateIn = dateInput('rerun-date', date);
     const only = el('select', {id: 'rerun-only'}, ['all', 'failed', 'unknown', 'missing'].map((o) => el('option', {value: o}, o)));
     const parts = el('input', {type: 'text', id: 'rerun-partitions', value: partition || '', placeholder: 'all expected partitions'});
     const force = el('input', {type: 'checkbox', id: 'rerun-force'});
@@ -835,8 +868,8 @@
   }
 
   function backfillDialog(job, date, partition) {
-    const from = el('input', {type: 'date', id: 'backfill-from', value: date || ''});
-    const to = el('input', {type: 'date', id: 'backfill-to', value: date || ''});
+    const from = dateInput('backfill-from', date);
+    const to = dateInput('backfill-to', date);
     const parts = el('input', {type: 'text', id: 'backfill-partitions', value: partition || '', placeholder: 'all expected partitions'});
     const waived = el('input', {type: 'checkbox', id: 'backfill-waived'});
     const request = () => {
@@ -846,7 +879,8 @@
       return body;
     };
     openDialog(`Backfill ${job}`,
-      el('p', {class: 'note'}, 'Queues the expected keys of a business-date range that never ran or misfired.'),
+      el('p', {class: 'note'}, 'Queues the expected keys of a business-date range that never ran, misfired or ' +
+        'await approval (confirming approves those, with your reason).'),
       el('div', {class: 'inline'}, field('From', from), field('To', to)),
       field('Partitions (comma-separated; empty: all)', parts),
       el('label', {class: 'check'}, waived, 'also keys waived on purpose (skipped, cancelled)'),
