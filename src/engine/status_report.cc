@@ -40,6 +40,7 @@ Result<StatusReport> BuildStatus(const config::Config& config, store::Store& sto
     if (!schedule.ok()) return schedule.status();
     JobStatus s;
     s.name = job.name;
+    s.timezone = job.timezone;
     const store::JobRecord* record = nullptr;
     for (const auto& j : *jobs) {
       if (j.name == job.name) record = &j;

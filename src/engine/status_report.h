@@ -40,6 +40,9 @@ struct JobStatus {
   int unknown_total = 0;        // runs in `unknown`, any date
   int expired_leases = 0;       // running runs whose lease has expired (the reaper's work)
   bool in_ledger = false;       // serve has planned it at least once
+  // The IANA zone its schedule and business dates are in: the dashboard
+  // shows times in it, UTC beside.
+  std::string timezone = {};
 };
 
 struct StatusReport {

@@ -67,6 +67,7 @@ ordered_json JobStatusJson(const engine::JobStatus& s) {
   j["in_flight"] = s.in_flight;
   j["expired_leases"] = s.expired_leases;
   j["unknown_runs"] = s.unknown_total;
+  j["timezone"] = s.timezone;
   return j;
 }
 

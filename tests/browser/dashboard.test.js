@@ -295,6 +295,20 @@ async function main() {
     assertEq(new Set(marks).size, marks.length, `a glyph of its own for each: ${marks}`);
     await noHorizontalScroll(page, 'job page');
     await shot(page, 'job');
+    // Times in a job's own zone, UTC beside; the UTC date too when it differs.
+    const times = await page.evaluate(
+        () =>
+            [cronledger.fmtTime('2026-12-03T00:00:00Z', 'Asia/Seoul'),
+             cronledger.fmtTime('2026-12-02T23:30:05Z', 'Asia/Seoul', true),
+             cronledger.fmtTime('2026-12-03T14:00:00Z', 'America/New_York'),
+             cronledger.fmtTime('2026-12-03T00:00:00Z', 'UTC'),
+             cronledger.fmtTime('2026-12-03T00:00:00Z', 'Not/AZone')]);
+    assertEq(
+        JSON.stringify(times), JSON.stringify([
+          '2026-12-03 09:00 GMT+9 · 00:00Z', '2026-12-03 08:30:05 GMT+9 · 12-02 23:30:05Z',
+          '2026-12-03 09:00 EST · 14:00Z', '2026-12-03 00:00Z', '2026-12-03 00:00Z'
+        ]),
+        'times in the business zone');
   });
 
   await check('a run seeded after the page loaded appears without a reload', async () => {

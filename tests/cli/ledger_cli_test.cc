@@ -178,12 +178,14 @@ TEST_F(LedgerCliServed, StatusJsonHasExactlyTheContractKeysInOrder) {
                                       "listen", "started_at", "roles"}));
   ASSERT_EQ(status["jobs"].size(), 2u);
   for (const auto& job : status["jobs"]) {
-    EXPECT_EQ(Keys(job),
-              (std::vector<std::string>{
-                  "name", "state", "last_success_at", "last_success_business_date", "business_date",
-                  "expected", "succeeded", "failed", "unknown", "waived", "in_progress", "missing",
-                  "lag_seconds", "next_at", "steps", "planned_through", "in_flight",
-                  "expired_leases", "unknown_runs"}));
+    EXPECT_EQ(
+        Keys(job),
+        (std::vector<std::string>{
+            "name",          "state",          "last_success_at", "last_success_business_date",
+            "business_date", "expected",       "succeeded",       "failed",
+            "unknown",       "waived",         "in_progress",     "missing",
+            "lag_seconds",   "next_at",        "steps",           "planned_through",
+            "in_flight",     "expired_leases", "unknown_runs",    "timezone"}));
   }
   const Json& tick = status["jobs"][0];
   EXPECT_EQ(tick["name"], "tick");

@@ -60,9 +60,52 @@
   // ---- formatting ----------------------------------------------------------
 
   // "2026-11-28 09:00Z" (the ledger's instants are UTC).
-  function fmtTime(iso) {
+  // Each job's IANA zone (GET /v1/jobs): its times are shown there, UTC beside.
+  const ZONES = new Map();
+  function learnZones(jobs) {
+    for (const j of jobs)
+      if (j.timezone) ZONES.set(j.name, j.timezone);
+  }
+  async function knowZones() {
+    if (ZONES.size === 0) learnZones((await get('/v1/jobs')).jobs);
+  }
+  const zoneFormats = new Map();
+  function zoneFormat(zone) {
+    if (!zoneFormats.has(zone)) {
+      let f = null;
+      try {
+        f = new Intl.DateTimeFormat('en-US', {
+          timeZone: zone,
+          year: 'numeric',
+          month: '2-digit',
+          day: '2-digit',
+          hour: '2-digit',
+          minute: '2-digit',
+          second: '2-digit',
+          hourCycle: 'h23',
+          timeZoneName: 'short'
+        });
+      } catch (e) {
+        f = null;
+      }  // a zone this browser does not know: UTC alone
+      zoneFormats.set(zone, f);
+    }
+    return zoneFormats.get(zone);
+  }
+  // "2026-11-28 09:00 GMT+9 · 00:00Z" in `zone` (a job's), "2026-11-28 00:00Z"
+  // without one; `seconds` for times seconds apart (attempts).
+  function fmtTime(iso, zone, seconds) {
     if (!iso) return '—';
-    return iso.replace('T', ' ').replace(/:\d\dZ$/, 'Z');
+    const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2})?/.exec(iso);
+    if (!m) return iso;
+    const sec = seconds ? (m[3] || ':00') : '';
+    const utc = `${m[2]}${sec}Z`;
+    const f = zone && zone !== 'UTC' && zone !== 'Etc/UTC' ? zoneFormat(zone) : null;
+    if (!f) return `${m[1]} ${utc}`;
+    const p = Object.fromEntries(f.formatToParts(new Date(iso)).map((x) => [x.type, x.value]));
+    const date = `${p.year}-${p.month}-${p.day}`;
+    const local = `${date} ${p.hour}:${p.minute}${seconds ? `:${p.second}` : ''} ${p.timeZoneName}`;
+    return `${local} · ${date === m[1] ? '' : `${m[1].slice(5)} `}${utc}`;
   }
   function fmtDuration(seconds) {
     if (seconds === null || seconds === undefined) return '—';
@@ -256,6 +299,7 @@
 
   async function overviewPage() {
     const data = await get('/v1/jobs');
+    learnZones(data.jobs);
     const head = el('tr', {},
       el('th', {}, 'Job'), el('th', {}, 'State'), el('th', {}, 'Last success'),
       el('th', {}, 'Business date'),
@@ -275,24 +319,35 @@
       const lag = el('td', {class: `num ${j.lag_seconds > 3600 ? 'count-bad' : j.lag_seconds > 0 ? 'count-warn' : 'zero'}`,
         'data-count': 'lag_seconds', title: `${j.lag_seconds} s`}, j.lag_seconds ? fmtDuration(j.lag_seconds) : '0');
       const succeededAll = j.expected > 0 && j.succeeded + j.waived === j.expected;
-      return el('tr', {class: `clickable ${wrong ? 'wrong' : lagging ? 'lagging' : ''}`, 'data-job': j.name},
-        el('td', {}, el('a', {href: `#/job/${encodeURIComponent(j.name)}`}, j.name)),
-        el('td', {}, badge(j.state)),
-        el('td', {}, j.last_success_at
-          ? [el('div', {}, fmtTime(j.last_success_at)),
-            el('div', {class: 'muted small'}, `for ${j.last_success_business_date}`)]
-          : el('span', {class: 'muted'}, 'never')),
-        el('td', {}, j.business_date || '—', succeededAll ? el('span', {class: 'count-ok', title: 'complete'}, ' ✓') : null),
-        countCell(j, 'expected', ''),
-        countCell(j, 'succeeded', 'count-ok'),
-        countCell(j, 'failed', 'count-bad'),
-        countCell(j, 'unknown', 'count-bad'),
-        countCell(j, 'missing', 'count-bad'),
-        countCell(j, 'waived', ''),
-        countCell(j, 'in_progress', 'count-info'),
-        el('td', {}, steps), lag,
-        el('td', {title: j.next_at || ''}, j.next_at ? [el('div', {}, fmtTime(j.next_at)),
-          el('div', {class: 'muted small'}, relative(j.next_at))] : '—'));
+      return el(
+          'tr',
+          {class: `clickable ${
+               wrong       ? 'wrong' :
+                   lagging ? 'lagging' :
+                             ''}`,
+           'data-job': j.name},
+          el('td', {}, el('a', {href: `#/job/${encodeURIComponent(j.name)}`}, j.name)),
+          el('td', {}, badge(j.state)),
+          el('td', {},
+             j.last_success_at ?
+                 [
+                   el('div', {}, fmtTime(j.last_success_at, j.timezone)),
+                   el('div', {class: 'muted small'}, `for ${j.last_success_business_date}`)
+                 ] :
+                 el('span', {class: 'muted'}, 'never')),
+          el('td', {}, j.business_date || '—',
+             succeededAll ? el('span', {class: 'count-ok', title: 'complete'}, ' ✓') : null),
+          countCell(j, 'expected', ''), countCell(j, 'succeeded', 'count-ok'),
+          countCell(j, 'failed', 'count-bad'), countCell(j, 'unknown', 'count-bad'),
+          countCell(j, 'missing', 'count-bad'), countCell(j, 'waived', ''),
+          countCell(j, 'in_progress', 'count-info'), el('td', {}, steps), lag,
+          el('td', {title: j.next_at || ''},
+             j.next_at ?
+                 [
+                   el('div', {}, fmtTime(j.next_at, j.timezone)),
+                   el('div', {class: 'muted small'}, relative(j.next_at))
+                 ] :
+                 '—'));
     });
     const wrongCount = data.jobs.filter((j) => j.failed || j.unknown || j.missing).length;
     return el('div', {},
@@ -337,6 +392,7 @@
     const [job, history, runs] = await Promise.all([
       get(`/v1/jobs/${q}`), get(`/v1/jobs/${q}/history?days=${CHART_DAYS}`),
       get(`/v1/runs?job=${q}&limit=15`)]);
+    learnZones([job]);
     const paused = job.state === 'paused';
     const ro = !canOperate();
     const tools = el('div', {class: 'toolbar'},
@@ -347,11 +403,15 @@
         onclick: () => pauseDialog(name, !paused)}, paused ? 'Resume…' : 'Pause…'),
       el('button', {class: 'btn', id: 'rerun', disabled: ro, onclick: () => rerunDialog(name, job.business_date)}, 'Rerun a date…'),
       el('button', {class: 'btn', id: 'backfill', disabled: ro, onclick: () => backfillDialog(name, job.business_date)}, 'Backfill…'));
-    const summary = el('p', {class: 'muted'},
-      `Current business date ${job.business_date || '—'}: ${job.succeeded} of ${job.expected} succeeded` +
-      `${job.failed ? `, ${job.failed} failed` : ''}${job.unknown ? `, ${job.unknown} unknown` : ''}` +
-      `${job.missing ? `, ${job.missing} missing` : ''}${job.in_progress ? `, ${job.in_progress} in progress` : ''}. ` +
-      `Next run ${fmtTime(job.next_at)} (${relative(job.next_at)}).`);
+    const summary =
+        el('p', {class: 'muted'},
+           `Current business date ${job.business_date || '—'}: ${job.succeeded} of ${
+               job.expected} succeeded` +
+               `${job.failed ? `, ${job.failed} failed` : ''}${
+                   job.unknown ? `, ${job.unknown} unknown` : ''}` +
+               `${job.missing ? `, ${job.missing} missing` : ''}${
+                   job.in_progress ? `, ${job.in_progress} in progress` : ''}. ` +
+               `Next run ${fmtTime(job.next_at, job.timezone)} (${relative(job.next_at)}).`);
     return el('div', {}, tools, summary,
       el('h2', {}, `Partitions × business dates, last ${GRID_DAYS} days`),
       el('div', {class: 'panel'}, grid(history)),
@@ -386,7 +446,10 @@
         const state = k.state || 'missing';
         const label = k.state ? `${state}${k.reason ? ` (${k.reason})` : ''}` : 'never planned';
         const title = `${p} · ${d}: ${k.n > 1 ? `${k.n} runs, the worst ` : ''}${label}` +
-          `${k.finished_at ? `, finished ${fmtTime(k.finished_at)}` : ''}`;
+            `${
+                          k.finished_at ?
+                              `, finished ${fmtTime(k.finished_at, ZONES.get(history.job))}` :
+                              ''}`;
         const cls = `cell s-${state === 'skipped' && !k.waived ? 'missing' : state}`;
         if (k.run_id === null) return el('td', {}, el('a', {class: cls, href: '#/gaps', title, 'data-cell': `${p}/${d}`}, CELL_MARK.missing));
         return el('td', {}, el('a', {class: cls, href: `#/run/${k.run_id}`, title, 'data-cell': `${p}/${d}`,
@@ -434,10 +497,18 @@
     nodes.push(svg('text', {x: L, y: H - 6}, 'business date'));
     nodes.push(svg('polyline', {class: 'trend', points: points.map((p) => `${x(p.date)},${y(p.minutes)}`).join(' ')}));
     for (const p of points) {
-      nodes.push(svg('circle', {class: `point${p.complete ? '' : ' incomplete'}`, cx: x(p.date), cy: y(p.minutes), r: 5,
-        'data-date': p.date},
-      svg('title', {}, `${p.date}: finished ${fmtTime(p.finished)}, ${fmtMinutes(p.minutes)} after ${fmtTime(p.scheduled)}` +
-        `${p.complete ? '' : ' (not every key succeeded)'}`)));
+      nodes.push(svg(
+          'circle', {
+            class: `point${p.complete ? '' : ' incomplete'}`,
+            cx: x(p.date),
+            cy: y(p.minutes),
+            r: 5,
+            'data-date': p.date
+          },
+          svg('title', {},
+              `${p.date}: finished ${fmtTime(p.finished, ZONES.get(history.job))}, ${
+                  fmtMinutes(p.minutes)} after ${fmtTime(p.scheduled, ZONES.get(history.job))}` +
+                  `${p.complete ? '' : ' (not every key succeeded)'}`)));
     }
     return el('div', {},
       svg('svg', {class: 'chart', id: 'finish-chart', viewBox: `0 0 ${W} ${H}`, role: 'img',
@@ -507,22 +578,33 @@
 
   function runsTable(runs) {
     if (runs.length === 0) return el('div', {class: 'panel empty'}, 'No runs.');
-    return el('table', {id: 'runs'},
-      el('thead', {}, el('tr', {}, ['Run', 'Partition', 'Business date', 'Scheduled', 'State', 'Attempts', 'Steps'].map((h) =>
-        el('th', {}, h)))),
-      el('tbody', {}, runs.map((r) => el('tr', {class: 'clickable', 'data-run': r.id},
-        el('td', {}, el('a', {href: `#/run/${r.id}`}, `#${r.id}`)),
-        el('td', {}, r.partition), el('td', {}, r.business_date), el('td', {}, fmtTime(r.scheduled_at)),
-        el('td', {}, badge(r.state), r.reason ? el('span', {class: 'muted small'}, ` ${r.reason}`) : null),
-        el('td', {class: 'num'}, String(r.attempts)),
-        el('td', {class: 'steps'}, r.steps.map((s) => el('span', {}, badge(s.state, `${s.name}: ${s.state}`))))))));
+    return el(
+        'table', {id: 'runs'},
+        el('thead', {},
+           el('tr', {},
+              ['Run', 'Partition', 'Business date', 'Scheduled', 'State', 'Attempts', 'Steps'].map(
+                  (h) => el('th', {}, h)))),
+        el('tbody', {},
+           runs.map(
+               (r) =>
+                   el('tr', {class: 'clickable', 'data-run': r.id},
+                      el('td', {}, el('a', {href: `#/run/${r.id}`}, `#${r.id}`)),
+                      el('td', {}, r.partition), el('td', {}, r.business_date),
+                      el('td', {class: 'nowrap'}, fmtTime(r.scheduled_at, ZONES.get(r.job))),
+                      el('td', {}, badge(r.state),
+                         r.reason ? el('span', {class: 'muted small'}, ` ${r.reason}`) : null),
+                      el('td', {class: 'num'}, String(r.attempts)),
+                      el('td', {class: 'steps'},
+                         r.steps.map(
+                             (s) => el('span', {}, badge(s.state, `${s.name}: ${s.state}`))))))));
   }
 
   // ---- run detail --------------------------------------------------------------
 
   async function runPage(r) {
     const id = r.parts[1];
-    const run = await get(`/v1/runs/${encodeURIComponent(id)}`);
+    const [run] = await Promise.all([get(`/v1/runs/${encodeURIComponent(id)}`), knowZones()]);
+    const zone = ZONES.get(run.job);
     const ro = !canOperate();
     const retryable = run.state === 'failed' || run.state === 'unknown';
     const cancellable = ['pending', 'awaiting_approval', 'failed', 'unknown'].includes(run.state);
@@ -535,43 +617,80 @@
         onclick: () => rerunDialog(run.job, run.business_date, run.partition)}, 'Rerun…'),
       el('button', {class: 'btn', id: 'run-cancel', disabled: ro || !cancellable,
         onclick: () => runActionDialog(run, 'cancel')}, 'Cancel…'));
-    const facts = el('dl', {class: 'facts'},
-      el('dt', {}, 'Run key'), el('dd', {class: 'mono'}, run.run_key),
-      el('dt', {}, 'Job'), el('dd', {}, el('a', {href: `#/job/${encodeURIComponent(run.job)}`}, run.job)),
-      el('dt', {}, 'Partition'), el('dd', {}, run.partition),
-      el('dt', {}, 'Business date'), el('dd', {}, run.business_date),
-      el('dt', {}, 'Scheduled'), el('dd', {}, fmtTime(run.scheduled_at)),
-      el('dt', {}, 'Attempts'), el('dd', {}, String(run.attempts)),
-      el('dt', {}, 'Steps'), el('dd', {class: 'steps'}, run.steps.map((s) => el('span', {}, badge(s.state, `${s.name}: ${s.state}`)))));
+    const facts =
+        el('dl', {class: 'facts'}, el('dt', {}, 'Run key'), el('dd', {class: 'mono'}, run.run_key),
+           el('dt', {}, 'Job'),
+           el('dd', {}, el('a', {href: `#/job/${encodeURIComponent(run.job)}`}, run.job)),
+           el('dt', {}, 'Partition'), el('dd', {}, run.partition), el('dt', {}, 'Business date'),
+           el('dd', {}, run.business_date), el('dt', {}, 'Scheduled'),
+           el('dd', {}, fmtTime(run.scheduled_at, zone)), el('dt', {}, 'Attempts'),
+           el('dd', {}, String(run.attempts)), el('dt', {}, 'Steps'),
+           el('dd', {class: 'steps'},
+              run.steps.map((s) => el('span', {}, badge(s.state, `${s.name}: ${s.state}`)))));
     const attempts = run.attempt_list || [];
     const last = attempts[attempts.length - 1];
-    return el('div', {}, tools,
-      el('div', {class: 'row'}, el('div', {class: 'panel'}, facts),
-        el('div', {class: 'panel'}, el('h2', {style: null}, 'Log tail', last ? ` (attempt ${last.number})` : ''),
-          last && last.output_tail ? el('pre', {class: 'log', id: 'log'}, last.output_tail)
-            : el('div', {class: 'empty'}, 'No output recorded.'))),
-      el('h2', {}, 'Attempts'),
-      attempts.length === 0 ? el('div', {class: 'panel empty'}, 'No attempt yet.') :
-        el('table', {id: 'attempts'},
-          el('thead', {}, el('tr', {}, ['#', 'Node', 'Started', 'Ended', 'Duration', 'End class', 'Exit status', 'Step', 'Fencing token']
-            .map((h) => el('th', {}, h)))),
-          el('tbody', {}, attempts.map((a) => el('tr', {},
-            el('td', {}, String(a.number)), el('td', {}, a.node), el('td', {}, fmtTime(a.started_at)),
-            el('td', {}, fmtTime(a.ended_at)),
-            el('td', {class: 'num'}, a.ended_at ? fmtDuration((Date.parse(a.ended_at) - Date.parse(a.started_at)) / 1000) : 'running'),
-            el('td', {}, a.end_class ? badge(a.end_class === 'succeeded' ? 'succeeded' : 'failed', a.end_class) : '—'),
-            el('td', {class: 'num'}, a.exit_status === null || a.exit_status === undefined ? '—' : String(a.exit_status)),
-            el('td', {}, a.step || '—'), el('td', {class: 'num'}, String(a.fencing_token)))))),
-      el('h2', {}, 'Effects'),
-      (run.effects || []).length === 0 ? el('div', {class: 'panel empty'}, 'No effect recorded.') :
-        el('table', {id: 'effects'},
-          el('thead', {}, el('tr', {}, ['Key', 'State', 'In doubt', 'Result', 'Started', 'Updated'].map((h) => el('th', {}, h)))),
-          el('tbody', {}, run.effects.map((f) => el('tr', {},
-            el('td', {class: 'mono'}, f.key), el('td', {}, badge(f.state === 'committed' ? 'succeeded' : f.state === 'failed' ? 'failed' : 'pending', f.state)),
-            el('td', {}, f.in_doubt ? badge('unknown', 'in doubt') : 'no'),
-            el('td', {class: 'mono small'}, (f.result || '').slice(0, 200)),
-            el('td', {}, fmtTime(f.started_at)), el('td', {}, fmtTime(f.updated_at)))))),
-      el('h2', {}, 'Events'), eventsTable(run.events || [], false));
+    return el(
+        'div', {}, tools,
+        el('div', {class: 'row'}, el('div', {class: 'panel'}, facts),
+           el('div', {class: 'panel'},
+              el('h2', {style: null}, 'Log tail', last ? ` (attempt ${last.number})` : ''),
+              last && last.output_tail ? el('pre', {class: 'log', id: 'log'}, last.output_tail) :
+                                         el('div', {class: 'empty'}, 'No output recorded.'))),
+        el('h2', {}, 'Attempts'),
+        attempts.length === 0 ?
+            el('div', {class: 'panel empty'}, 'No attempt yet.') :
+            el('table', {id: 'attempts'},
+               el('thead', {},
+                  el('tr', {},
+                     [
+                       '#', 'Node', 'Started', 'Ended', 'Duration', 'End class', 'Exit status',
+                       'Step', 'Fencing token'
+                     ].map((h) => el('th', {}, h)))),
+               el('tbody', {},
+                  attempts.map(
+                      (a) => el(
+                          'tr', {}, el('td', {}, String(a.number)), el('td', {}, a.node),
+                          el('td', {class: 'nowrap'}, fmtTime(a.started_at, zone, true)),
+                          el('td', {class: 'nowrap'}, fmtTime(a.ended_at, zone, true)),
+                          el('td', {class: 'num'},
+                             a.ended_at ?
+                                 fmtDuration(
+                                     (Date.parse(a.ended_at) - Date.parse(a.started_at)) / 1000) :
+                                 'running'),
+                          el('td', {},
+                             a.end_class ? badge(
+                                               a.end_class === 'succeeded' ? 'succeeded' : 'failed',
+                                               a.end_class) :
+                                           '—'),
+                          el('td', {class: 'num'},
+                             a.exit_status === null || a.exit_status === undefined ?
+                                 '—' :
+                                 String(a.exit_status)),
+                          el('td', {}, a.step || '—'),
+                          el('td', {class: 'num'}, String(a.fencing_token)))))),
+        el('h2', {}, 'Effects'),
+        (run.effects || []).length === 0 ?
+            el('div', {class: 'panel empty'}, 'No effect recorded.') :
+            el('table', {id: 'effects'},
+               el('thead', {},
+                  el('tr', {},
+                     ['Key', 'State', 'In doubt', 'Result', 'Started', 'Updated']
+                         .map((h) => el('th', {}, h)))),
+               el('tbody', {},
+                  run.effects.map(
+                      (f) =>
+                          el('tr', {}, el('td', {class: 'mono'}, f.key),
+                             el('td', {},
+                                badge(
+                                    f.state === 'committed'  ? 'succeeded' :
+                                        f.state === 'failed' ? 'failed' :
+                                                               'pending',
+                                    f.state)),
+                             el('td', {}, f.in_doubt ? badge('unknown', 'in doubt') : 'no'),
+                             el('td', {class: 'mono small'}, (f.result || '').slice(0, 200)),
+                             el('td', {}, fmtTime(f.started_at, zone, true)),
+                             el('td', {}, fmtTime(f.updated_at, zone, true)))))),
+        el('h2', {}, 'Events'), eventsTable(run.events || [], false));
   }
 
   function eventsTable(events, withRun) {
@@ -586,7 +705,8 @@
         el('tbody', {},
            events.map(
                (e) => el(
-                   'tr', {'data-event': e.type}, el('td', {class: 'nowrap'}, fmtTime(e.at)),
+                   'tr', {'data-event': e.type},
+                   el('td', {class: 'nowrap'}, fmtTime(e.at, ZONES.get(e.job), true)),
                    el('td', {class: 'nowrap'}, el('code', {}, e.type)),
                    withRun ? el('td', {class: 'nowrap'},
                                 e.run_id ? el('a', {href: `#/run/${e.run_id}`, class: 'mono small'},
@@ -613,19 +733,34 @@
 
   async function gapsPage(r) {
     const waived = r.query.get('waived') === '1';
-    const data = await get(`/v1/gaps${waived ? '?include_waived=true' : ''}`);
+    const [data] =
+        await Promise.all([get(`/v1/gaps${waived ? '?include_waived=true' : ''}`), knowZones()]);
     const toggle = el('a', {class: 'btn', href: waived ? '#/gaps' : '#/gaps?waived=1', id: 'toggle-waived'},
       waived ? 'Hide waived keys' : 'Also show waived keys');
-    const body = data.gaps.length === 0
-      ? el('div', {class: 'panel empty'}, 'No gaps: every due run key is succeeded, waived or in flight.')
-      : el('table', {id: 'gaps'},
-        el('thead', {}, el('tr', {}, ['Run key', 'Job', 'Partition', 'Business date', 'Scheduled', 'Cause', ''].map((h) => el('th', {}, h)))),
-        el('tbody', {}, data.gaps.map((g) => el('tr', {'data-gap': g.run_key},
-          el('td', {class: 'mono'}, g.run_id ? el('a', {href: `#/run/${g.run_id}`}, g.run_key) : g.run_key),
-          el('td', {}, el('a', {href: `#/job/${encodeURIComponent(g.job)}`}, g.job)),
-          el('td', {}, g.partition), el('td', {}, g.business_date), el('td', {}, fmtTime(g.scheduled_at)),
-          el('td', {}, badge(g.waived ? 'waived' : (g.cause === 'awaiting_approval' ? 'awaiting_approval' : 'failed'), g.cause.replace('_', ' '))),
-          el('td', {}, canOperate() && !g.waived ? gapAction(g) : null)))));
+    const body = data.gaps.length === 0 ?
+        el('div', {class: 'panel empty'},
+           'No gaps: every due run key is succeeded, waived or in flight.') :
+        el('table', {id: 'gaps'},
+           el('thead', {},
+              el('tr', {},
+                 ['Run key', 'Job', 'Partition', 'Business date', 'Scheduled', 'Cause',
+                  ''].map((h) => el('th', {}, h)))),
+           el('tbody', {},
+              data.gaps.map(
+                  (g) => el(
+                      'tr', {'data-gap': g.run_key},
+                      el('td', {class: 'mono'},
+                         g.run_id ? el('a', {href: `#/run/${g.run_id}`}, g.run_key) : g.run_key),
+                      el('td', {}, el('a', {href: `#/job/${encodeURIComponent(g.job)}`}, g.job)),
+                      el('td', {}, g.partition), el('td', {}, g.business_date),
+                      el('td', {class: 'nowrap'}, fmtTime(g.scheduled_at, ZONES.get(g.job))),
+                      el('td', {},
+                         badge(
+                             g.waived ?
+                                 'waived' :
+                                 (g.cause === 'awaiting_approval' ? 'awaiting_approval' : 'failed'),
+                             g.cause.replace('_', ' '))),
+                      el('td', {}, canOperate() && !g.waived ? gapAction(g) : null)))));
     return el('div', {}, el('div', {class: 'toolbar'}, el('h1', {}, 'Gaps'),
       el('span', {class: data.gaps.filter((g) => !g.waived).length ? 'count-bad' : 'count-ok'},
         `${data.gaps.filter((g) => !g.waived).length} gap(s)`), el('span', {class: 'spacer'}), toggle),
@@ -671,7 +806,7 @@
       const v = (r.query.get(key) || '').trim();
       if (v) params.set(param, v);
     }
-    const data = await get(`/v1/events?${params}`);
+    const [data] = await Promise.all([get(`/v1/events?${params}`), knowZones()]);
     const inputs = EVENT_FILTERS.map(([key, , label]) => [key, el('input', {type: 'text', id: `events-${key}`,
       value: r.query.get(key) || '', placeholder: 'any', spellcheck: 'false', 'aria-label': label})]);
     const apply = (e) => {
@@ -893,6 +1028,9 @@
   document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closeDialog(); });
   $('dialog-backdrop').addEventListener('click', (e) => { if (e.target === $('dialog-backdrop')) closeDialog(); });
   $('logout').addEventListener('click', logout);
+  // The time format, for the console and the browser tests (a job of
+  // every zone is not something their fixture can seed).
+  window.cronledger = Object.freeze({fmtTime});
   startPolling();
   render(false);
 })();
