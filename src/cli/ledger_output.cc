@@ -1,10 +1,12 @@
 #include "cli/ledger_output.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/exit_codes.h"
+#include "cronledger/schedule.h"
+#include "schedule/time_zone.h"
 
 namespace cronledger::cli {
 namespace {
@@ -104,6 +106,20 @@ std::string Text(const nlohmann::ordered_json& object, std::string_view key) {
   if (v.is_null()) return "";
   if (v.is_string()) return v.get<std::string>();
   return ops::Dump(v);
+}
+
+std::string WithLocalTime(const std::string& utc, const std::string& zone) {
+  if (zone.empty() || zone == "UTC" || zone == "Etc/UTC") return utc;
+  const auto t = ParseRfc3339(utc);
+  if (!t.ok()) return utc;
+  const auto tz = schedule::TimeZone::Load(zone);
+  if (!tz.ok()) return utc;
+  Occurrence o;
+  o.utc = *t;
+  o.utc_offset = tz->SegmentAt(*t).offset;
+  const std::string local = FormatLocal(o);  // 2026-11-29T09:00:00+09:00
+  const bool same_date = local.compare(0, 10, utc, 0, 10) == 0;
+  return fmt::format("{} ({})", utc, same_date ? local.substr(11) : local);
 }
 
 int64_t Integer(const nlohmann::ordered_json& object, std::string_view key) {

@@ -67,6 +67,11 @@ class TextTable {
 const nlohmann::ordered_json& Field(const nlohmann::ordered_json& object, std::string_view key);
 // A string as it is, a number or boolean as JSON writes it, null as "".
 std::string Text(const nlohmann::ordered_json& object, std::string_view key);
+// An RFC 3339 UTC instant with the wall time of `zone` (a job's) beside it:
+// "2026-11-29T00:00:00Z (09:00:00+09:00)", the local date too when it is
+// not the UTC one. As it is for UTC, no zone, or text that is not an
+// instant.
+std::string WithLocalTime(const std::string& utc, const std::string& zone);
 // An integer field; 0 when it is not one.
 int64_t Integer(const nlohmann::ordered_json& object, std::string_view key);
 

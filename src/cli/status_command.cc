@@ -42,8 +42,12 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
   TextTable table({"JOB", "STATE", "BUSINESS_DATE", "EXPECTED", "SUCCEEDED", "FAILED", "UNKNOWN",
                    "WAIVED", "IN_PROGRESS", "MISSING", "LAG", "LAST_SUCCESS", "NEXT_AT"});
   for (const auto& s : Field(doc, "jobs")) {
+    // Times in UTC with the job's own wall time beside them.
+    const std::string zone = Text(s, "timezone");
     std::string last = Text(s, "last_success_at");
-    if (!last.empty()) last += " (" + Text(s, "last_success_business_date") + ")";
+    if (!last.empty()) {
+      last = WithLocalTime(last, zone) + " for " + Text(s, "last_success_business_date");
+    }
     // Before serve's first plan of it there is no watermark.
     const std::string state = Text(s, "state");
     table.AddRow({Text(s, "name"),
@@ -51,7 +55,7 @@ int RunStatus(const StatusArgs& args, Clock& clock, std::ostream& out, std::ostr
                   Text(s, "business_date"), Text(s, "expected"), Text(s, "succeeded"),
                   Text(s, "failed"), Text(s, "unknown"), Text(s, "waived"), Text(s, "in_progress"),
                   Text(s, "missing"), FormatLag(Integer(s, "lag_seconds")), last,
-                  Text(s, "next_at")});
+                  WithLocalTime(Text(s, "next_at"), zone)});
   }
   table.Print(out);
   // Which `serve` nodes share this ledger, and which are up.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command_table.h"
+#include "cli/ledger_output.h"
 #include "common/temp_dir.h"
 #include "cronledger/clock.h"
 #include "ops/actor_text.h"
@@ -280,6 +281,19 @@ TEST(CliRun, EveryActingCommandRefusesABlankReasonOrActorAlike) {
     }
   }
   EXPECT_FALSE(std::filesystem::exists(db)) << "a refused action created the ledger";
+}
+
+// Text output puts a job's wall time beside each UTC instant it prints.
+TEST(LedgerOutput, AnInstantGetsTheJobsWallTimeBeside) {
+  EXPECT_EQ(cli::WithLocalTime("2026-11-29T00:00:00Z", "Asia/Seoul"),
+            "2026-11-29T00:00:00Z (09:00:00+09:00)");
+  EXPECT_EQ(cli::WithLocalTime("2026-11-28T23:30:00Z", "Asia/Seoul"),
+            "2026-11-28T23:30:00Z (2026-11-29T08:30:00+09:00)");
+  EXPECT_EQ(cli::WithLocalTime("2026-11-29T14:00:00Z", "America/New_York"),
+            "2026-11-29T14:00:00Z (09:00:00-05:00)");
+  EXPECT_EQ(cli::WithLocalTime("2026-11-29T00:00:00Z", "UTC"), "2026-11-29T00:00:00Z");
+  EXPECT_EQ(cli::WithLocalTime("", "Asia/Seoul"), "");
+  EXPECT_EQ(cli::WithLocalTime("2026-11-29T00:00:00Z", "Not/AZone"), "2026-11-29T00:00:00Z");
 }
 
 }  // namespace
