@@ -482,6 +482,12 @@ async function main() {
       return rows.length === 1 && rows[0] === 'paused';
     }, 'only alice\'s pause');
     assertEq(await page.inputValue('#events-actor'), 'alice', 'the filter shown as applied');
+    // A filter the API refuses keeps the form and says why.
+    await page.fill('#events-run', 'x');
+    await page.click('#events-apply');
+    await until(async () => (await page.locator('#events-error').count()) === 1, 'the refusal');
+    assert((await text(page, '#events-error')).includes('run_id'), 'names the parameter');
+    assertEq(await page.inputValue('#events-run'), 'x', 'the form kept');
     await page.click('#events-clear');
     await until(async () => (await page.locator('#events tbody tr').count()) > 1, 'every event again');
   });

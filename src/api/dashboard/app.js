@@ -806,7 +806,16 @@
       const v = (r.query.get(key) || '').trim();
       if (v) params.set(param, v);
     }
-    const [data] = await Promise.all([get(`/v1/events?${params}`), knowZones()]);
+    // A filter the API refuses (a type no event has the shape of, a run id
+    // that is not a number) keeps the form, with the API's reason.
+    let data = {events: []};
+    let refused = null;
+    try {
+      [data] = await Promise.all([get(`/v1/events?${params}`), knowZones()]);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status >= 500 || e.status === 401) throw e;
+      refused = e.message;
+    }
     const inputs = EVENT_FILTERS.map(([key, , label]) => [key, el('input', {type: 'text', id: `events-${key}`,
       value: r.query.get(key) || '', placeholder: 'any', spellcheck: 'false', 'aria-label': label})]);
     const apply = (e) => {
@@ -822,7 +831,8 @@
     const filtered = [...params.keys()].length > 1;
     return el('div', {}, el('div', {class: 'toolbar'}, el('h1', {}, 'Events'),
       el('span', {class: 'muted'}, `the newest 100${filtered ? ' that match' : ''}, newest first`)),
-    filters, eventsTable([...data.events].reverse(), true));
+    filters, refused ? el('p', {class: 'error', id: 'events-error'}, refused)
+      : eventsTable([...data.events].reverse(), true));
   }
 
   // ---- dialogs: the actions ------------------------------------------------------
