@@ -54,8 +54,9 @@ class StartDateTest : public ::testing::Test {
     ASSERT_TRUE(planner.PlanOnce(now).ok());
   }
 
-  // "business_date cause" of every due key of 11-15..12-05, or with
-  // `states` the run's state.
+  // "business_date state[ before]" of every due key of `partition` in
+  // 11-15..12-05: its run's state ("none" without a run), and "before" for
+  // a key dated before the job was first recorded.
   std::vector<std::string> Keys(Clock::TimePoint now, const std::string& partition = "acme") {
     GapScanner scanner(*store_);
     GapScanParams p;
