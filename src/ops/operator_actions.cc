@@ -183,12 +183,13 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
                                 "day): give the period, as its run keys show it, instead of a date",
                                 job.name));
     }
-    if (!ParseBusinessDate(*target.date)) {
+    const auto day = ParseBusinessDate(*target.date);
+    if (!day) {
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("{} is not a business date: use YYYY-MM-DD", *target.date));
     }
     target_date = *target.date;
-    params.from = params.to = *ParseBusinessDate(target_date);
+    params.from = params.to = *day;
     params.include_not_due = true;
   } else if (target.period) {
     // A period starts with its local date (a date key is the business
@@ -200,6 +201,7 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
                                 "or a slot (YYYY-MM-DDTHH:MM...)",
                                 *target.period));
     }
+    target_date = FormatDate(year_month_day{sys_days(*local) + days{job.date_offset_days}});
     const days spread{std::abs(job.date_offset_days) + 1};
     params.from = year_month_day{sys_days(*local) - spread};
     params.to = year_month_day{sys_days(*local) + spread};
@@ -239,11 +241,6 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
     return out;
   }
   if (latest.empty()) {
-    // The period's business date, for the reasons that need one.
-    if (target.period) {
-      const auto local = ParseBusinessDate(target.period->substr(0, 10));
-      target_date = FormatDate(year_month_day{sys_days(*local) + days{job.date_offset_days}});
-    }
     out.kind = TriggerOutcome::Kind::kNotExpected;
     out.why = WhyNotExpected(store, job, *schedule, target_date, target, !partitions.empty());
     return out;
