@@ -1,13 +1,14 @@
 #include "engine/alerter.h"
 
-#include <algorithm>
-#include <utility>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <utility>
+
 #include "cronledger/schedule.h"
+#include "engine/attempt.h"
 #include "engine/closed_dates.h"
 #include "engine/status_report.h"
 #include "ledger/names.h"
@@ -274,11 +275,32 @@ Status Alerter::EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, b
   // Firing: conditions holding that were not firing.
   for (auto& [id, c] : holding) {
     if (state.firing.contains(id)) continue;
+    if (c.run_id) DescribeLastAttempt(*c.run_id, c);
     Notify(job, id, c, true, now);
     if (stats) ++stats->fired;
     state.firing.emplace(id, std::move(c));
   }
   return Status::Ok();
+}
+
+void Alerter::DescribeLastAttempt(int64_t run_id, Condition& c) {
+  auto attempts = store_.AttemptList(run_id);
+  if (!attempts.ok() || attempts->empty()) return;  // the notice goes out without it
+  const store::AttemptRecord& a = attempts->back();
+  if (!a.ended_at) return;
+  const std::string excerpt = LastOutputLine(a.output_tail);
+  nlohmann::json details = nlohmann::json::parse(c.details, nullptr, false);
+  if (!details.is_object()) return;
+  details["step"] = a.step.empty() ? nlohmann::json() : nlohmann::json(a.step);
+  details["end_class"] = a.end_class;
+  details["exit_status"] = a.exit_status ? nlohmann::json(*a.exit_status) : nlohmann::json();
+  details["excerpt"] = excerpt;
+  // A step's output is any bytes: invalid UTF-8 becomes U+FFFD, not a throw.
+  c.details = details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  c.summary +=
+      fmt::format("; attempt {}{}: {}{}{}", a.number, a.step.empty() ? "" : " at step " + a.step,
+                  a.end_class, a.exit_status ? fmt::format(" (exit {})", *a.exit_status) : "",
+                  excerpt.empty() ? "" : ": " + excerpt);
 }
 
 void Alerter::Notify(const config::JobConfig& job, const std::string& id, const Condition& c,

@@ -97,6 +97,9 @@ class Alerter {
   Status Seed(const config::JobConfig& job, JobState& state);
   Status EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, bool scan_missing,
                      Clock::TimePoint now, JobState& state, AlerterStats* stats);
+  // A firing run alert's details and summary gain how the run's last
+  // attempt ended: step, end class, exit status and the output's last line.
+  void DescribeLastAttempt(int64_t run_id, Condition& c);
   void Notify(const config::JobConfig& job, const std::string& id, const Condition& c,
               bool firing, Clock::TimePoint now);
 

@@ -1,6 +1,7 @@
 #include "engine/attempt.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "engine/step_runner.h"
@@ -194,6 +195,38 @@ store::FinishParams Attempt::ReleasedAtShutdown(std::optional<std::size_t> step,
   f.decision.reason = std::move(reason);
   f.outside_budget = !step.has_value();
   return f;
+}
+
+namespace {
+
+// `text` with every byte sequence that is not UTF-8 as U+FFFD: a step's
+// output is any bytes, and a notice or a log line carries it as text.
+std::string ValidUtf8(const std::string& text) {
+  const std::string quoted =
+      nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(quoted).get<std::string>();
+}
+
+}  // namespace
+
+std::string LastOutputLine(const std::string& tail) {
+  std::size_t end = tail.size();
+  while (end > 0) {
+    const std::size_t nl = tail.rfind('\n', end - 1);
+    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    std::string line = tail.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    const bool ours = line.starts_with("== ") && line.ends_with(" ==");
+    if (!line.empty() && !ours) {
+      if (line.size() <= 200) return ValidUtf8(line);
+      std::size_t cut = 200;
+      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+      return ValidUtf8(line.substr(0, cut)) + "...";
+    }
+    if (begin == 0) break;
+    end = begin - 1;
+  }
+  return "";
 }
 
 }  // namespace cronledger::engine

@@ -139,6 +139,12 @@ class Attempt {
   std::vector<ledger::StepStatus> steps_;  // by the job's step index
 };
 
+// The step's own last line of output in an attempt's tail: cronledger's
+// "== ... ==" lines skipped, at most 200 bytes (cut where a UTF-8 character
+// begins), bytes that are not UTF-8 as U+FFFD; "" when it printed nothing.
+// serve's log and alert notices show it.
+std::string LastOutputLine(const std::string& tail);
+
 }  // namespace cronledger::engine
 
 #endif  // CRONLEDGER_ENGINE_ATTEMPT_H_

@@ -448,27 +448,6 @@ std::optional<store::WorkerWrite> Dispatcher::Execute(ActiveRun& run) {
                             attempt.End(last, last_end, LedgerNow(run), JitterSample())};
 }
 
-namespace {
-
-// The step's own last line of output: cronledger's "== ... ==" lines
-// skipped, at most 200 bytes; "" when it printed nothing.
-std::string LastOutputLine(const std::string& tail) {
-  std::size_t end = tail.size();
-  while (end > 0) {
-    const std::size_t nl = tail.rfind('\n', end - 1);
-    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
-    std::string line = tail.substr(begin, end - begin);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    const bool ours = line.starts_with("== ") && line.ends_with(" ==");
-    if (!line.empty() && !ours) return line.size() > 200 ? line.substr(0, 200) + "..." : line;
-    if (begin == 0) break;
-    end = begin - 1;
-  }
-  return "";
-}
-
-}  // namespace
-
 void Dispatcher::CountOutcome(const ActiveRun& run, const store::FinishParams& params) {
   // Once per attempt, with what the ledger is told: where it ended, how,
   // after how long, what it decided, and the step's last words.

@@ -214,6 +214,11 @@ TEST_F(AlertsServe, AFailedRunFiresOnceSurvivesARestartAndResolvesOnce) {
   EXPECT_EQ(fired["job"], "report");
   EXPECT_EQ(fired["business_date"], business_date_);
   EXPECT_EQ(fired["details"]["state"], "failed");
+  // How the last attempt ended, as the ledger recorded it.
+  EXPECT_EQ(fired["details"]["end_class"], "permanent") << fired;
+  EXPECT_EQ(fired["details"]["exit_status"], 64) << fired;
+  EXPECT_TRUE(fired["details"]["step"].is_string()) << fired;
+  EXPECT_NE(fired["summary"].get<std::string>().find("(exit 64)"), std::string::npos) << fired;
   EXPECT_EQ(fired["run_key"], "report/default/" + business_date_);
   EXPECT_TRUE(fired["at"].is_string());
   ASSERT_TRUE(fired["run_id"].is_number_integer());

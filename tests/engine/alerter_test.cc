@@ -142,6 +142,33 @@ class AlerterTest : public ::testing::Test {
 
 using Lines = std::vector<std::string>;
 
+// A failure notice says how the run's last attempt ended, where on-call
+// reads it: the step, the end class, the exit status and the output's last
+// line (the step's own, cronledger's "== ... ==" lines left out), in the
+// details and in the summary. Output that is not UTF-8 does not stop it.
+TEST_F(AlerterTest, AFailureNoticeSaysWhereAndHowTheLastAttemptEnded) {
+  OnlyRunAlerts();
+  SetRun("a", "2026-11-03", "state = 'failed', attempts = 1");
+  Sql("INSERT INTO attempts (run_id, number, fencing_token, node, started_at, ended_at, "
+      "end_class, exit_status, step, output_tail) SELECT id, 1, 9001, 'n1', 1, 2, 'failed', 65, "
+      "'deliver', 'connecting to bank\n' || CAST(X'FF' AS TEXT) || ' bank said: 503 Service "
+      "Unavailable\n"
+      "== attempt 1 ended: exit 65 ==\n' FROM runs WHERE partition = 'a' AND business_date = "
+      "'2026-11-03'");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  Pass(alerter, delivery, At("2026-11-06T08:00:00Z"));
+  ASSERT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03"}));
+  const json& d = sender_.sent[0]["details"];
+  EXPECT_EQ(d["step"], "deliver") << d;
+  EXPECT_EQ(d["end_class"], "failed") << d;
+  EXPECT_EQ(d["exit_status"], 65) << d;
+  EXPECT_EQ(d["excerpt"], "\xEF\xBF\xBD bank said: 503 Service Unavailable") << d;
+  const std::string summary = sender_.sent[0]["summary"];
+  EXPECT_NE(summary.find("; attempt 1 at step deliver: failed (exit 65): "), std::string::npos)
+      << summary;
+}
+
 TEST_F(AlerterTest, FailedRunFiresOnceWhileItHoldsAndResolvesOnce) {
   OnlyRunAlerts();
   SetRun("a", "2026-11-03", "state = 'failed', attempts = 3");
@@ -156,6 +183,8 @@ TEST_F(AlerterTest, FailedRunFiresOnceWhileItHoldsAndResolvesOnce) {
   EXPECT_EQ(n["run_key"], "j/a/2026-11-03");
   EXPECT_EQ(n["details"]["attempts"], 3);
   EXPECT_EQ(n["details"]["state"], "failed");
+  // No attempt recorded: nothing said of one.
+  EXPECT_FALSE(n["details"].contains("end_class")) << n;
   // The target is named by its origin only: the path holds a secret.
   EXPECT_EQ(sender_.targets[0], "webhook https://hooks.test");
 
