@@ -35,6 +35,13 @@ class StoreRecovery : public StoreConformance {
     p.now = InstantAt("2026-11-06T10:00:00Z");
     return S().RunQueueKeys(p);
   }
+  void Release(const std::string& now) {
+    store::ReleaseParams r;
+    r.job = "j";
+    r.policy.misfire_grace = std::chrono::hours{24};
+    r.now = InstantAt(now);
+    ASSERT_TRUE(S().RunRelease(r).ok());
+  }
   store::RunRecord RunOf(const std::string& partition, const std::string& date) {
     for (const auto& r : Runs("j")) {
       if (r.partition == partition && r.period == date) return r;
@@ -233,6 +240,83 @@ TEST_P(StoreRecovery, ARequeueIsOneActionThatTheNextAttemptsLinkTo) {
   ASSERT_TRUE(backfill.has_value());
   EXPECT_EQ((*attempts)[0].action_event_id, backfill);
   EXPECT_EQ((*attempts)[1].action_event_id, r->event_id);
+}
+
+// A backfill queued before a scheduled occurrence falls due does not
+// delay it: the claim takes every due run of the schedule's own first, then
+// the backfilled ones, oldest key first. An approval and a rerun queue into
+// the backfill lane too; an operator's retry does not.
+TEST_P(StoreRecovery, BackfilledRunsAreClaimedAfterTheDueScheduledOnes) {
+  AddJob("j");
+  ASSERT_TRUE(Queue({Key("a", "2026-11-03"), Key("a", "2026-11-01"), Key("b", "2026-11-02")}).ok());
+  ASSERT_TRUE(Queue({Key("c", "2026-11-04")}, RunState::kAwaitingApproval).ok());
+  store::ApproveParams approve;
+  approve.job = "j";
+  approve.actor = "alice";
+  approve.reason = "checked";
+  approve.now = InstantAt("2026-11-06T10:00:00Z");
+  auto approved = S().RunApprove(approve);
+  ASSERT_TRUE(approved.ok()) << approved.status().ToString();
+  Plan("j", {Occurrence("2026-11-06T10:30:00Z", {"a", "b"})}, "2026-11-06T10:30:00Z",
+       "2026-11-06T10:29:00Z");
+  // Nothing of the schedule's is due yet: the backfill takes the workers.
+  const auto first = ClaimOne("2026-11-06T10:20:00Z");
+  EXPECT_EQ(first.run.RunKey(), "j/a/2026-11-01");
+  // 10:30 falls due: both of its runs come before the older backfilled keys.
+  Release("2026-11-06T10:30:01Z");
+  const auto claimed = Claim("2026-11-06T10:30:01Z", 2);
+  ASSERT_EQ(claimed.size(), 2u);
+  EXPECT_EQ(claimed[0].run.RunKey(), "j/a/2026-11-06");
+  EXPECT_EQ(claimed[1].run.RunKey(), "j/b/2026-11-06");
+  // A failed backfilled run retried by an operator goes first again.
+  End(first, "2026-11-06T10:30:02Z", RunState::kFailed, ledger::EndClass::kPermanent);
+  store::OperatorParams retry;
+  retry.run_id = first.run.id;
+  retry.actor = "alice";
+  retry.reason = "fixed";
+  retry.now = InstantAt("2026-11-06T10:31:00Z");
+  ASSERT_TRUE(S().RunRetry(retry).ok());
+  const auto rest = Claim("2026-11-06T10:31:01Z", 10);
+  ASSERT_EQ(rest.size(), 4u);
+  EXPECT_EQ(rest[0].run.RunKey(), "j/a/2026-11-01");
+  EXPECT_EQ(rest[1].run.RunKey(), "j/b/2026-11-02");
+  EXPECT_EQ(rest[2].run.RunKey(), "j/a/2026-11-03");
+  EXPECT_EQ(rest[3].run.RunKey(), "j/c/2026-11-04");  // approved
+}
+
+// An operator's trigger of today's business date before its occurrence:
+// the run keeps its scheduled time, is due at once, and the planner later
+// finds its key in the ledger (the occurrence's other partitions planned).
+TEST_P(StoreRecovery, ATriggerAheadOfItsOccurrenceIsDueAtOnce) {
+  AddJob("j");
+  store::RequeueParams p;
+  p.job = "j";
+  p.event_type = "trigger";
+  p.actor = "alice";
+  p.reason = "try it before 12:00";
+  p.details = R"({"period": "2026-11-06"})";
+  p.now = InstantAt("2026-11-06T10:00:00Z");
+  store::QueueKey today = Key("a", "2026-11-06");
+  today.scheduled_at = SecondsAt("2026-11-06T12:00:00Z");
+  p.keys = {{today, std::nullopt}};
+  // A backfilled key queued earlier waits behind it.
+  ASSERT_TRUE(Queue({Key("a", "2026-11-01")}).ok());
+  auto r = S().RunRequeue(p);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto claimed = ClaimOne("2026-11-06T10:00:01Z");
+  EXPECT_EQ(claimed.run.RunKey(), "j/a/2026-11-06");
+  EXPECT_EQ(claimed.run.scheduled_at, SecondsAt("2026-11-06T12:00:00Z"));
+  End(claimed, "2026-11-06T10:00:05Z", RunState::kSucceeded, ledger::EndClass::kSucceeded);
+  const auto planned = Plan("j", {Occurrence("2026-11-06T12:00:00Z", {"a", "b"})},
+                            "2026-11-06T12:00:00Z", "2026-11-06T11:59:00Z");
+  EXPECT_EQ(planned.runs_planned, 1);
+  EXPECT_EQ(planned.runs_deduplicated, 1);
+  EXPECT_EQ(RunOf("a", "2026-11-06").state, RunState::kSucceeded);
+  EXPECT_EQ(RunOf("b", "2026-11-06").state, RunState::kPending);
+  // Not due before its occurrence: the backfilled key is claimed first.
+  EXPECT_EQ(ClaimOne("2026-11-06T11:59:30Z").run.RunKey(), "j/a/2026-11-01");
+  Release("2026-11-06T12:00:01Z");
+  EXPECT_EQ(ClaimOne("2026-11-06T12:00:01Z").run.RunKey(), "j/b/2026-11-06");
 }
 
 TEST_P(StoreRecovery, AnUnknownJobIsNotFoundAndNothingIsWritten) {

@@ -130,19 +130,23 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   }
   const std::string jobs_param = Param(jobs);
   std::lock_guard lock(mutex());
+  // Due at {0}; {1}: the run's due time (due_at, scheduled_at before schema 12).
   constexpr const char* kClaimableAt =
-      "r.state = 'pending' AND r.released = 1 AND r.scheduled_at <= {0} "
+      "r.state = 'pending' AND r.released = 1 AND {1} <= {0} "
       "AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= {0}) "
       "AND r.job IN (SELECT json_array_elements_text(?2::json)) "
       "AND r.job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
       "AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused_all' AND value = '1')";
+  const bool lanes = HasLanes();
+  const std::string_view due = lanes ? "r.due_at" : "r.scheduled_at";
   {
     // An idle dispatcher polls: one cheap look before the write lock, at
     // its own statement's instant (a little earlier than the transaction's:
     // it can only find less due, never more).
     ASSIGN_OR_RETURN(at, StatementNow(p.now));
-    ASSIGN_OR_RETURN(s, db().Prepare(fmt::format(
-        "SELECT 1 FROM runs r WHERE {} LIMIT 1", fmt::format(fmt::runtime(kClaimableAt), NowSql(1)))));
+    ASSIGN_OR_RETURN(
+        s, db().Prepare(fmt::format("SELECT 1 FROM runs r WHERE {} LIMIT 1",
+                                    fmt::format(fmt::runtime(kClaimableAt), NowSql(1), due))));
     s.BindOptional(1, at).Bind(2, jobs_param);
     ASSIGN_OR_RETURN(row, s.Step());
     if (!row) return out;
@@ -150,7 +154,7 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   Transaction tx(db());
   RETURN_IF_ERROR(tx.Begin(sql::WriteKind::kClaim));
   ASSIGN_OR_RETURN(now, TransactionNow(p.now));
-  const std::string claimable = fmt::format(fmt::runtime(kClaimableAt), "?1");
+  const std::string claimable = fmt::format(fmt::runtime(kClaimableAt), "?1", due);
 
   struct Candidate {
     RunRecord run;
@@ -177,8 +181,19 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
   std::deque<Candidate> candidates;  // stable: the decisions point into it
   std::vector<const Candidate*> claims;
   std::vector<const Candidate*> skips;
-  std::set<std::pair<std::string, std::string>> claimed_partitions;
-  std::pair<int64_t, int64_t> after{std::numeric_limits<int64_t>::min(), 0};
+  // Per partition claimed in this batch, its earliest scheduled time: the
+  // walk is in lane order, so a later period may come before an earlier one.
+  std::map<std::pair<std::string, std::string>, std::chrono::sys_seconds> claimed_partitions;
+  // Where the walk is: every due run of lane 0 (the schedule's own runs, an
+  // operator's trigger or retry) before lane 1 (backfills, reruns,
+  // approvals), each lane in (due, id) order.
+  struct Cursor {
+    int64_t lane = 0;
+    int64_t due = std::numeric_limits<int64_t>::min();
+    int64_t id = 0;
+  };
+  Cursor after;
+  const int64_t last_lane = lanes ? 1 : 0;
   // Spare rows only when a decision below may pass a candidate over: each
   // row read is locked, and locking one writes it. When the ones passed over
   // leave the batch short, the next look goes on from where this one
@@ -194,27 +209,36 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
     const int64_t wanted = p.limit - static_cast<int64_t>(claims.size());
     const int64_t look = may_pass_over ? wanted * 2 + 8 : wanted;
     const std::size_t first = candidates.size();
-    {
+    for (;;) {
+      const std::size_t lane_first = candidates.size();
+      const int64_t lane_look = look - static_cast<int64_t>(lane_first - first);
       // SKIP LOCKED: a run another transaction is claiming is not waited
       // for. Runs waiting behind an earlier period (overlap = queue) are
       // left out here, where the index walk meets them.
-      ASSIGN_OR_RETURN(s, db().Prepare(fmt::format(
-          "SELECT {}, r.budget_attempts, r.budget_started_at, r.action_event_id, "
-          "CASE WHEN r.job IN (SELECT json_array_elements_text(?5::json)) THEN EXISTS ("
-          "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
-          "AND e.scheduled_at < r.scheduled_at AND e.state = 'running') ELSE false END "
-          "FROM runs r WHERE {} AND (r.scheduled_at, r.id) > (?6, ?7) "
-          "AND NOT (r.job IN (SELECT json_array_elements_text(?4::json)) AND EXISTS ("
-          "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
-          "AND e.scheduled_at < r.scheduled_at AND e.state IN ('pending', 'running'))) "
-          "ORDER BY r.scheduled_at, r.id LIMIT ?3 FOR UPDATE OF r SKIP LOCKED",
-          "r.id, r.job, r.partition, r.period, r.business_date, r.scheduled_at, r.state, "
-          "r.reason, r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, "
-          "r.updated_at",
-          claimable)));
-      s.Bind(1, Ms(now)).Bind(2, Param(open_jobs)).Bind(3, look)
-          .Bind(4, Param(queued)).Bind(5, Param(skipped)).Bind(6, after.first)
-          .Bind(7, after.second);
+      ASSIGN_OR_RETURN(
+          s, db().Prepare(fmt::format(
+                 "SELECT {0}, r.budget_attempts, r.budget_started_at, r.action_event_id, "
+                 "CASE WHEN r.job IN (SELECT json_array_elements_text(?5::json)) THEN EXISTS ("
+                 "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
+                 "AND e.scheduled_at < r.scheduled_at AND e.state = 'running') ELSE false END, {2} "
+                 "FROM runs r WHERE {1} {3}AND ({2}, r.id) > (?6, ?7) "
+                 "AND NOT (r.job IN (SELECT json_array_elements_text(?4::json)) AND EXISTS ("
+                 "SELECT 1 FROM runs e WHERE e.job = r.job AND e.partition = r.partition "
+                 "AND e.scheduled_at < r.scheduled_at AND e.state IN ('pending', 'running'))) "
+                 "ORDER BY {2}, r.id LIMIT ?3 FOR UPDATE OF r SKIP LOCKED",
+                 "r.id, r.job, r.partition, r.period, r.business_date, r.scheduled_at, r.state, "
+                 "r.reason, r.released, r.misfire_exempt, r.attempts, r.job_version, r.created_at, "
+                 "r.updated_at",
+                 claimable, due, lanes ? "AND r.lane = ?8 " : "")));
+      s.Bind(1, Ms(now))
+          .Bind(2, Param(open_jobs))
+          .Bind(3, lane_look)
+          .Bind(4, Param(queued))
+          .Bind(5, Param(skipped))
+          .Bind(6, after.due)
+          .Bind(7, after.id);
+      if (lanes) s.Bind(8, after.lane);
+      int64_t last_due = 0;
       RETURN_IF_ERROR(ForEachRow(s, [&] {
         Candidate c;
         c.run = RunFromRow(s);
@@ -222,12 +246,13 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         c.budget_started_at = s.OptInt(15);
         c.action_event_id = s.OptInt(16);
         c.earlier_running = s.Int(17) != 0;
+        last_due = s.Int(18);
         candidates.push_back(std::move(c));
       }));
-    }
-    more = static_cast<int64_t>(candidates.size() - first) == look;
-    if (candidates.size() > first) {
-      after = {Ms(candidates.back().run.scheduled_at), candidates.back().run.id};
+      if (candidates.size() > lane_first) after = {after.lane, last_due, candidates.back().run.id};
+      more = static_cast<int64_t>(candidates.size() - first) == look;
+      if (more || after.lane == last_lane) break;
+      after = Cursor{after.lane + 1};
     }
     for (std::size_t i = first; i < candidates.size(); ++i) {
       const Candidate& c = candidates[i];
@@ -237,7 +262,9 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
       if (rule.overlap != ledger::Overlap::kAllow) {
         // Candidates come in scheduled order: one claimed earlier in this
         // batch is an earlier run of the partition, now running.
-        const bool earlier_claimed = claimed_partitions.contains({c.run.job, c.run.partition});
+        const auto claimed_at = claimed_partitions.find({c.run.job, c.run.partition});
+        const bool earlier_claimed =
+            claimed_at != claimed_partitions.end() && claimed_at->second < c.run.scheduled_at;
         if (rule.overlap == ledger::Overlap::kQueue) {
           if (earlier_claimed) continue;  // waits behind the earlier period
         } else if (c.earlier_running || earlier_claimed) {
@@ -246,7 +273,9 @@ Result<std::vector<ClaimedRun>> PostgresStore::RunClaim(const ClaimParams& given
         }
       }
       claims.push_back(&c);
-      claimed_partitions.insert({c.run.job, c.run.partition});
+      auto [at, inserted] =
+          claimed_partitions.try_emplace({c.run.job, c.run.partition}, c.run.scheduled_at);
+      if (!inserted) at->second = std::min(at->second, c.run.scheduled_at);
       if (rule.max_concurrency > 0) ++running[c.run.job];
     }
   }

@@ -529,10 +529,18 @@ Result<PlanResult> SqlStore::RunPlan(const PlanParams& p) {
     std::vector<std::string> deduplicated;
     for (const auto& run : occ.runs) {
       {
-        ASSIGN_OR_RETURN(s, db_->Prepare(
-            "INSERT INTO runs (job, partition, period, business_date, scheduled_at, "
-            "job_version, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', "
-            "?, ?) ON CONFLICT (job, partition, period) DO NOTHING"));
+        // Due at its scheduled time (?5); a binary before schema 12 has no
+        // due_at (the ledger's trigger fills it in).
+        ASSIGN_OR_RETURN(
+            s, db_->Prepare(
+                   HasLanes()
+                       ? "INSERT INTO runs (job, partition, period, business_date, scheduled_at, "
+                         "job_version, state, created_at, updated_at, due_at) VALUES (?1, ?2, "
+                         "?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?5) "
+                         "ON CONFLICT (job, partition, period) DO NOTHING"
+                       : "INSERT INTO runs (job, partition, period, business_date, scheduled_at, "
+                         "job_version, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, "
+                         "'pending', ?, ?) ON CONFLICT (job, partition, period) DO NOTHING"));
         s.Bind(1, p.job).Bind(2, run.partition).Bind(3, run.period).Bind(4, run.business_date)
             .Bind(5, Ms(occ.scheduled_at)).Bind(6, int64_t{occ.job_version}).Bind(7, Ms(now))
             .Bind(8, Ms(now));
@@ -857,10 +865,12 @@ Result<RunRecord> SqlStore::RunGet(int64_t id) {
 Result<std::vector<RunRecord>> SqlStore::RunListDue(std::optional<Instant> now, int limit) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(at, StatementNow(now));
-  ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
-      "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= {} "
-      "ORDER BY scheduled_at, id LIMIT ?2",
-      kRunColumns, NowSql(1))));
+  ASSIGN_OR_RETURN(s,
+                   db_->Prepare(fmt::format(
+                       "SELECT {} FROM runs WHERE state = 'pending' AND released = 1 AND {} <= {} "
+                       "ORDER BY {}, id LIMIT ?2",
+                       kRunColumns, HasLanes() ? "due_at" : "scheduled_at", NowSql(1),
+                       HasLanes() ? "lane, due_at" : "scheduled_at")));
   s.BindOptional(1, at).Bind(2, int64_t{limit});
   std::vector<RunRecord> out;
   RETURN_IF_ERROR(ForEachRow(s, [&] {
@@ -909,13 +919,14 @@ Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
   ASSIGN_OR_RETURN(pinned, StatementNow(p.now));
   int64_t at = 0;
   {
-    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
-        "SELECT (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'pending' AND "
-        "scheduled_at <= {0}) + (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running'), "
-        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'unknown'), "
-        "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running' "
-        "AND lease_expires_at < {0}), {0}",
-        NowSql(2))));
+    ASSIGN_OR_RETURN(
+        s, db_->Prepare(fmt::format(
+               "SELECT (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'pending' AND "
+               "{1} <= {0}) + (SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running'), "
+               "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'unknown'), "
+               "(SELECT count(*) FROM runs WHERE job = ?1 AND state = 'running' "
+               "AND lease_expires_at < {0}), {0}",
+               NowSql(2), HasLanes() ? "due_at" : "scheduled_at")));
     s.Bind(1, p.job).BindOptional(2, pinned);
     ASSIGN_OR_RETURN(row, s.Step());
     if (!row || s.IsNull(3)) return Internal("the stats read no instant");
@@ -925,9 +936,13 @@ Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
     at = s.Int(3);
   }
   {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT state, coalesce(reason, ''), count(*) FROM runs WHERE job = ? AND "
-        "business_date = ? AND scheduled_at <= ? GROUP BY state, reason"));
+    // Due by now: at its scheduled time, or (a trigger ahead of its
+    // occurrence) earlier.
+    ASSIGN_OR_RETURN(
+        s, db_->Prepare(fmt::format(
+               "SELECT state, coalesce(reason, ''), count(*) FROM runs WHERE job = ?1 AND "
+               "business_date = ?2 AND {} GROUP BY state, reason",
+               HasLanes() ? "(scheduled_at <= ?3 OR due_at <= ?3)" : "scheduled_at <= ?3")));
     s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, at);
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       const int n = static_cast<int>(s.Int(2));
@@ -963,10 +978,12 @@ Result<JobStats> SqlStore::StatsGet(const StatsParams& p) {
     if (row && !s.IsNull(0)) stats.oldest_open_scheduled_at = SecondsFromMs(s.Int(0));
   }
   {
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT rs.step, rs.state, count(*) FROM run_steps rs JOIN runs r ON r.id = rs.run_id "
-        "WHERE r.job = ? AND r.business_date = ? AND r.scheduled_at <= ? "
-        "GROUP BY rs.step, rs.state"));
+    ASSIGN_OR_RETURN(
+        s,
+        db_->Prepare(fmt::format(
+            "SELECT rs.step, rs.state, count(*) FROM run_steps rs JOIN runs r ON r.id = rs.run_id "
+            "WHERE r.job = ?1 AND r.business_date = ?2 AND {} GROUP BY rs.step, rs.state",
+            HasLanes() ? "(r.scheduled_at <= ?3 OR r.due_at <= ?3)" : "r.scheduled_at <= ?3")));
     s.Bind(1, p.job).Bind(2, p.business_date).Bind(3, at);
     RETURN_IF_ERROR(ForEachRow(s, [&] {
       stats.steps[s.Text(0)][s.Text(1)] = static_cast<int>(s.Int(2));

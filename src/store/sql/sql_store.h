@@ -146,6 +146,8 @@ class SqlStore : public Store {
   Status RequireSchema(int schema_version, std::string_view where);
   // Schema 11: attempts.claimant and events.on_behalf_of.
   bool HasCallers() const { return schema_version_ >= 11; }
+  // Schema 12: runs.due_at and runs.lane (the claim's order).
+  bool HasLanes() const { return schema_version_ >= 12; }
 
   // After CopyLedger wrote explicit row ids: whatever the engine needs so
   // that new rows get ids above them (PostgreSQL's identity sequences).

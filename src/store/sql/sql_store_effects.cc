@@ -578,7 +578,7 @@ Result<EffectResolveResult> SqlStore::EffectResolve(const EffectResolveParams& p
   ASSIGN_OR_RETURN(still, InDoubtKeys(*db_, p.run_id));
   out.still_in_doubt = std::move(still);
   if (out.still_in_doubt.empty()) {
-    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
+    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now, LaneIf(HasLanes(), Lane::kFirst)));
     out.run_state = ledger::RunState::kPending;
   } else {
     out.run_state = ledger::RunState::kUnknown;  // the operator resolves the others in turn
@@ -622,7 +622,7 @@ Status SqlStore::RunResolve(const RunResolveParams& p) {
   }
   ledger::RunState to = ledger::RunState::kPending;
   if (p.as == RunResolution::kRetry) {
-    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
+    RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now, LaneIf(HasLanes(), Lane::kFirst)));
   } else {
     to = p.as == RunResolution::kSucceeded ? ledger::RunState::kSucceeded
                                            : ledger::RunState::kFailed;

@@ -38,19 +38,22 @@ std::string JsonQuoted(std::string_view s) {
   return out;
 }
 
-// The claim's read of candidates of `jobs`: due runs after the cursor
-// (?3, ?4), `limit` (?2) at most, then ?5... the jobs' names. `+job`: walk
-// runs_due in order rather than every active run of each job (a job's
-// planned-ahead runs) and sort them. Runs waiting behind an earlier period
-// (overlap = queue) are left out where the walk meets them (runs_active):
-// they would only be passed over. A run claimed in this transaction was
-// pending when this read it, so it holds its later periods back here too.
-std::string CandidatesSql(const std::vector<const ClaimRule*>& jobs) {
+// The claim's read of candidates of `jobs`: due runs of one lane (?5)
+// after the cursor (?3, ?4) in (due_at, id) order, `limit` (?2) at most,
+// then ?6... the jobs' names. Before schema 12 (`lanes` false) there is one
+// lane, in (scheduled_at, id) order, and ?5 is not read. `+job`: walk the
+// claim-order index in order rather than every active run of each job (a
+// job's planned-ahead runs) and sort them. Runs waiting behind an earlier
+// period (overlap = queue) are left out where the walk meets them
+// (runs_active): they would only be passed over. A run claimed in this
+// transaction was pending when this read it, so it holds its later periods
+// back here too.
+std::string CandidatesSql(const std::vector<const ClaimRule*>& jobs, bool lanes) {
   // Numbered explicitly: a bare "?" would take the number after the largest
-  // seen so far in the text, colliding with ?2 to ?4.
+  // seen so far in the text, colliding with ?2 to ?5.
   std::string listed;
   std::string queued;
-  int param = 5;
+  int param = 6;
   for (const ClaimRule* r : jobs) {
     const std::string at = fmt::format("?{}", param++);
     listed += (listed.empty() ? "" : ", ") + at;
@@ -65,15 +68,16 @@ std::string CandidatesSql(const std::vector<const ClaimRule*>& jobs) {
                 "AND e.scheduled_at < runs.scheduled_at "
                 "AND (e.state = 'pending' OR e.state = 'running'))) ",
                 queued);
+  const std::string_view due = lanes ? "due_at" : "scheduled_at";
   return fmt::format(
-      "SELECT {}, budget_attempts, budget_started_at, action_event_id FROM runs "
-      "WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
+      "SELECT {0}, budget_attempts, budget_started_at, action_event_id, {1} FROM runs "
+      "WHERE state = 'pending' AND released = 1 {4}AND {1} <= ?1 "
       "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) "
-      "AND scheduled_at >= ?3 AND (scheduled_at > ?3 OR id > ?4) AND +job IN ({}) "
+      "AND {1} >= ?3 AND ({1} > ?3 OR id > ?4) AND +job IN ({2}) "
       "AND +job NOT IN (SELECT name FROM jobs WHERE paused = 1) "
       "AND (SELECT count(*) FROM settings WHERE key = 'paused_all' AND value = '1') = 0 "
-      "{}ORDER BY scheduled_at, id LIMIT ?2",
-      kRunColumns, listed, waiting);
+      "{3}ORDER BY {1}, id LIMIT ?2",
+      kRunColumns, due, listed, waiting, lanes ? "AND lane = ?5 " : "");
 }
 
 // Whether the finish ends the run (as opposed to a retry or `unknown`).
@@ -163,9 +167,14 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   {
     // An idle dispatcher polls often: one cheap look, before building the
     // query for its jobs and before taking the write lock.
-    ASSIGN_OR_RETURN(s, db_->Prepare(
-        "SELECT 1 FROM runs WHERE state = 'pending' AND released = 1 AND scheduled_at <= ?1 "
-        "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) LIMIT 1"));
+    ASSIGN_OR_RETURN(
+        s, db_->Prepare(HasLanes()
+                            ? "SELECT 1 FROM runs WHERE state = 'pending' AND released = 1 "
+                              "AND lane IN (0, 1) AND due_at <= ?1 "
+                              "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) LIMIT 1"
+                            : "SELECT 1 FROM runs WHERE state = 'pending' AND released = 1 "
+                              "AND scheduled_at <= ?1 "
+                              "AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) LIMIT 1"));
     s.Bind(1, Ms(now));
     ASSIGN_OR_RETURN(row, s.Step());
     if (!row) return out;
@@ -176,24 +185,44 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
     int budget_attempts = 0;
     std::optional<int64_t> budget_started_at;
     std::optional<int64_t> action_event_id;
+    int64_t due = 0;  // due_at (scheduled_at before schema 12): the walk's order
   };
   std::vector<Candidate> candidates;
-  std::pair<int64_t, int64_t> after{std::numeric_limits<int64_t>::min(), 0};
-  // Reads the next candidates of `jobs`; whether it found `limit` (there
-  // may be more).
+  // Where the walk is: every due run of lane 0 (the schedule's own runs, an
+  // operator's trigger or retry) before lane 1 (backfills, reruns,
+  // approvals), each lane in (due, id) order.
+  struct Cursor {
+    int64_t lane = 0;
+    int64_t due = std::numeric_limits<int64_t>::min();
+    int64_t id = 0;
+  };
+  Cursor after;
+  const int64_t last_lane = HasLanes() ? static_cast<int64_t>(Lane::kBackfill) : 0;
+  // Reads the next candidates of `jobs`, from one lane into the next; whether
+  // it found `limit` (there may be more).
   const auto find_candidates = [&](const std::vector<const ClaimRule*>& jobs,
                                    int64_t limit) -> Result<bool> {
     candidates.clear();
-    ASSIGN_OR_RETURN(s, db_->Prepare(CandidatesSql(jobs)));
-    s.Bind(1, Ms(now)).Bind(2, limit).Bind(3, after.first).Bind(4, after.second);
-    int i = 5;
-    for (const ClaimRule* r : jobs) s.Bind(i++, r->job);
-    RETURN_IF_ERROR(ForEachRow(s, [&] {
-      candidates.push_back({RunFromRow(s), static_cast<int>(s.Int(14)), s.OptInt(15),
-                            s.OptInt(16)});
-    }));
-    if (!candidates.empty()) after = {Ms(candidates.back().scheduled_at), candidates.back().id};
-    return static_cast<int64_t>(candidates.size()) == limit;
+    for (;;) {
+      ASSIGN_OR_RETURN(s, db_->Prepare(CandidatesSql(jobs, HasLanes())));
+      s.Bind(1, Ms(now))
+          .Bind(2, limit - static_cast<int64_t>(candidates.size()))
+          .Bind(3, after.due)
+          .Bind(4, after.id)
+          .Bind(5, after.lane);
+      int i = 6;
+      for (const ClaimRule* r : jobs) s.Bind(i++, r->job);
+      const std::size_t before = candidates.size();
+      RETURN_IF_ERROR(ForEachRow(s, [&] {
+        candidates.push_back(
+            {RunFromRow(s), static_cast<int>(s.Int(14)), s.OptInt(15), s.OptInt(16), s.Int(17)});
+      }));
+      if (candidates.size() > before)
+        after = {after.lane, candidates.back().due, candidates.back().id};
+      if (static_cast<int64_t>(candidates.size()) == limit) return true;
+      if (after.lane == last_lane) return false;
+      after = {after.lane + 1, std::numeric_limits<int64_t>::min(), 0};
+    }
   };
   std::vector<const ClaimRule*> all_jobs;
   for (const auto& r : p.rules) all_jobs.push_back(&r);
@@ -201,7 +230,7 @@ Result<std::vector<ClaimedRun>> SqlStore::RunClaim(const ClaimParams& p) {
   // transaction.
   RETURN_IF_ERROR(find_candidates(all_jobs, 1).status());
   if (candidates.empty()) return out;
-  after = {std::numeric_limits<int64_t>::min(), 0};
+  after = Cursor{};
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   // Running runs per job with a max_concurrency, then tracked as this claim
@@ -782,7 +811,7 @@ Status SqlStore::RunRetry(const OperatorParams& p) {
                   fmt::format("run {} is {}; only failed or unknown runs can be retried",
                               p.run_id, state));
   }
-  RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now));
+  RETURN_IF_ERROR(RunBackToWork(*db_, p.run_id, now, LaneIf(HasLanes(), Lane::kFirst)));
   const EventRecord e =
       ActionEvent(ledger::event::kRetry, job, p.run_id, run_key, p, now, {{"from", state}});
   const int64_t ids[] = {p.run_id};

@@ -39,11 +39,14 @@ Status RequireJob(sql::Db& db, const std::string& job) {
   return Status::Ok();
 }
 
-// The run a key never planned would have had (and its occurrence, unless
-// the planner recorded it), misfire-exempt: it is late on purpose.
+// The run a key never planned would have had, misfire-exempt: it is late
+// on purpose. With its occurrence, unless the planner recorded it, or it is
+// still ahead: the planner records a future occurrence when it plans it,
+// and an occurrence recorded here would mark it planned, its other
+// partitions' runs never inserted.
 Result<int64_t> InsertKeyRun(sql::Db& db, const std::string& job, const QueueKey& k,
-                             std::string_view state, bool released, Instant now) {
-  {
+                             std::string_view state, bool released, Instant now, QueueLane lane) {
+  if (Ms(k.scheduled_at) <= Ms(now)) {
     ASSIGN_OR_RETURN(s, db.Prepare(
         "INSERT INTO occurrences (job, scheduled_at, local_time, dst, job_version, tzdata, "
         "planned_at) VALUES (?, ?, ?, NULL, ?, ?, ?) ON CONFLICT (job, scheduled_at) DO "
@@ -52,13 +55,20 @@ Result<int64_t> InsertKeyRun(sql::Db& db, const std::string& job, const QueueKey
         .Bind(4, int64_t{k.job_version}).Bind(5, k.tzdata).Bind(6, Ms(now));
     RETURN_IF_ERROR(s.Run());
   }
-  ASSIGN_OR_RETURN(s, db.Prepare(
-      "INSERT INTO runs (job, partition, period, business_date, scheduled_at, job_version, "
-      "state, released, misfire_exempt, created_at, updated_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"));
+  ASSIGN_OR_RETURN(
+      s, db.Prepare(
+             lane ? "INSERT INTO runs (job, partition, period, business_date, scheduled_at, "
+                    "job_version, state, released, misfire_exempt, created_at, updated_at, due_at, "
+                    "lane) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)"
+                  : "INSERT INTO runs (job, partition, period, business_date, scheduled_at, "
+                    "job_version, state, released, misfire_exempt, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"));
   s.Bind(1, job).Bind(2, k.partition).Bind(3, k.period).Bind(4, k.business_date)
       .Bind(5, Ms(k.scheduled_at)).Bind(6, int64_t{k.job_version}).Bind(7, state)
       .Bind(8, int64_t{released ? 1 : 0}).Bind(9, Ms(now)).Bind(10, Ms(now));
+  if (lane) {
+    s.Bind(11, std::min(Ms(k.scheduled_at), Ms(now))).Bind(12, static_cast<int64_t>(*lane));
+  }
   RETURN_IF_ERROR(s.Run());
   return db.LastInsertRowId();
 }
@@ -78,6 +88,7 @@ Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
   RETURN_IF_ERROR(RequireJob(*db_, p.job));
   const bool released = p.as == ledger::RunState::kPending;
   const std::string_view state = ledger::Name(p.as);
+  const QueueLane lane = LaneIf(HasLanes(), Lane::kBackfill);
   QueueKeysResult out;
   for (const QueueKey& k : p.keys) {
     const std::string run_key = p.job + "/" + k.partition + "/" + k.period;
@@ -85,11 +96,11 @@ Result<QueueKeysResult> SqlStore::RunQueueKeys(const QueueKeysParams& p) {
     int64_t id = 0;
     std::string from;
     if (!run) {
-      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, state, released, now));
+      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, state, released, now, lane));
       id = inserted;
       from = "never_planned";
     } else if (Requeueable(*run, p.include_waived)) {
-      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, now, state, released));
+      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, now, lane, state, released));
       id = run->id;
       from = run->reason ? std::string(ledger::Name(*run->reason)) : "skipped";
     } else {
@@ -119,6 +130,10 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
   WriteTransaction tx(*this);
   ASSIGN_OR_RETURN(now, tx.Begin(p.now));
   RETURN_IF_ERROR(RequireJob(*db_, p.job));
+  // A trigger runs its key now, before the due backfills; a backfill or
+  // rerun waits behind the schedule's own runs.
+  const QueueLane lane =
+      LaneIf(HasLanes(), p.event_type == ledger::event::kTrigger ? Lane::kFirst : Lane::kBackfill);
   RequeueResult out;
   nlohmann::json run_keys = nlohmann::json::array();
   std::map<std::string, int> from_counts;
@@ -136,7 +151,7 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
     }
     int64_t id = 0;
     if (!run) {
-      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, "pending", true, now));
+      ASSIGN_OR_RETURN(inserted, InsertKeyRun(*db_, p.job, k, "pending", true, now, lane));
       id = inserted;
       ++from_counts["never_planned"];
     } else {
@@ -146,7 +161,7 @@ Result<RequeueResult> SqlStore::RunRequeue(const RequeueParams& p) {
                       fmt::format("{} is {}: it is in flight already", run_key,
                                   ledger::Name(run->state)));
       }
-      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, now));
+      RETURN_IF_ERROR(RunBackToWork(*db_, run->id, now, lane));
       if (p.from_first_step || run->state == RunState::kSucceeded) {
         ASSIGN_OR_RETURN(s, db_->Prepare(
             "UPDATE run_steps SET state = 'pending', attempt = NULL, updated_at = ? "
@@ -197,11 +212,13 @@ Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
     }
     runs.push_back(std::move(r));
   } else {
-    ASSIGN_OR_RETURN(s, db_->Prepare(fmt::format(
-        "SELECT {} FROM runs WHERE job = ?1 AND state = 'awaiting_approval' AND "
-        "(?2 IS NULL OR business_date >= ?2) AND (?3 IS NULL OR business_date <= ?3) "
-        "ORDER BY scheduled_at, id",
-        kRunColumns)));
+    ASSIGN_OR_RETURN(
+        s, db_->Prepare(
+               fmt::format("SELECT {} FROM runs WHERE job = ?1 AND state = 'awaiting_approval' AND "
+                           "(CAST(?2 AS TEXT) IS NULL OR business_date >= ?2) "
+                           "AND (CAST(?3 AS TEXT) IS NULL OR business_date <= ?3) "
+                           "ORDER BY scheduled_at, id",
+                           kRunColumns)));
     s.Bind(1, p.job);
     if (p.from) s.Bind(2, *p.from); else s.Bind(2, std::nullopt);
     if (p.to) s.Bind(3, *p.to); else s.Bind(3, std::nullopt);
@@ -209,9 +226,7 @@ Result<std::vector<int64_t>> SqlStore::RunApprove(const ApproveParams& p) {
   }
   std::vector<int64_t> approved;
   for (const RunRecord& r : runs) {
-    {
-      RETURN_IF_ERROR(RunBackToWork(*db_, r.id, now));
-    }
+    RETURN_IF_ERROR(RunBackToWork(*db_, r.id, now, LaneIf(HasLanes(), Lane::kBackfill)));
     const EventRecord e = ActionEvent(ledger::event::kApprove, r.job, r.id, r.RunKey(), p, now,
                                       {{"business_date", r.business_date}});
     const int64_t ids[] = {r.id};

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "store/sql/sql_db.h"
@@ -135,16 +136,39 @@ Status ForEachRow(Stmt& stmt, OnRow&& on_row) {
   }
 }
 
+// The claim lane of a run an operator or the scanner puts to work
+// (schema 12): a claim takes every due run of kFirst before any of
+// kBackfill, so a large backfill never delays the schedule's own runs.
+enum class Lane : int64_t {
+  kFirst = 0,     // the schedule's runs; an operator's trigger, retry or resolve
+  kBackfill = 1,  // queued by a backfill (an operator's or the scanner's), rerun or approval
+};
+
+// How a run queued now is due: in `lane` and at once, or at its scheduled
+// time if that is earlier (so runs of one lane are claimed oldest
+// occurrence first). Nullopt before schema 12: neither column exists.
+using QueueLane = std::optional<Lane>;
+inline QueueLane LaneIf(bool has_lanes, Lane lane) {
+  return has_lanes ? QueueLane(lane) : std::nullopt;
+}
+
 // An existing run back to work (operator retry, resolve, backfill, rerun):
 // pending, or awaiting approval, with a fresh retry budget, misfire-exempt
 // (it is late on purpose).
-inline Status RunBackToWork(sql::Db& db, int64_t run_id, Instant now,
+inline Status RunBackToWork(sql::Db& db, int64_t run_id, Instant now, QueueLane lane,
                             std::string_view state = "pending", bool released = true) {
-  ASSIGN_OR_RETURN(s, db.Prepare(
-      "UPDATE runs SET state = ?, reason = NULL, released = ?, misfire_exempt = 1, "
-      "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
-      "finished_at = NULL, updated_at = ? WHERE id = ?"));
+  ASSIGN_OR_RETURN(
+      s,
+      db.Prepare(
+          lane ? "UPDATE runs SET state = ?1, reason = NULL, released = ?2, misfire_exempt = 1, "
+                 "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
+                 "finished_at = NULL, updated_at = ?3, lane = ?5, "
+                 "due_at = CASE WHEN scheduled_at < ?3 THEN scheduled_at ELSE ?3 END WHERE id = ?4"
+               : "UPDATE runs SET state = ?1, reason = NULL, released = ?2, misfire_exempt = 1, "
+                 "next_attempt_at = NULL, budget_attempts = 0, budget_started_at = NULL, "
+                 "finished_at = NULL, updated_at = ?3 WHERE id = ?4"));
   s.Bind(1, state).Bind(2, int64_t{released ? 1 : 0}).Bind(3, Ms(now)).Bind(4, run_id);
+  if (lane) s.Bind(5, static_cast<int64_t>(*lane));
   return s.Run();
 }
 
