@@ -13,6 +13,7 @@
 #include "engine/job_definition.h"
 #include "ledger/names.h"
 #include "ops/input_values.h"
+#include "schedule/time_zone.h"
 
 namespace cronledger::ops {
 
@@ -246,12 +247,24 @@ Result<TriggerOutcome> Trigger(store::Store& store, const config::JobConfig& job
     return out;
   }
   if (!latest.front().due) {
-    out.kind = TriggerOutcome::Kind::kNotExpected;
-    out.why = fmt::format(
-        "{} is not due yet: its occurrence is at {} ({}); trigger runs a period once its "
-        "scheduled time has come, and a run's scheduled time is never moved",
-        latest.front().period, latest.front().local_time, FormatUtc(latest.front().scheduled_at));
-    return out;
+    // Up to the current business date: a key whose occurrence falls on
+    // today's local date runs now, ahead of it (due at once, its scheduled
+    // time kept); a later one is refused.
+    auto zone = schedule::TimeZone::Load(job.timezone);
+    if (!zone.ok()) return zone.status();
+    Occurrence here;
+    here.utc = floor<seconds>(now);
+    here.utc_offset = zone->SegmentAt(here.utc).offset;
+    const std::string today = FormatLocal(here).substr(0, 10);
+    if (latest.front().local_time.empty() || latest.front().local_time.substr(0, 10) > today) {
+      out.kind = TriggerOutcome::Kind::kNotExpected;
+      out.why = fmt::format(
+          "{} is later than the job's current business date: its occurrence is at {} ({}), "
+          "after today ({} in {}); trigger runs a period up to the one of today's occurrence",
+          latest.front().period, latest.front().local_time, FormatUtc(latest.front().scheduled_at),
+          today, job.timezone);
+      return out;
+    }
   }
   out.period = latest.front().period;
   for (std::size_t i = 0; i < latest.size(); ++i) {

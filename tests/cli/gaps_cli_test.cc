@@ -1,8 +1,11 @@
 // `cronledger gaps` on a ledger planned by the real planner: its exit codes
 // (0 none, 1 gaps, 2 usage, 3 no store) and its JSON shape (docs/cli.md).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
@@ -648,9 +651,9 @@ TEST_F(GapsCli, TriggerDateRunsADueDateFromTheStartDateOn) {
             "the job's start_date, 2026-10-25\n");
   r = trigger("2999-01-01");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err.rfind("cronledger trigger: nothing to run for report: 2999-01-01 is not due "
-                        "yet: its occurrence is at 2999-01-01T09:00:00+00:00 "
-                        "(2999-01-01T09:00:00Z)",
+  EXPECT_EQ(r.err.rfind("cronledger trigger: nothing to run for report: 2999-01-01 is later "
+                        "than the job's current business date: its occurrence is at "
+                        "2999-01-01T09:00:00+00:00 (2999-01-01T09:00:00Z), after today (",
                         0),
             0u)
       << r.err;
@@ -664,6 +667,64 @@ TEST_F(GapsCli, TriggerDateRunsADueDateFromTheStartDateOn) {
                   "--partition", "us", "--reason", "by period"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "queued 1 run(s) of report for 2026-10-29\n");
+}
+
+// trigger --date of the current business date runs it now, before its
+// occurrence: the run is due at once and keeps its scheduled time; the next
+// business date is refused. The CLI runs on the real clock, so the job's
+// zone is one where the local day has at least two hours to go before the
+// 23:59 occurrence.
+TEST_F(GapsCli, TriggerDateRunsTodaysKeyBeforeItsOccurrence) {
+  using namespace std::chrono;
+  const sys_seconds now = floor<seconds>(RealClock().Now());
+  int offset = -12;  // Etc/GMT+12 is UTC-12; Etc/GMT-14 is UTC+14
+  for (; offset <= 14; ++offset) {
+    const auto local = now + hours{offset};
+    if (local - floor<days>(local) < hours{22}) break;
+  }
+  ASSERT_LE(offset, 14);
+  const std::string zone =
+      offset == 0 ? "Etc/GMT"
+                  : fmt::format("Etc/GMT{}{}", offset < 0 ? "+" : "-", std::abs(offset));
+  const auto local_now = now + hours{offset};
+  const std::string today = FormatDate(year_month_day{floor<days>(local_now)});
+  const std::string tomorrow = FormatDate(year_month_day{floor<days>(local_now) + days{1}});
+  const std::string occurrence =
+      FormatUtc(sys_seconds{floor<days>(local_now) + hours{23} + minutes{59} - hours{offset}});
+  config_path_ = dir_.Write("cronledger.toml", R"([server]
+listen = "127.0.0.1:0"
+store = "sqlite:ledger.db"
+
+[[job]]
+name = "late"
+schedule = "59 23 * * *"
+timezone = ")" + zone + R"("
+
+  [[job.step]]
+  name = "send"
+  command = ["/bin/true"]
+)");
+  PlanThreeDays();  // the ledger, the job recorded in November
+  const auto trigger = [&](const std::string& date) {
+    return Cronledger({"trigger", "--config", config_path_, "--job", "late", "--date", date,
+                       "--reason", "the customer needs it this morning"});
+  };
+  auto r = trigger(today);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "queued 1 run(s) of late for " + today + "\n");
+  const Json runs = Json::parse(
+      Cronledger({"runs", "--config", config_path_, "--date", today, "--json"}).out)["runs"];
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["run_key"], "late/default/" + today);
+  EXPECT_EQ(runs[0]["state"], "pending");
+  EXPECT_EQ(runs[0]["scheduled_at"], occurrence);  // kept, though it runs now
+
+  r = trigger(tomorrow);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(tomorrow + " is later than the job's current business date"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("after today (" + today + " in " + zone + ")"), std::string::npos) << r.err;
 }
 
 // Gaps are printed as they are found: the JSON item by item, the table in
