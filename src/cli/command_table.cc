@@ -421,8 +421,8 @@ std::vector<CommandRow> CommandTable() {
         cmd.add_option("--job", a.job, "The job")->required();
         cmd.add_option("--partition", a.partitions, "Only these partitions (repeat)");
         auto* date = cmd.add_option("--date", a.date,
-                                    "A due business date (YYYY-MM-DD) from the job's start on; "
-                                    "for a job keyed by date");
+                                    "A business date (YYYY-MM-DD) from the job's start up to "
+                                    "today's, run at once; for a job keyed by date");
         cmd.add_option("--period", a.period,
                        "A due period, as run keys show it; for a job keyed by slot")
             ->excludes(date);
