@@ -56,6 +56,9 @@ struct ServerConfig {
   // Pinged (GET) after successful planner passes: a dead man's switch
   // (docs/alerts.md). Empty: none.
   std::string heartbeat_url;
+  // Where people reach this node's dashboard and API from outside, without
+  // a trailing slash: alert notices link to it (docs/alerts.md). Empty: none.
+  std::string public_url;
 };
 
 // Retry policy (docs/execution.md, Outcomes): max_attempts counts the first;
@@ -87,6 +90,10 @@ struct AlertConfig {
   // argv, the notice as JSON on stdin; argv[0] resolved against the config
   // folder like a step's. Empty: none.
   std::vector<std::string> command;
+  // Run alerts of one job, business date, kind and step that start within
+  // this long of the first go out as one notice (docs/alerts.md). 0: each
+  // pass's own.
+  std::chrono::seconds group_window{60};
 
   // Whether the job's alerts go anywhere (the alerter watches only these).
   bool HasTargets() const { return !webhook.empty() || !command.empty(); }

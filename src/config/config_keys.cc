@@ -348,6 +348,23 @@ void ApplyHeartbeatUrl(const Value& v, const Site& site, ServerConfig& s) {
   s.heartbeat_url = v.text;
 }
 
+// A base for links: no query or fragment to append a path to, and one
+// trailing slash at most (dropped, so that links read base + "/#/run/7").
+void ApplyPublicUrl(const Value& v, const Site& site, ServerConfig& s) {
+  if (!IsHttpUrl(v.text)) {
+    return site.Error(fmt::format("{} is not an http:// or https:// URL", Quote(v.text)));
+  }
+  if (v.text.find_first_of("?#") != std::string::npos) {
+    return site.Error(fmt::format(
+        "{} has a query or fragment; give the address the dashboard is served at, such as "
+        "\"https://cron.example.com\"",
+        Quote(v.text)));
+  }
+  std::string url = v.text;
+  if (url.ends_with('/')) url.pop_back();
+  s.public_url = std::move(url);
+}
+
 // The alert's command: an argv like a step's, without placeholders (the
 // notice comes on stdin).
 void ApplyAlertCommand(const Value& v, const Site& site, AlertConfig& a) {
@@ -494,6 +511,10 @@ const KeySpec<ServerConfig> kServerKeys[] = {
      "A dead man's switch: GET after a successful planner pass, at most once every 30 s, so an "
      "external monitor (Healthchecks-style) notices when no serve plans (docs/alerts.md).",
      ApplyHeartbeatUrl},
+    {"public_url", Kind::kString, "string: http(s) URL", "none",
+     "The address people open this node's dashboard at (behind a proxy, its outside address): "
+     "alert notices link to the run's or the job's page under it (docs/alerts.md).",
+     ApplyPublicUrl},
 };
 
 const KeySpec<BackfillConfig> kBackfillKeys[] = {
@@ -520,6 +541,10 @@ const KeySpec<AlertConfig> kAlertKeys[] = {
      "argv run for each notice, never through a shell, with the alert as JSON on stdin; a "
      "relative program path with a / resolves against the config's folder.",
      ApplyAlertCommand},
+    {"group_window", Kind::kDuration, "", "1m",
+     "Run alerts of one business date, kind and step that start within this long of the first "
+     "are sent as one notice, after the window; 0: at once, grouped per pass only.",
+     SetDuration<&AlertConfig::group_window>, 0},
 };
 
 const KeySpec<ledger::RetryPolicy> kRetryKeys[] = {
@@ -692,7 +717,8 @@ const KeySpec<JobConfig> kJobKeys[] = {
        ApplyTable<BackfillConfig>(*site.node.as_table(), kBackfillKeys, {}, "job.backfill",
                                   site.path, site.reporter, j.backfill);
      }},
-    {"alert", Kind::kTable, "table: max_lag, webhook, format, command", "see job.alert",
+    {"alert", Kind::kTable, "table: max_lag, webhook, format, command, group_window",
+     "see job.alert",
      "Alerts (docs/alerts.md), e.g. { max_lag = \"15m\", webhook = \"https://...\" }.",
      +[](const Value&, const Site& site, JobConfig& j) {
        ApplyTable<AlertConfig>(*site.node.as_table(), kAlertKeys, {}, "job.alert", site.path,

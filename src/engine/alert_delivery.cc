@@ -119,6 +119,7 @@ Status AlertDelivery::Record(const Item& item) {
       {"noticed_at", FormatUtc(n.at)},
       {"delivery", {{"outcome", outcome}, {"attempts", item.attempts}, {"targets", targets}}},
   };
+  if (!n.members.empty()) details["members"] = n.members;
   store::EventRecord e;
   e.at = store::ToInstant(clock_.Now());
   e.type = std::string(n.firing ? ledger::event::kAlertSent : ledger::event::kAlertResolved);

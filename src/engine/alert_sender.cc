@@ -61,6 +61,7 @@ std::string AlertNotice::Json() const {
   if (j["details"].is_discarded()) j["details"] = nlohmann::json::object();
   if (!run_key.empty()) j["run_key"] = run_key;
   if (run_id) j["run_id"] = *run_id;
+  if (!url.empty()) j["url"] = url;
   return j.dump();
 }
 
@@ -69,7 +70,9 @@ std::string AlertNotice::SlackJson() const {
       fmt::format("{} *{}* {} (job `{}`{}{})\n{}", firing ? ":rotating_light:" : ":white_check_mark:",
                   firing ? "FIRING" : "RESOLVED", alert, job,
                   business_date.empty() ? "" : ", business date ", business_date, summary);
-  return nlohmann::json{{"text", SlackEscape(text)}}.dump();
+  // Slack's link syntax is the one markup left unescaped.
+  const std::string link = url.empty() ? "" : fmt::format("\n<{}|Open in cronledger>", url);
+  return nlohmann::json{{"text", SlackEscape(text) + link}}.dump();
 }
 
 std::string AlertTarget::Describe() const {

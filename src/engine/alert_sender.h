@@ -42,9 +42,17 @@ struct AlertNotice {
   std::string details = "{}";  // a JSON object, per alert (docs/alerts.md)
   std::string summary;         // one line for people: Slack's text, logs, events
   std::chrono::sys_seconds at{};
+  // The dashboard page of the run (one run) or the job, under
+  // server.public_url; empty without one.
+  std::string url;
+  // A run alert's notice: the run conditions it speaks for ("run_failed/42/3"),
+  // recorded in its event (not sent) so that a restarted alerter knows
+  // when the whole group has cleared.
+  std::vector<std::string> members;
 
   // {"alert", "state", "job", "business_date", "details", "at", "condition",
-  // "summary", "run_key"}: the webhook's JSON body and the command's stdin.
+  // "summary", "run_key", "run_id", "url"}: the webhook's JSON body and the
+  // command's stdin.
   std::string Json() const;
   // Slack's incoming-webhook body: {"text": "..."}.
   std::string SlackJson() const;

@@ -4,7 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <exception>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <utility>
 
 #include "cronledger/schedule.h"
@@ -126,6 +129,13 @@ Status Alerter::Seed(const config::JobConfig& job, JobState& state) {
     c.run_key = e.run_key;
     if (d.contains("details")) c.details = d["details"].dump();
     c.summary = e.reason;
+    if (d.contains("members") && d["members"].is_array()) {
+      for (const auto& m : d["members"]) {
+        if (m.is_string()) c.members.push_back(m.get<std::string>());
+      }
+    } else if (IsKind(id, alert::kRunFailed) || IsKind(id, alert::kRunUnknown)) {
+      c.members = {id};  // a notice of one run, recorded before groups
+    }
     state.firing[id] = std::move(c);
   }
   state.seeded = true;
@@ -169,6 +179,10 @@ Status Alerter::EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, b
     holding.emplace(std::string(alert::kLag), std::move(c));
   }
 
+  // The run conditions some firing notice speaks for.
+  std::set<std::string> notified;
+  for (const auto& [id, c] : state.firing) notified.insert(c.members.begin(), c.members.end());
+  std::map<std::string, Condition> runs_holding;
   const sys_seconds horizon_start = ToSeconds(now) - job.backfill.horizon;
   for (const ledger::RunState run_state : {ledger::RunState::kFailed, ledger::RunState::kUnknown}) {
     const bool failed = run_state == ledger::RunState::kFailed;
@@ -184,7 +198,7 @@ Status Alerter::EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, b
         std::string id = fmt::format("{}/{}/{}", name, run.id, run.attempts);
         // Runs older than the horizon are nobody's news, unless they fired
         // before: then they still resolve when they leave the state.
-        if (run.scheduled_at < horizon_start && !state.firing.contains(id)) continue;
+        if (run.scheduled_at < horizon_start && !notified.contains(id)) continue;
         Condition c;
         c.alert = name;
         c.business_date = run.business_date;
@@ -204,7 +218,7 @@ Status Alerter::EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, b
                            : fmt::format("run {} is unknown: its end is uncertain and it waits "
                                          "for an operator (cronledger resolve)",
                                          run.RunKey());
-        holding.emplace(std::move(id), std::move(c));
+        runs_holding.emplace(std::move(id), std::move(c));
       }
       if (static_cast<int>(runs->size()) < q.limit) break;
       q.before_id = runs->back().id;
@@ -239,7 +253,13 @@ Status Alerter::EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, b
     const std::string& id = it->first;
     const bool looked_at =
         std::any_of(kinds.begin(), kinds.end(), [&](std::string_view k) { return IsKind(id, k); });
-    if (!looked_at || holding.contains(id)) {
+    const Condition& was = it->second;
+    const bool holds =
+        was.members.empty()
+            ? holding.contains(id)
+            : std::any_of(was.members.begin(), was.members.end(),
+                          [&](const std::string& m) { return runs_holding.contains(m); });
+    if (!looked_at || holds) {
       ++it;
       continue;
     }
@@ -252,6 +272,8 @@ Status Alerter::EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, b
       c.details = nlohmann::json{{"missing", 0}}.dump();
       c.summary = fmt::format("no run key of job {} for the business date {} is missing now",
                               job.name, c.business_date);
+    } else if (c.members.size() > 1) {
+      DescribeResolvedRuns(job, c);
     } else if (c.run_id) {
       std::string now_state = "gone (removed by retention)";
       if (auto run = store_.RunGet(*c.run_id); run.ok()) {
@@ -272,15 +294,147 @@ Status Alerter::EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, b
     if (stats) ++stats->resolved;
     it = state.firing.erase(it);
   }
-  // Firing: conditions holding that were not firing.
+  // Firing: lag and missing dates holding that were not firing.
   for (auto& [id, c] : holding) {
     if (state.firing.contains(id)) continue;
-    if (c.run_id) DescribeLastAttempt(*c.run_id, c);
     Notify(job, id, c, true, now);
     if (stats) ++stats->fired;
     state.firing.emplace(id, std::move(c));
   }
+
+  // Run conditions wait in their group for its window: a run that left the
+  // state meanwhile leaves the group (an empty group was never said).
+  std::set<std::string> waiting;
+  for (auto it = state.waiting.begin(); it != state.waiting.end();) {
+    std::erase_if(it->second.runs, [&](const auto& r) { return !runs_holding.contains(r.first); });
+    for (const auto& [id, c] : it->second.runs) waiting.insert(id);
+    it = it->second.runs.empty() ? state.waiting.erase(it) : std::next(it);
+  }
+  for (auto& [id, c] : runs_holding) {
+    if (notified.contains(id) || waiting.contains(id)) continue;
+    DescribeLastAttempt(*c.run_id, c);
+    Group& g = state.waiting[fmt::format("{}/{}/{}", c.alert, c.business_date, c.step)];
+    if (g.runs.empty()) g.first_at = now;
+    g.runs.emplace(id, std::move(c));
+  }
+  for (auto it = state.waiting.begin(); it != state.waiting.end();) {
+    if (now < it->second.first_at + job.alert.group_window) {
+      ++it;
+      continue;
+    }
+    auto [id, c] = GroupNotice(job, it->second);
+    Notify(job, id, c, true, now);
+    if (stats) ++stats->fired;
+    state.firing.emplace(std::move(id), std::move(c));
+    it = state.waiting.erase(it);
+  }
   return Status::Ok();
+}
+
+std::pair<std::string, Alerter::Condition> Alerter::GroupNotice(const config::JobConfig& job,
+                                                                const Group& g) const {
+  // In run id order: the runs' order of planning, partitions as listed.
+  std::vector<const Condition*> runs;
+  std::vector<std::string> members;
+  for (const auto& [id, c] : g.runs) {
+    runs.push_back(&c);
+    members.push_back(id);
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const auto* a, const auto* b) { return *a->run_id < *b->run_id; });
+  const Condition& first = *runs.front();
+  if (runs.size() == 1) {
+    Condition c = first;
+    nlohmann::json details = nlohmann::json::parse(c.details, nullptr, false);
+    if (details.is_object()) {
+      details["count"] = 1;
+      details["run_keys"] = {c.run_key};
+      c.details = details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    c.members = members;
+    return {members.front(), std::move(c)};
+  }
+  const bool failed = first.alert == alert::kRunFailed;
+  Condition c;
+  c.alert = first.alert;
+  c.business_date = first.business_date;
+  c.step = first.step;
+  c.members = std::move(members);
+  nlohmann::json run_keys = nlohmann::json::array();
+  nlohmann::json listed = nlohmann::json::array();
+  for (std::size_t i = 0; i < runs.size() && i < options_.max_run_keys; ++i) {
+    run_keys.push_back(runs[i]->run_key);
+    listed.push_back(nlohmann::json::parse(runs[i]->details, nullptr, false));
+  }
+  const sys_seconds first_at = ToSeconds(g.first_at);
+  c.details = nlohmann::json{
+      {"count", runs.size()},
+      {"run_keys", run_keys},
+      {"step", c.step.empty() ? nlohmann::json() : nlohmann::json(c.step)},
+      {"first_at", FormatUtc(first_at)},
+      {"runs",
+       listed}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string at_step = c.step.empty() ? "" : " at step " + c.step;
+  // The summary is read on a phone: five keys, the details have more.
+  std::vector<std::string> named;
+  for (std::size_t i = 0; i < runs.size() && i < 5; ++i) named.push_back(runs[i]->run_key);
+  const std::string more =
+      runs.size() > named.size() ? fmt::format(" and {} more", runs.size() - named.size()) : "";
+  // The first run's own summary says how its last attempt ended.
+  const std::size_t attempt = first.summary.find("; attempt ");
+  const std::string how =
+      attempt == std::string::npos
+          ? ""
+          : fmt::format("; the first, {}: {}", first.run_key, first.summary.substr(attempt + 2));
+  c.summary =
+      failed
+          ? fmt::format(
+                "{} runs of job {} for {} failed{} (dead letters: cronledger "
+                "retry or rerun them once fixed): {}{}{}",
+                runs.size(), job.name, c.business_date, at_step, fmt::join(named, ", "), more, how)
+          : fmt::format(
+                "{} runs of job {} for {} are unknown{}: their end is uncertain "
+                "and they wait for an operator (cronledger resolve): {}{}{}",
+                runs.size(), job.name, c.business_date, at_step, fmt::join(named, ", "), more, how);
+  std::string id = fmt::format("{}/{}{}/{}", c.alert, c.business_date,
+                               c.step.empty() ? "" : "/" + c.step, FormatUtc(first_at));
+  return {std::move(id), std::move(c)};
+}
+
+void Alerter::DescribeResolvedRuns(const config::JobConfig& job, Condition& c) {
+  // What the runs are now, by state: the group's story at a glance.
+  std::map<std::string, int> states;
+  for (const std::string& m : c.members) {
+    const std::size_t a = m.find('/'), b = m.rfind('/');
+    std::string now_state = "gone";
+    try {
+      if (auto run = store_.RunGet(std::stoll(m.substr(a + 1, b - a - 1))); run.ok()) {
+        now_state = std::string(ledger::Name(run->state));
+      }
+    } catch (const std::exception&) {
+    }
+    ++states[now_state];
+  }
+  nlohmann::json details = nlohmann::json::parse(c.details, nullptr, false);
+  nlohmann::json run_keys = details.is_object() && details.contains("run_keys")
+                                ? details["run_keys"]
+                                : nlohmann::json::array();
+  c.details =
+      nlohmann::json{{"count", c.members.size()}, {"run_keys", run_keys}, {"states", states}}
+          .dump();
+  std::string now;
+  for (const auto& [state, n] : states)
+    now += fmt::format("{}{} {}", now.empty() ? "" : ", ", n, state);
+  c.summary = fmt::format("none of the {} runs of job {} for {} is {} any more: now {}",
+                          c.members.size(), job.name, c.business_date,
+                          c.alert == alert::kRunFailed ? "failed" : "unknown", now);
+}
+
+std::string Alerter::PageUrl(const config::JobConfig& job, const Condition& c) const {
+  const std::string& base = config_.server.public_url;
+  if (base.empty()) return "";
+  if (c.run_id && c.members.size() <= 1) return fmt::format("{}/#/run/{}", base, *c.run_id);
+  return fmt::format("{}/#/job/{}", base, job.name);
 }
 
 void Alerter::DescribeLastAttempt(int64_t run_id, Condition& c) {
@@ -288,6 +442,7 @@ void Alerter::DescribeLastAttempt(int64_t run_id, Condition& c) {
   if (!attempts.ok() || attempts->empty()) return;  // the notice goes out without it
   const store::AttemptRecord& a = attempts->back();
   if (!a.ended_at) return;
+  c.step = a.step;
   const std::string excerpt = LastOutputLine(a.output_tail);
   nlohmann::json details = nlohmann::json::parse(c.details, nullptr, false);
   if (!details.is_object()) return;
@@ -316,6 +471,13 @@ void Alerter::Notify(const config::JobConfig& job, const std::string& id, const 
   n.details = c.details;
   n.summary = c.summary;
   n.at = ToSeconds(now);
+  n.url = PageUrl(job, c);
+  n.members = c.members;
+  if (c.members.size() > 1) {
+    // A notice of many runs names them in its details only.
+    n.run_id.reset();
+    n.run_key.clear();
+  }
   if (firing) {
     spdlog::warn("alerts: firing {} of job {}: {}", c.alert, job.name, c.summary);
   } else {

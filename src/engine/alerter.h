@@ -9,6 +9,12 @@
 // and queues one notice when a condition starts holding ("firing") and one
 // when it stops ("resolved"), never more while it holds.
 //
+// Run conditions are grouped: those of one business date, kind and step
+// (the one the run's last attempt ended in) that start within
+// alert.group_window of the group's first are one notice, sent when the
+// window has passed — one bad deploy across 200 partitions pages once —
+// and resolved when none of its runs is in that state any more.
+//
 // What was said survives a restart: the firing conditions are read back
 // from the alert_sent / alert_resolved events the delivery records, so a
 // restarted serve neither pages again for a condition already notified
@@ -29,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -89,10 +96,20 @@ class Alerter {
     std::string run_key;
     std::string details = "{}";
     std::string summary;
+    std::string step;  // a run condition's: its last attempt's; empty: none
+    // A run alert's notice: the run conditions it speaks for, itself alone
+    // for one run. Empty for lag and missing_runs.
+    std::vector<std::string> members;
+  };
+  // Run conditions waiting out their group's window.
+  struct Group {
+    Clock::TimePoint first_at{};
+    std::map<std::string, Condition> runs;  // by run condition id
   };
   struct JobState {
     bool seeded = false;
-    std::map<std::string, Condition> firing;  // by condition id
+    std::map<std::string, Condition> firing;  // notices, by condition id
+    std::map<std::string, Group> waiting;     // by group key
   };
   Status Seed(const config::JobConfig& job, JobState& state);
   Status EvaluateJob(const config::JobConfig& job, int64_t lag_seconds, bool scan_missing,
@@ -100,6 +117,12 @@ class Alerter {
   // A firing run alert's details and summary gain how the run's last
   // attempt ended: step, end class, exit status and the output's last line.
   void DescribeLastAttempt(int64_t run_id, Condition& c);
+  // The firing notice of a group whose window has passed: the run's own for
+  // one run, else one for all, with their count and first run keys.
+  std::pair<std::string, Condition> GroupNotice(const config::JobConfig& job, const Group& g) const;
+  // The resolved notice of a run notice none of whose runs holds.
+  void DescribeResolvedRuns(const config::JobConfig& job, Condition& c);
+  std::string PageUrl(const config::JobConfig& job, const Condition& c) const;
   void Notify(const config::JobConfig& job, const std::string& id, const Condition& c,
               bool firing, Clock::TimePoint now);
 

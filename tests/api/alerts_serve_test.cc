@@ -108,16 +108,18 @@ class AlertsServe : public ::testing::Test {
     // The alert command appends each notice, one per line.
     Script("page.sh", "#!/bin/sh\ncat >> \"$1\"\necho >> \"$1\"\n");
     const std::string hooks = fmt::format("http://127.0.0.1:{}", receiver_.port());
-    config_ = dir_.Write("cronledger.toml", fmt::format(R"([server]
+    config_ = dir_.Write("cronledger.toml",
+                         fmt::format(R"([server]
 store = "sqlite:ledger.db"
 listen = "127.0.0.1:0"
 heartbeat_url = "{hooks}/ping/HEARTBEAT-SECRET"
+public_url = "https://cron.example.com/"
 
 [[job]]
 name = "report"
 schedule = "{schedule}"
 timezone = "UTC"
-alert = {{ webhook = "{hooks}/hooks/WEBHOOK-SECRET", command = ["./page.sh", "{pages}"] }}
+alert = {{ webhook = "{hooks}/hooks/WEBHOOK-SECRET", command = ["./page.sh", "{pages}"], group_window = "5s" }}
 
   [[job.step]]
   name = "generate"
@@ -127,15 +129,14 @@ alert = {{ webhook = "{hooks}/hooks/WEBHOOK-SECRET", command = ["./page.sh", "{p
 name = "billing"
 schedule = "{schedule}"
 timezone = "UTC"
-alert = {{ webhook = "{hooks}/slack/SLACK-SECRET", format = "slack" }}
+alert = {{ webhook = "{hooks}/slack/SLACK-SECRET", format = "slack", group_window = "2s" }}
 
   [[job.step]]
   name = "charge"
   command = ["./step.sh"]
 )",
-                                                        fmt::arg("hooks", hooks),
-                                                        fmt::arg("schedule", schedule_),
-                                                        fmt::arg("pages", dir_.File("pages.jsonl"))));
+                                     fmt::arg("hooks", hooks), fmt::arg("schedule", schedule_),
+                                     fmt::arg("pages", dir_.File("pages.jsonl"))));
   }
 
   void Script(const std::string& name, const std::string& text) {
@@ -222,6 +223,10 @@ TEST_F(AlertsServe, AFailedRunFiresOnceSurvivesARestartAndResolvesOnce) {
   EXPECT_EQ(fired["run_key"], "report/default/" + business_date_);
   EXPECT_TRUE(fired["at"].is_string());
   ASSERT_TRUE(fired["run_id"].is_number_integer());
+  // A group of one: the run's own notice, linked to its page.
+  EXPECT_EQ(fired["details"]["count"], 1) << fired;
+  EXPECT_EQ(fired["url"],
+            fmt::format("https://cron.example.com/#/run/{}", fired["run_id"].get<int64_t>()));
   // The command got the same notice on its stdin.
   EXPECT_EQ(Pages().at(0), fired);
   // Slack's incoming-webhook shape: one readable text.
@@ -230,6 +235,8 @@ TEST_F(AlertsServe, AFailedRunFiresOnceSurvivesARestartAndResolvesOnce) {
   const std::string text = slack["text"];
   EXPECT_NE(text.find("FIRING"), std::string::npos) << text;
   EXPECT_NE(text.find("billing/default/" + business_date_), std::string::npos) << text;
+  EXPECT_NE(text.find("\n<https://cron.example.com/#/run/"), std::string::npos) << text;
+  EXPECT_NE(text.find("|Open in cronledger>"), std::string::npos) << text;
 
   // Restarted: it knows what it said, and says nothing again.
   serve->Signal(SIGTERM);

@@ -280,6 +280,18 @@ async function main() {
     await other.context().close();
   });
 
+  await check('a link from an alert notice lands on its page after the login', async () => {
+    const other = await newPage();
+    await other.goto(`${base}/#/job/daily_report`);
+    await other.waitForSelector('#login-form');
+    await other.fill('#token', token);
+    await other.click('#login-form button[type=submit]');
+    await other.waitForSelector('#grid');
+    assert(
+        (await other.evaluate(() => location.hash)) === '#/job/daily_report', 'the page linked to');
+    await other.context().close();
+  });
+
   await check('the job page: a 14-day grid and one chart point per seeded date', async () => {
     await page.click('tr[data-job="daily_report"] a');
     await page.waitForSelector('#grid');

@@ -1307,16 +1307,19 @@ TEST(ConfigAlerts, AlertKeysAndHeartbeatUrlAreReadAndCommandsResolved) {
   const Config c = MustParse(
       "[server]\n"
       "store = \"sqlite:cl.db\"\n"
-      "heartbeat_url = \"https://hc-ping.example.com/0f1e2d\"\n" +
+      "heartbeat_url = \"https://hc-ping.example.com/0f1e2d\"\n"
+      "public_url = \"https://cron.example.com/\"\n" +
       std::string(kJob).insert(std::string(kJob).find("[[job.step]]"),
                                "alert = { max_lag = \"15m\", webhook = \"http://127.0.0.1:9/h\", "
                                "format = \"slack\", command = [\"./bin/page\", \"--team\", "
-                               "\"ops\"] }\n"));
+                               "\"ops\"], group_window = \"5m\" }\n"));
   EXPECT_EQ(c.server.heartbeat_url, "https://hc-ping.example.com/0f1e2d");
+  EXPECT_EQ(c.server.public_url, "https://cron.example.com");  // links append "/#/run/7"
   const AlertConfig& a = c.jobs.at(0).alert;
   EXPECT_EQ(a.max_lag, minutes(15));
   EXPECT_EQ(a.webhook, "http://127.0.0.1:9/h");
   EXPECT_EQ(a.format, AlertFormat::kSlack);
+  EXPECT_EQ(a.group_window, minutes(5));
   // Relative to the config's folder, like a step's command.
   EXPECT_EQ(a.command, (Lines{"/srv/cl/bin/page", "--team", "ops"}));
   EXPECT_TRUE(a.HasTargets());
@@ -1325,7 +1328,9 @@ TEST(ConfigAlerts, AlertKeysAndHeartbeatUrlAreReadAndCommandsResolved) {
 TEST(ConfigAlerts, DefaultsAreJsonNoCommandNoHeartbeat) {
   const Config c = MustParse(std::string(kServer) + kJob);
   EXPECT_EQ(c.server.heartbeat_url, "");
+  EXPECT_EQ(c.server.public_url, "");
   EXPECT_EQ(c.jobs.at(0).alert.format, AlertFormat::kJson);
+  EXPECT_EQ(c.jobs.at(0).alert.group_window, minutes(1));
   EXPECT_TRUE(c.jobs.at(0).alert.command.empty());
   EXPECT_FALSE(c.jobs.at(0).alert.HasTargets());
   // A command alone is a target.
@@ -1355,6 +1360,14 @@ TEST(ConfigAlerts, ProblemsNameTheFileLineAndKey) {
                    "https:// URL"}));
   EXPECT_EQ(Problems("[server]\nstore = \"sqlite:x\"\nheartbeat_url = 5\n"),
             (Lines{"c.toml:3: server.heartbeat_url: expected a string, got an integer"}));
+  EXPECT_EQ(Problems("[server]\nstore = \"sqlite:x\"\npublic_url = \"cron.example.com\"\n"),
+            (Lines{"c.toml:3: server.public_url: \"cron.example.com\" is not an http:// or "
+                   "https:// URL"}));
+  EXPECT_EQ(Problems("[server]\nstore = \"sqlite:x\"\npublic_url = \"https://c.example/#/\"\n"),
+            (Lines{"c.toml:3: server.public_url: \"https://c.example/#/\" has a query or "
+                   "fragment; give the address the dashboard is served at, such as "
+                   "\"https://cron.example.com\""}));
+  EXPECT_EQ(JobProblems("alert = { command = [\"./page\"], group_window = \"-1m\" }\n").size(), 1u);
 }
 
 // ---- the documentation -----------------------------------------------------------------------

@@ -5,13 +5,14 @@
 // SQLite, fake clock, a recording sender.
 #include "engine/alerter.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <mutex>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "engine/alert_delivery.h"
@@ -62,6 +63,8 @@ class AlerterTest : public ::testing::Test {
     job.partitions = {"a", "b"};
     job.alert.max_lag = hours(1);
     job.alert.webhook = "https://hooks.test/services/T000/SECRET";
+    // Each pass's notices at once; the tests of groups set their window.
+    job.alert.group_window = seconds(0);
     config_.jobs = {job};
     store::SqliteOptions o;
     o.path = dir_ + "/ledger.db";
@@ -312,6 +315,136 @@ TEST_F(AlerterTest, ARestartedAlerterDoesNotPageAgainAndStillResolves) {
     EXPECT_TRUE(alerter.Firing("j").empty());
   }
   EXPECT_EQ(Sent(), (Lines{"run_failed firing 2026-11-03", "run_failed resolved 2026-11-03"}));
+}
+
+// One bad deploy across 200 partitions is one notice: the runs of one
+// business date, kind and step that fail within alert.group_window of the
+// first go out together once the window has passed, with their count and
+// first 20 run keys; a resolve follows when the whole group has cleared,
+// also after a restart (the members are in the alert_sent event).
+TEST_F(AlerterTest, TwoHundredFailingPartitionsAreOneNoticeAndOneResolve) {
+  OnlyRunAlerts();
+  config::JobConfig& job = config_.jobs[0];
+  job.alert.group_window = seconds(60);
+  job.partitions.clear();
+  for (int i = 0; i < 200; ++i) job.partitions.push_back(fmt::format("p{:03}", i));
+  Planner planner(config_, *store_, clock_);
+  // 11-06 was planned with the two partitions; 11-07 has the 200.
+  ASSERT_TRUE(planner.PlanOnce(At("2026-11-06T08:00:00Z")).ok());
+  ASSERT_TRUE(planner.PlanOnce(At("2026-11-07T09:00:30Z")).ok());
+  const auto fail = [&](const std::string& where) {
+    Sql("UPDATE runs SET state = 'failed', attempts = 1 WHERE business_date = '2026-11-07' AND " +
+        where);
+    Sql("INSERT INTO attempts (run_id, number, fencing_token, node, started_at, ended_at, "
+        "end_class, exit_status, step, output_tail) SELECT id, 1, 50000 + id, 'n1', 1, 2, "
+        "'failed', 65, 'deliver', 'bank said: 503\n' FROM runs WHERE business_date = "
+        "'2026-11-07' AND " +
+        where);
+  };
+  fail("partition < 'p150'");
+  auto t = At("2026-11-07T09:01:00Z");
+  {
+    AlertDelivery delivery(*store_, clock_, sender_);
+    Alerter alerter(config_, *store_, delivery, options_);
+    Pass(alerter, delivery, t);
+    EXPECT_TRUE(Sent().empty());  // the window is open
+    fail("partition >= 'p150'");
+    for (int i = 1; i <= 5; ++i) Pass(alerter, delivery, t + seconds(10 * i));
+    EXPECT_TRUE(Sent().empty());
+    Pass(alerter, delivery, t + seconds(60));
+  }
+  ASSERT_EQ(Sent(), (Lines{"run_failed firing 2026-11-07"}));
+  const json n = sender_.sent[0];  // a copy: more notices come
+  EXPECT_EQ(n["condition"], "run_failed/2026-11-07/deliver/2026-11-07T09:01:00Z");
+  EXPECT_FALSE(n.contains("run_key")) << n;
+  EXPECT_FALSE(n.contains("run_id")) << n;
+  EXPECT_EQ(n["details"]["count"], 200);
+  ASSERT_EQ(n["details"]["run_keys"].size(), 20u);
+  EXPECT_EQ(n["details"]["run_keys"][0], "j/p000/2026-11-07");
+  EXPECT_EQ(n["details"]["run_keys"][19], "j/p019/2026-11-07");
+  EXPECT_EQ(n["details"]["step"], "deliver");
+  ASSERT_EQ(n["details"]["runs"].size(), 20u);
+  EXPECT_EQ(n["details"]["runs"][0]["exit_status"], 65);
+  EXPECT_EQ(n["details"]["runs"][0]["excerpt"], "bank said: 503");
+  const std::string summary = n["summary"];
+  EXPECT_EQ(summary.rfind("200 runs of job j for 2026-11-07 failed at step deliver", 0), 0u)
+      << summary;
+  EXPECT_NE(summary.find("and 195 more; the first, j/p000/2026-11-07: attempt 1 at step deliver: "
+                         "failed (exit 65): bank said: 503"),
+            std::string::npos)
+      << summary;
+
+  // serve restarts; 199 are retried and succeed: the group has not cleared.
+  Sql("UPDATE runs SET state = 'succeeded', attempts = 2 WHERE business_date = '2026-11-07' AND "
+      "partition <> 'p123'");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  for (int i = 0; i < 8; ++i) Pass(alerter, delivery, t + seconds(120 + 10 * i));
+  EXPECT_EQ(Sent().size(), 1u);
+  SetRun("p123", "2026-11-07", "state = 'cancelled'");
+  Pass(alerter, delivery, t + seconds(300));
+  Pass(alerter, delivery, t + seconds(310));
+  ASSERT_EQ(Sent(), (Lines{"run_failed firing 2026-11-07", "run_failed resolved 2026-11-07"}));
+  const json& r = sender_.sent[1];
+  EXPECT_EQ(r["condition"], n["condition"]);
+  EXPECT_EQ(r["details"]["count"], 200);
+  EXPECT_EQ(r["details"]["states"], (json{{"cancelled", 1}, {"succeeded", 199}}));
+  EXPECT_EQ(r["summary"],
+            "none of the 200 runs of job j for 2026-11-07 is failed any more: now "
+            "1 cancelled, 199 succeeded");
+  EXPECT_TRUE(alerter.Firing("j").empty());
+}
+
+// Groups are per step and kind; a group of one is the run's own notice, in
+// the shape of a single run's, and a run that leaves its state while its
+// group waits is never said. With server.public_url, notices link to the
+// run's page (one run) or the job's (a group).
+TEST_F(AlerterTest, GroupsArePerStepAndAGroupOfOneIsTheRunsOwnNotice) {
+  OnlyRunAlerts();
+  config_.server.public_url = "https://cron.example.com";
+  config_.jobs[0].alert.group_window = seconds(60);
+  const auto fail = [&](const std::string& partition, const std::string& date,
+                        const std::string& step) {
+    SetRun(partition, date, "state = 'failed', attempts = 1");
+    Sql("INSERT INTO attempts (run_id, number, fencing_token, node, started_at, ended_at, "
+        "end_class, exit_status, step, output_tail) SELECT id, 1, 60000 + id, 'n1', 1, 2, "
+        "'failed', 1, '" +
+        step + "', '' FROM runs WHERE partition = '" + partition + "' AND business_date = '" +
+        date + "'");
+  };
+  fail("a", "2026-11-04", "load");
+  fail("b", "2026-11-04", "load");
+  fail("a", "2026-11-05", "load");
+  fail("b", "2026-11-05", "send");
+  fail("a", "2026-11-03", "send");
+  AlertDelivery delivery(*store_, clock_, sender_);
+  Alerter alerter(config_, *store_, delivery, options_);
+  const auto t = At("2026-11-06T08:00:00Z");
+  Pass(alerter, delivery, t);
+  SetRun("a", "2026-11-03", "state = 'succeeded', attempts = 2");  // fixed within the window
+  Pass(alerter, delivery, t + seconds(60));
+  std::map<std::string, json> by_condition;
+  for (const auto& n : sender_.sent) by_condition[n["condition"]] = n;
+  ASSERT_EQ(sender_.sent.size(), 3u);
+  const json& both = by_condition["run_failed/2026-11-04/load/2026-11-06T08:00:00Z"];
+  EXPECT_EQ(both["details"]["count"], 2) << sender_.sent;
+  EXPECT_EQ(both["url"], "https://cron.example.com/#/job/j");
+  for (const auto& [condition, n] : by_condition) {
+    if (n["details"]["count"] != 1) continue;
+    EXPECT_EQ(condition, fmt::format("run_failed/{}/1", n["run_id"].get<int64_t>()));
+    EXPECT_EQ(n["url"],
+              fmt::format("https://cron.example.com/#/run/{}", n["run_id"].get<int64_t>()));
+    EXPECT_EQ(n["details"]["run_keys"], json{n["run_key"]});
+    EXPECT_EQ(n["business_date"], "2026-11-05");
+  }
+  AlertNotice slack;
+  slack.alert = "run_failed";
+  slack.job = "j";
+  slack.summary = "a <b>";
+  slack.url = "https://cron.example.com/#/run/7";
+  EXPECT_EQ(json::parse(slack.SlackJson())["text"],
+            ":rotating_light: *FIRING* run_failed (job `j`)\na &lt;b&gt;\n"
+            "<https://cron.example.com/#/run/7|Open in cronledger>");
 }
 
 // Nodes sharing a store page once: only the holder of the store's alerter

@@ -149,7 +149,7 @@
     try { data = await res.json(); } catch (e) { data = null; }
     if (res.status === 401 && path !== '/v1/session') {
       session = null;
-      go('#/login');
+      toLogin();
       throw new ApiError(res.status, data);
     }
     if (!res.ok) throw new ApiError(res.status, data);
@@ -191,7 +191,7 @@
       try {
         session = await api('GET', '/v1/session');
       } catch (e) {
-        return go('#/login');
+        return toLogin();
       }
       showWho();
     }
@@ -251,6 +251,14 @@
 
   // ---- login ---------------------------------------------------------------
 
+  // To the login page, coming back here after it: a link from an alert
+  // notice lands on its run once the operator has logged in.
+  function toLogin() {
+    const here = location.hash || '#/';
+    if (here.startsWith('#/login')) return go(here);
+    go(here === '#/' ? '#/login' : `#/login?next=${encodeURIComponent(here)}`);
+  }
+
   function loginPage(r) {
     session = null;
     showWho();
@@ -268,7 +276,8 @@
       try {
         session = await api('POST', '/v1/session', {token: input.value});
         showWho();
-        go('#/');
+        const next = r.query.get('next') || '';
+        go(next.startsWith('#/') && !next.startsWith('#/login') ? next : '#/');
       } catch (e) {
         problem.textContent = e.status === 403 ? e.message
           : e.status === 401 ? 'That token is not valid on this server.' : `Could not log in: ${e.message}`;
