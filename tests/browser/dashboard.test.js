@@ -575,6 +575,60 @@ async function main() {
     assertEq(events[0].reason, 'bank was down', 'its reason');
   });
 
+  await check(
+      'resolve an effect in doubt: the choices, what each does, a reason; retry warns first',
+      async () => {
+        const runs = await page.evaluate(
+            async () => (await (await fetch('/v1/runs?job=billing')).json()).runs);
+        const unknown = runs.find((r) => r.run_key === `billing/eu/${today}`);
+        assertEq(unknown && unknown.state, 'unknown', 'the seeded unknown run');
+        await show(page, base, `#/run/${unknown.id}`);
+        await page.waitForSelector('#run-resolve');
+        await page.click('#run-retry');
+        await page.waitForSelector('#retry-warning');
+        assert(
+            (await text(page, '#retry-warning')).includes(`settlement-eu-${today}`),
+            'names the effect in doubt');
+        assert(
+            (await text(page, '#retry-warning')).includes('--reconcile'), 'says what would tell');
+        await page.click('#dialog button:has-text("Close")');
+        await page.click('#run-resolve');
+        await page.waitForSelector('#resolve-effect');
+        assertEq(
+            (await page.locator('#resolve-as option').evaluateAll((os) => os.map((o) => o.value)))
+                .join(' '),
+            'committed failed', 'the choices for an effect');
+        assert(
+            (await text(page, '#resolve-preview')).includes('does not do it again'),
+            'what committed does');
+        await page.selectOption('#resolve-as', 'failed');
+        assert(
+            (await text(page, '#resolve-preview')).includes('does it again'), 'what failed does');
+        assert(
+            (await text(page, '#resolve-preview')).includes('queued for a new attempt'),
+            'and the run after it');
+        await noHorizontalScroll(page, 'resolve dialog');
+        await shot(page, 'resolve-effect');
+        await page.click('#confirm');
+        await until(
+            async () => (await text(page, '#dialog-error')).includes('reason'),
+            'the demand for a reason');
+        await page.selectOption('#resolve-as', 'committed');
+        await page.fill('#reason', 'the bank has the file');
+        await page.click('#confirm');
+        await page.waitForSelector('#dialog-backdrop', {state: 'hidden'});
+        assert(
+            (await text(page, '#banner')).includes('resolved as committed; the run is pending now'),
+            'says what happened');
+        const event = page.locator('#events tr[data-event="resolve"]');
+        await until(async () => (await event.count()) === 1, 'the resolve event on the run page');
+        assert((await event.textContent()).includes('the bank has the file'), 'with its reason');
+        const after = await page.evaluate(
+            async (id) => (await (await fetch(`/v1/runs/${id}`)).json()), unknown.id);
+        assertEq(after.effects[0].state, 'committed', 'the effect settled');
+        assert(await page.locator('#run-resolve').isDisabled(), 'nothing left to resolve');
+      });
+
   await check('log out', async () => {
     await page.click('#logout');
     await page.waitForSelector('#login-form');

@@ -16,7 +16,8 @@
 //                 succeeded 1, failed 1, in progress 1; 10 dates with a
 //                 finish time, 2 of them incomplete.
 //   billing:      (apac, eu, us) every run succeeded, except on D: eu
-//                 unknown (its step timed out), apac skipped as misfired
+//                 unknown (its step timed out, its effect
+//                 settlement-eu-D in doubt), apac skipped as misfired
 //                 (serve's gap watch then holds it awaiting approval: missing
 //                 either way), us skipped as coalesced (waived): on D,
 //                 expected 3, unknown 1, missing 1, waived 1.
@@ -91,6 +92,15 @@ Status Finish(store::Store& store, const store::ClaimedRun& c, const std::string
     f.decision.state = ledger::RunState::kFailed;
     f.decision.reason = "exit 65: permanent";
   } else {
+    // The settlement was sent and never answered: its effect is in doubt.
+    store::EffectBeginParams b;
+    b.run_id = c.run.id;
+    b.token = c.token;
+    b.key = "settlement-" + c.run.partition + "-" + c.run.business_date;
+    b.now = Ms(start + seconds(1));
+    b.node = "seed-node";
+    auto begun = store.EffectBegin(b);
+    if (!begun.ok()) return begun.status();
     f.end_class = ledger::EndClass::kTimeout;
     f.step = steps[0];
     f.output_tail = "settling... (no answer from the bank)\n";

@@ -617,15 +617,38 @@
     const ro = !canOperate();
     const retryable = run.state === 'failed' || run.state === 'unknown';
     const cancellable = ['pending', 'awaiting_approval', 'failed', 'unknown'].includes(run.state);
-    const tools = el('div', {class: 'toolbar'},
-      el('h1', {}, `Run #${run.id}`), badge(run.state), run.reason ? el('span', {class: 'muted'}, run.reason) : null,
-      el('span', {class: 'spacer'}),
-      el('button', {class: 'btn', id: 'run-retry', disabled: ro || !retryable,
-        onclick: () => runActionDialog(run, 'retry')}, 'Retry…'),
-      el('button', {class: 'btn', id: 'run-rerun', disabled: ro,
-        onclick: () => rerunDialog(run.job, run.business_date, run.partition)}, 'Rerun…'),
-      el('button', {class: 'btn', id: 'run-cancel', disabled: ro || !cancellable,
-        onclick: () => runActionDialog(run, 'cancel')}, 'Cancel…'));
+    const tools = el(
+        'div', {class: 'toolbar'}, el('h1', {}, `Run #${run.id}`), badge(run.state),
+        run.reason ? el('span', {class: 'muted'}, run.reason) : null, el('span', {class: 'spacer'}),
+        el('button', {
+          class: 'btn',
+          id: 'run-resolve',
+          disabled: ro || run.state !== 'unknown',
+          title: 'Settle an unknown run, or an effect in doubt, by your word',
+          onclick: () => resolveDialog(run)
+        },
+           'Resolve…'),
+        el('button', {
+          class: 'btn',
+          id: 'run-retry',
+          disabled: ro || !retryable,
+          onclick: () => runActionDialog(run, 'retry')
+        },
+           'Retry…'),
+        el('button', {
+          class: 'btn',
+          id: 'run-rerun',
+          disabled: ro,
+          onclick: () => rerunDialog(run.job, run.business_date, run.partition)
+        },
+           'Rerun…'),
+        el('button', {
+          class: 'btn',
+          id: 'run-cancel',
+          disabled: ro || !cancellable,
+          onclick: () => runActionDialog(run, 'cancel')
+        },
+           'Cancel…'));
     const facts =
         el('dl', {class: 'facts'}, el('dt', {}, 'Run key'), el('dd', {class: 'mono'}, run.run_key),
            el('dt', {}, 'Job'),
@@ -890,21 +913,137 @@
         }}, pause ? 'Pause' : 'Resume')));
   }
 
+  function inDoubtKeys(run) {
+    return (run.effects || []).filter((f) => f.in_doubt).map((f) => f.key);
+  }
+
   function runActionDialog(run, action) {
     const reason = reasonInput();
     const problem = el('p', {class: 'error', id: 'dialog-error'});
-    openDialog(`${action === 'retry' ? 'Retry' : 'Cancel'} ${run.run_key}`,
-      el('p', {class: 'note'}, action === 'retry' ? 'Puts the run back to pending as a new attempt with a fresh retry budget.'
-        : 'The run becomes cancelled: waived, not a gap, and not run.'),
-      field('Reason (required)', reason), problem,
-      el('div', {class: 'actions'}, el('button', {class: 'btn', onclick: closeDialog}, 'Close'),
-        el('button', {class: `btn ${action === 'cancel' ? 'danger' : 'primary'}`, id: 'confirm', onclick: async () => {
-          if (!reason.value.trim()) { problem.textContent = 'Say why: the reason is recorded in the ledger.'; return; }
-          try {
-            await api('POST', `/v1/runs/${run.id}/${action}`, {reason: reason.value});
-            done(`Run #${run.id}: ${action} done.`);
-          } catch (e) { problem.textContent = e.message; }
-        }}, action === 'retry' ? 'Retry' : 'Cancel run')));
+    const doubt = inDoubtKeys(run);
+    // A retry re-runs the step, whose `effect run` finds the key in doubt
+    // again: only a reconcile program can tell what happened.
+    const warning = action === 'retry' && doubt.length > 0 ?
+        el('p', {class: 'warning', id: 'retry-warning'},
+           `An effect of this run is in doubt (${
+               doubt.join(', ')}). A retry runs the step again, which finds the ` +
+               'effect still in doubt: unless the step gives `cronledger effect run` a --reconcile program, the run ' +
+               'ends in doubt again. If you know whether the effect happened, Resolve it instead.') :
+        null;
+    openDialog(
+        `${action === 'retry' ? 'Retry' : 'Cancel'} ${run.run_key}`,
+        el('p', {class: 'note'},
+           action === 'retry' ?
+               'Puts the run back to pending as a new attempt with a fresh retry budget.' :
+               'The run becomes cancelled: waived, not a gap, and not run.'),
+        warning, field('Reason (required)', reason), problem,
+        el('div', {class: 'actions'}, el('button', {class: 'btn', onclick: closeDialog}, 'Close'),
+           el('button', {
+             class: `btn ${action === 'cancel' ? 'danger' : 'primary'}`,
+             id: 'confirm',
+             onclick: async () => {
+               if (!reason.value.trim()) {
+                 problem.textContent = 'Say why: the reason is recorded in the ledger.';
+                 return;
+               }
+               try {
+                 await api('POST', `/v1/runs/${run.id}/${action}`, {reason: reason.value});
+                 done(`Run #${run.id}: ${action} done.`);
+               } catch (e) {
+                 problem.textContent = e.message;
+               }
+             }
+           },
+              action === 'retry' ? 'Retry' : 'Cancel run')));
+  }
+
+  // Resolve, as `cronledger resolve`: an effect in doubt is settled
+  // committed or failed (the run is queued again once none is in doubt);
+  // an unknown run without one is settled succeeded, failed or retry. What
+  // the chosen answer does is shown before it is confirmed.
+  function resolveDialog(run) {
+    const reason = reasonInput();
+    const problem = el('p', {class: 'error', id: 'dialog-error'});
+    const doubt = inDoubtKeys(run);
+    const choices = doubt.length > 0 ?
+        {
+          committed:
+              'It happened (you checked at the other side): the effect is recorded committed, and the step, ' +
+              'when it asks again, is told so and does not do it again.',
+          failed:
+              'It did not happen: the effect is recorded failed, and the step does it again on the next attempt.',
+        } :
+        {
+          succeeded:
+              'You vouch that the run\'s work was done: the run becomes succeeded (its steps\' states are left ' +
+              'as they were). Nothing runs again.',
+          failed:
+              'The run becomes failed, a dead letter: nothing runs until someone retries or reruns it.',
+          retry:
+              'The run goes back to pending for a new attempt with a fresh retry budget: the step that may have ' +
+              'finished runs again.',
+        };
+    const labels = {
+      committed: 'committed: it happened',
+      failed: doubt.length > 0 ? 'failed: it did not happen' : 'failed',
+      succeeded: 'succeeded',
+      retry: 'retry'
+    };
+    const as =
+        el('select', {id: 'resolve-as'},
+           Object.keys(choices).map((c) => el('option', {value: c}, labels[c])));
+    const effect = doubt.length > 0 ?
+        el('select', {id: 'resolve-effect'}, doubt.map((k) => el('option', {value: k}, k))) :
+        null;
+    const preview = el('p', {class: 'note', id: 'resolve-preview'});
+    const explain = () => {
+      const others = doubt.filter((k) => !effect || k !== effect.value);
+      preview.textContent = choices[as.value] +
+          (doubt.length === 0 ?
+               '' :
+               others.length > 0 ?
+               ` The run stays unknown while ${others.join(', ')} ${
+                   others.length > 1 ? 'are' : 'is'} still in doubt.` :
+               ' No other effect is in doubt: the run is then queued for a new attempt.');
+    };
+    as.addEventListener('change', explain);
+    if (effect) effect.addEventListener('change', explain);
+    explain();
+    openDialog(
+        `Resolve ${run.run_key}`,
+        el('p', {class: 'note'},
+           doubt.length > 0 ?
+               'The run is unknown because an effect is in doubt: its step began it, and nobody knows whether it took place.' :
+               'The run is unknown: a step that is not safe to repeat ended without a clear outcome.'),
+        effect ? field('Effect in doubt', effect) : null,
+        field(doubt.length > 0 ? 'Settle the effect as' : 'Resolve the run as', as), preview,
+        field('Reason (required)', reason), problem,
+        el('div', {class: 'actions'}, el('button', {class: 'btn', onclick: closeDialog}, 'Close'),
+           el('button', {
+             class: 'btn primary',
+             id: 'confirm',
+             onclick: async () => {
+               if (!reason.value.trim()) {
+                 problem.textContent = 'Say why: the reason is recorded in the ledger.';
+                 return;
+               }
+               const body = {as: as.value, reason: reason.value};
+               if (effect) body.effect = effect.value;
+               try {
+                 const after = await api('POST', `/v1/runs/${run.id}/resolve`, body);
+                 const still = after.still_in_doubt || [];
+                 done(
+                     effect ? `Effect ${effect.value} of run #${run.id} resolved as ${as.value}; ` +
+                             (still.length > 0 ?
+                                  `the run stays unknown: still in doubt: ${still.join(', ')}.` :
+                                  `the run is ${after.state} now.`) :
+                                  `Run #${run.id} resolved as ${as.value}: ${after.state} now.`);
+               } catch (e) {
+                 problem.textContent = e.message;
+               }
+             }
+           },
+              'Resolve')));
   }
 
   // The impact flows: the preview first (nothing changes), then a reason
