@@ -130,6 +130,13 @@ const ApiToken* TokenAuthenticator::Find(std::string_view presented) const {
   return found;
 }
 
+const ApiToken* TokenAuthenticator::ByName(std::string_view name) const {
+  for (const Entry& e : entries_) {
+    if (e.token.name == name) return &e.token;
+  }
+  return nullptr;
+}
+
 Result<LocalToken> LoadOrCreateLocalToken(const std::string& dir) {
   LocalToken out;
   out.path = (std::filesystem::path(dir) / kLocalTokenFile).string();

@@ -47,6 +47,8 @@ class TokenAuthenticator {
 
   // The token whose secret is `presented`, or null.
   const ApiToken* Find(std::string_view presented) const;
+  // The token named `name`, or null.
+  const ApiToken* ByName(std::string_view name) const;
 
  private:
   struct Entry {

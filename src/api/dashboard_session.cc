@@ -51,7 +51,29 @@ std::string CookieValue(std::string_view header, std::string_view name) {
   return "";
 }
 
-SessionStore::SessionStore(Clock& clock) : clock_(clock) {}
+// The digest a grant is bound to its token by: a token whose secret
+// changed no longer matches.
+std::string SecretDigest(const ApiToken* token) { return token ? Digest(token->secret) : ""; }
+
+store::Instant InstantOf(Clock::TimePoint t) {
+  return std::chrono::time_point_cast<std::chrono::milliseconds>(t);
+}
+
+SessionStore::SessionStore(Clock& clock, store::Store* ledger, const TokenAuthenticator* tokens)
+    : clock_(clock), ledger_(tokens ? ledger : nullptr), tokens_(tokens) {}
+
+const ApiToken* SessionStore::TokenOf(const store::DashboardGrant& g) const {
+  const ApiToken* token = tokens_->ByName(g.token_name);
+  if (token == nullptr) return nullptr;
+  if (g.kind == store::DashboardGrant::Kind::kSession) {
+    const std::string digest = SecretDigest(token);
+    if (digest.size() != g.token_digest.size() ||
+        CRYPTO_memcmp(digest.data(), g.token_digest.data(), digest.size()) != 0) {
+      return nullptr;
+    }
+  }
+  return token;
+}
 
 void SessionStore::DropExpired(Clock::TimePoint now) {
   std::erase_if(sessions_, [&](const auto& kv) { return kv.second.expires_at <= now; });
@@ -60,6 +82,19 @@ void SessionStore::DropExpired(Clock::TimePoint now) {
 
 std::string SessionStore::IssueLoginCode(const ApiToken* token) {
   const std::string code = RandomId();
+  if (ledger_ != nullptr && token != nullptr) {
+    const auto now = clock_.Now();
+    store::DashboardGrant g;
+    g.digest = Digest(code);
+    g.kind = store::DashboardGrant::Kind::kLoginCode;
+    g.token_name = token->name;
+    g.created_at = InstantOf(now);
+    g.expires_at = InstantOf(now + kLoginCodeTtl);
+    if (Status s = ledger_->GrantPut(g, InstantOf(now), kMaxSessions); !s.ok()) {
+      throw std::runtime_error("cannot record a login code in the ledger: " + s.ToString());
+    }
+    return code;
+  }
   std::lock_guard lock(mu_);
   const auto now = clock_.Now();
   DropExpired(now);
@@ -69,6 +104,11 @@ std::string SessionStore::IssueLoginCode(const ApiToken* token) {
 
 const ApiToken* SessionStore::RedeemLoginCode(std::string_view code) {
   if (code.empty() || code.size() > 128) return nullptr;
+  if (ledger_ != nullptr) {
+    auto taken = ledger_->GrantTake(Digest(code), InstantOf(clock_.Now()));
+    if (!taken.ok() || !*taken) return nullptr;
+    return TokenOf(**taken);
+  }
   std::lock_guard lock(mu_);
   const auto now = clock_.Now();
   DropExpired(now);
@@ -82,6 +122,20 @@ const ApiToken* SessionStore::RedeemLoginCode(std::string_view code) {
 std::string SessionStore::Create(const ApiToken* token) {
   const std::string id = RandomId();
   Session s{token, RandomId(), {}};
+  if (ledger_ != nullptr) {
+    const auto now = clock_.Now();
+    store::DashboardGrant g;
+    g.digest = Digest(id);
+    g.token_name = token->name;
+    g.token_digest = SecretDigest(token);
+    g.csrf_token = s.csrf_token;
+    g.created_at = InstantOf(now);
+    g.expires_at = InstantOf(now + kSessionTtl);
+    if (Status st = ledger_->GrantPut(g, InstantOf(now), kMaxSessions); !st.ok()) {
+      throw std::runtime_error("cannot record the session in the ledger: " + st.ToString());
+    }
+    return id;
+  }
   std::lock_guard lock(mu_);
   const auto now = clock_.Now();
   DropExpired(now);
@@ -98,6 +152,18 @@ std::string SessionStore::Create(const ApiToken* token) {
 
 std::optional<Session> SessionStore::Find(std::string_view id) {
   if (id.empty() || id.size() > 128) return std::nullopt;
+  if (ledger_ != nullptr) {
+    // Read each time: a logout on another node ends it here too.
+    auto found = ledger_->GrantGet(Digest(id), InstantOf(clock_.Now()));
+    if (!found.ok() || !*found || (*found)->kind != store::DashboardGrant::Kind::kSession) {
+      return std::nullopt;
+    }
+    const ApiToken* token = TokenOf(**found);
+    if (token == nullptr) return std::nullopt;  // its token was removed or rotated
+    return Session{token, (*found)->csrf_token,
+                   Clock::TimePoint(std::chrono::duration_cast<Clock::Duration>(
+                       (*found)->expires_at.time_since_epoch()))};
+  }
   std::lock_guard lock(mu_);
   const auto it = sessions_.find(Digest(id));
   if (it == sessions_.end()) return std::nullopt;
@@ -109,6 +175,10 @@ std::optional<Session> SessionStore::Find(std::string_view id) {
 }
 
 void SessionStore::End(std::string_view id) {
+  if (ledger_ != nullptr) {
+    (void)ledger_->GrantDelete(Digest(id));  // a failure leaves it to expire
+    return;
+  }
   std::lock_guard lock(mu_);
   sessions_.erase(Digest(id));
 }

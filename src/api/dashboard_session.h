@@ -5,9 +5,12 @@
 // state-changing request sent with the cookie must repeat in the
 // X-CSRF-Token header.
 //
-// Sessions live in this process's memory only: restarting `serve` logs
-// everybody out, and with several nodes a session is valid on the node that
-// made it. Thread-safe.
+// With a ledger, sessions and login codes are kept in it (by the SHA-256 of
+// their secrets): a restart of `serve` logs nobody out, a session holds on
+// every node of the ledger, and a logout on one ends it on all. A session
+// stays bound to the token that logged in: when that token is removed or
+// its secret changes, the session ends. Without a ledger they live in this
+// process's memory. Thread-safe.
 #ifndef CRONLEDGER_API_DASHBOARD_SESSION_H_
 #define CRONLEDGER_API_DASHBOARD_SESSION_H_
 
@@ -21,6 +24,7 @@
 
 #include "api/auth.h"
 #include "cronledger/clock.h"
+#include "store/store.h"
 
 namespace cronledger::api {
 
@@ -41,8 +45,10 @@ struct Session {
 
 class SessionStore {
  public:
-  // `clock` must outlive it.
-  explicit SessionStore(Clock& clock);
+  // Everything must outlive it. With `ledger`, `tokens` finds the token a
+  // stored session or code names.
+  explicit SessionStore(Clock& clock, store::Store* ledger = nullptr,
+                        const TokenAuthenticator* tokens = nullptr);
 
   // A one-time login code for `token` (which must outlive the store):
   // valid for kLoginCodeTtl, spent by its first use. Never logs anything.
@@ -71,8 +77,12 @@ class SessionStore {
     Clock::TimePoint expires_at;
   };
   void DropExpired(Clock::TimePoint now);
+  // The token a stored grant names, when it is still that token.
+  const ApiToken* TokenOf(const store::DashboardGrant& g) const;
 
   Clock& clock_;
+  store::Store* ledger_;
+  const TokenAuthenticator* tokens_;
   std::mutex mu_;
   // Keyed by SHA-256 of the id or code, so a lookup's timing says nothing
   // about a secret.

@@ -19,6 +19,7 @@
 #include "cli/events_command.h"
 #include "cli/exit_codes.h"
 #include "cli/gaps_command.h"
+#include "cli/login_link_command.h"
 #include "cli/next_command.h"
 #include "cli/pause_command.h"
 #include "cli/recovery_commands.h"
@@ -452,6 +453,19 @@ std::vector<CommandRow> CommandTable() {
       },
       [](const BackupArgs& a, Clock&, std::ostream& out, std::ostream& err) {
         return RunBackup(a, out, err);
+      }));
+
+  // docs/dashboard.md
+  rows.push_back(Command<LoginLinkArgs, kConfig>(
+      "login-link",
+      "Print a new one-time dashboard login link (valid 10 minutes, works once) for an "
+      "operator on this machine",
+      [](CLI::App& cmd, LoginLinkArgs& a) {
+        cmd.add_option("--token", a.token,
+                       "With [[auth.token]]: the read or operate token the link logs in as");
+      },
+      [](const LoginLinkArgs& a, Clock& clock, std::ostream& out, std::ostream& err) {
+        return RunLoginLink(a, clock, out, err);
       }));
 
   rows.push_back(Command<MigrateStoreArgs, 0>(

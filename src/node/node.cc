@@ -290,8 +290,9 @@ Status Node::Run(std::stop_token stop, std::optional<std::chrono::seconds> drain
     return engine::Snapshot(node_metrics, &dispatcher, config.server.max_workers, &store_health,
                             &store);
   });
-  // The dashboard's sessions live in this process (a restart logs out).
-  api::SessionStore sessions(clock);
+  // The dashboard's sessions are kept in the ledger: a restart logs nobody
+  // out, and a session holds on every node of the ledger.
+  api::SessionStore sessions(clock, &store, &authenticator);
   operator_api.AcceptSessions(&sessions);
   const api::Dashboard dashboard(sessions, authenticator);
   http.ServeDashboard(&dashboard);

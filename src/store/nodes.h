@@ -68,6 +68,20 @@ struct PurgeResult {
   int nodes = 0;
 };
 
+// A dashboard session or one-time login code (docs/dashboard.md), known by
+// the SHA-256 of its secret: kept in the ledger, it outlives a restart of
+// serve and holds on every node of the ledger.
+struct DashboardGrant {
+  enum class Kind { kSession, kLoginCode };
+  std::string digest;  // SHA-256 hex of the session id or the code
+  Kind kind = Kind::kSession;
+  std::string token_name;
+  std::string token_digest;  // a session's: SHA-256 hex of its token's secret
+  std::string csrf_token;    // a session's
+  Instant created_at{};
+  Instant expires_at{};
+};
+
 }  // namespace cronledger::store
 
 #endif  // CRONLEDGER_STORE_NODES_H_

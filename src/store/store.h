@@ -24,6 +24,7 @@
 #ifndef CRONLEDGER_STORE_STORE_H_
 #define CRONLEDGER_STORE_STORE_H_
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -311,6 +312,16 @@ class Store {
   // Gives `role` up when `node` holds it (a clean shutdown), so that the
   // next node to ask takes it at once instead of after the lease.
   virtual Status RoleRelease(const std::string& role, const std::string& node) = 0;
+
+  // Dashboard sessions and login codes. GrantPut records `g` and forgets
+  // grants expired by `now`; of sessions it keeps at most `max_sessions`,
+  // ending the oldest. GrantGet finds one not expired at `now`. GrantTake
+  // spends a login code: it is deleted, and returned when it was not
+  // expired (so two nodes redeeming one code at once never both get it).
+  virtual Status GrantPut(const DashboardGrant& g, Instant now, std::size_t max_sessions) = 0;
+  virtual Result<std::optional<DashboardGrant>> GrantGet(std::string_view digest, Instant now) = 0;
+  virtual Result<std::optional<DashboardGrant>> GrantTake(std::string_view digest, Instant now) = 0;
+  virtual Status GrantDelete(std::string_view digest) = 0;
 
   // Ledger retention: deletes up to `limit` finished runs (succeeded,
   // failed, skipped, cancelled) last changed before `before`, oldest first,

@@ -17,6 +17,7 @@
 #include <string>
 #include <variant>
 
+#include "cli/subprocess.h"
 #include "common/serve_fixture.h"
 #include "common/temp_dir.h"
 #include "config/config.h"
@@ -460,6 +461,63 @@ TEST_F(Dashboard, JobHistoryRefusesBadParameters) {
                 .status,
             403);
   EXPECT_EQ(Call(port_, "POST", "/v1/jobs/daily/history", auth, "{}").status, 405);
+}
+
+// ---- sessions kept in the ledger; `cronledger login-link` ---------------------------------------
+
+// A session outlives a restart of serve; a logout ends it for good; and
+// `cronledger login-link` prints a new one-time link at the running node's
+// address, the local token's without [[auth.token]], a named token's with.
+TEST(DashboardSessions, SurviveARestartAndLoginLinkPrintsANewLink) {
+  ServeFixture serve("cronledger-dashboard-restart");
+  const std::string config = serve.WriteConfig(Config(""));
+  ASSERT_TRUE(serve.Start()) << serve.Log();
+  auto linked = testing::Cronledger({"login-link", "--config", config});
+  ASSERT_EQ(linked.exit_code, 0) << linked.err;
+  const std::string prefix = serve.url() + "/login?code=";
+  ASSERT_EQ(linked.out.rfind(prefix, 0), 0u) << linked.out;
+  EXPECT_EQ(linked.out.size(), prefix.size() + 64 + 1) << linked.out;
+  EXPECT_NE(linked.err.find("token \"local\" (operate), valid 10 min, works once"),
+            std::string::npos)
+      << linked.err;
+  const std::string code = linked.out.substr(prefix.size(), 64);
+  const Answer first = Call(serve.port(), "GET", "/login?code=" + code);
+  ASSERT_EQ(first.status, 303);
+  ASSERT_EQ(first.Header("Location"), "/");
+  const std::string cookie = CookieOf(first);
+  EXPECT_EQ(Call(serve.port(), "GET", "/login?code=" + code).Header("Location"),
+            "/#/login?link=invalid");
+
+  ASSERT_TRUE(serve.Restart()) << serve.Log();
+  const Answer after = Call(serve.port(), "GET", "/v1/session", {{"Cookie", cookie}});
+  ASSERT_EQ(after.status, 200) << after.text;
+  EXPECT_EQ(after.body["token_name"], "local");
+  const Answer out = Call(serve.port(), "DELETE", "/v1/session",
+                          {{"Cookie", cookie}, {"X-CSRF-Token", after.body["csrf_token"]}});
+  EXPECT_EQ(out.status, 200) << out.text;
+  ASSERT_TRUE(serve.Restart()) << serve.Log();
+  EXPECT_EQ(Call(serve.port(), "GET", "/v1/session", {{"Cookie", cookie}}).status, 401);
+
+  auto refused = testing::Cronledger({"login-link", "--config", config, "--token", "oncall"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--token names an [[auth.token]], and the config has none"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(serve.Stop(), 0);
+
+  // With [[auth.token]]: --token names the one the link logs in as.
+  const std::string with_tokens = serve.WriteConfig(Config(kTokens));
+  auto missing = testing::Cronledger({"login-link", "--config", with_tokens});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--token NAME is required with [[auth.token]]: the token the link "
+                             "logs in as, one of viewer, oncall"),
+            std::string::npos)
+      << missing.err;
+  auto worker = testing::Cronledger({"login-link", "--config", with_tokens, "--token", "w1"});
+  EXPECT_EQ(worker.exit_code, 2) << worker.err;
+  auto viewer = testing::Cronledger({"login-link", "--config", with_tokens, "--token", "viewer"});
+  EXPECT_EQ(viewer.exit_code, 0) << viewer.err;
+  EXPECT_NE(viewer.err.find("token \"viewer\" (read)"), std::string::npos) << viewer.err;
 }
 
 }  // namespace

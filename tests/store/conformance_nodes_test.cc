@@ -286,6 +286,59 @@ TEST_P(StoreNodes, PurgeLeavesAnActionEventWhileARunItCoversRemains) {
   EXPECT_TRUE(S().EventList(q)->empty());
 }
 
+// Dashboard sessions and login codes: found while not expired, a login
+// code spent once (and not at all once expired), at most max_sessions
+// sessions (the oldest end), and expired grants forgotten.
+TEST_P(StoreNodes, DashboardGrantsExpireAreSpentOnceAndAreCapped) {
+  using Kind = store::DashboardGrant::Kind;
+  const auto grant = [&](const std::string& digest, Kind kind, const std::string& expires) {
+    store::DashboardGrant g;
+    g.digest = digest;
+    g.kind = kind;
+    g.token_name = "alice";
+    g.token_digest = kind == Kind::kSession ? "d1" : "";
+    g.csrf_token = kind == Kind::kSession ? "csrf-" + digest : "";
+    g.created_at = InstantAt("2026-11-05T12:00:00Z");
+    g.expires_at = InstantAt(expires);
+    return g;
+  };
+  const auto now = InstantAt("2026-11-05T12:00:00Z");
+  ASSERT_TRUE(S().GrantPut(grant("s1", Kind::kSession, "2026-11-06T00:00:00Z"), now, 2).ok());
+  ASSERT_TRUE(S().GrantPut(grant("s2", Kind::kSession, "2026-11-06T00:01:00Z"), now, 2).ok());
+  auto found = S().GrantGet("s1", now);
+  ASSERT_TRUE(found.ok() && *found) << found.status().ToString();
+  EXPECT_EQ((*found)->token_name, "alice");
+  EXPECT_EQ((*found)->token_digest, "d1");
+  EXPECT_EQ((*found)->csrf_token, "csrf-s1");
+  EXPECT_EQ((*found)->kind, Kind::kSession);
+  EXPECT_EQ((*found)->expires_at, InstantAt("2026-11-06T00:00:00Z"));
+  EXPECT_FALSE(*S().GrantGet("s1", InstantAt("2026-11-06T00:00:00Z")));  // expired
+  // A third session ends the oldest.
+  ASSERT_TRUE(S().GrantPut(grant("s3", Kind::kSession, "2026-11-06T00:02:00Z"), now, 2).ok());
+  EXPECT_FALSE(*S().GrantGet("s1", now));
+  EXPECT_TRUE(*S().GrantGet("s2", now));
+  EXPECT_TRUE(*S().GrantGet("s3", now));
+  // Codes do not count against sessions, and are spent once.
+  ASSERT_TRUE(S().GrantPut(grant("c1", Kind::kLoginCode, "2026-11-05T12:10:00Z"), now, 2).ok());
+  ASSERT_TRUE(S().GrantPut(grant("c2", Kind::kLoginCode, "2026-11-05T12:10:00Z"), now, 2).ok());
+  EXPECT_TRUE(*S().GrantGet("s2", now));
+  EXPECT_FALSE(*S().GrantTake("s2", now));  // a session is not a code
+  EXPECT_TRUE(*S().GrantGet("s2", now));
+  auto taken = S().GrantTake("c1", now);
+  ASSERT_TRUE(taken.ok() && *taken);
+  EXPECT_EQ((*taken)->kind, Kind::kLoginCode);
+  EXPECT_FALSE(*S().GrantTake("c1", now));
+  EXPECT_FALSE(*S().GrantTake("c2", InstantAt("2026-11-05T12:10:00Z")));  // expired: spent
+  EXPECT_FALSE(*S().GrantTake("c2", now));
+  // Logout; and expired grants go at the next put.
+  ASSERT_TRUE(S().GrantDelete("s3").ok());
+  EXPECT_FALSE(*S().GrantGet("s3", now));
+  ASSERT_TRUE(S().GrantPut(grant("s4", Kind::kSession, "2026-11-07T00:00:00Z"),
+                           InstantAt("2026-11-06T12:00:00Z"), 2)
+                  .ok());
+  EXPECT_FALSE(*S().GrantGet("s2", now));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreNodes, ::testing::ValuesIn(AllStoreFactories()),
                          [](const auto& info) { return info.param.name; });
 

@@ -222,6 +222,7 @@ TEST_F(SqliteEffects, AVersion3LedgerGainsTheEffectTablesInPlace) {
                          "DROP TABLE event_runs; ALTER TABLE runs DROP COLUMN action_event_id; "
                          "ALTER TABLE attempts DROP COLUMN action_event_id; "
                          "DROP TABLE nodes; DROP INDEX runs_updated; DROP TABLE roles; "
+                         "DROP TABLE dashboard_grants; "
                          "ALTER TABLE attempts DROP COLUMN claimant; "
                          "ALTER TABLE events DROP COLUMN on_behalf_of; "
                          "UPDATE schema_meta SET version = 3",

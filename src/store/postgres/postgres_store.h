@@ -37,7 +37,7 @@ struct PostgresOptions {
 };
 
 // The same numbered migrations as SQLite, in PostgreSQL's spelling.
-inline constexpr int kPostgresSchemaVersion = 12;
+inline constexpr int kPostgresSchemaVersion = 13;
 inline constexpr int kPostgresCompatibleFrom = 1;
 
 class PostgresStore final : public SqlStore {

@@ -115,6 +115,10 @@ class SqlStore : public Store {
   Result<std::vector<NodeRecord>> NodeList() override;
   Result<bool> RoleHold(const RoleParams& p) override;
   Status RoleRelease(const std::string& role, const std::string& node) override;
+  Status GrantPut(const DashboardGrant& g, Instant now, std::size_t max_sessions) override;
+  Result<std::optional<DashboardGrant>> GrantGet(std::string_view digest, Instant now) override;
+  Result<std::optional<DashboardGrant>> GrantTake(std::string_view digest, Instant now) override;
+  Status GrantDelete(std::string_view digest) override;
   Result<PurgeResult> RunPurge(const PurgeParams& p) override;
 
   // `cronledger migrate-store`: copies every table of `from`'s ledger into

@@ -14,9 +14,9 @@ namespace {
 // Parents before children. schema_meta is the target's own (Open migrated
 // it); the fencing row exists in both and is carried over by UPDATE.
 constexpr std::string_view kCopiedTables[] = {
-    "jobs",     "job_versions", "partitions",    "occurrences", "settings",
-    "runs",     "attempts",     "run_steps",     "events",      "event_runs",
-    "effects",  "effect_doubts", "checkpoints",  "nodes",    "roles",
+    "jobs",        "job_versions", "partitions", "occurrences",      "settings", "runs",
+    "attempts",    "run_steps",    "events",     "event_runs",       "effects",  "effect_doubts",
+    "checkpoints", "nodes",        "roles",      "dashboard_grants",
 };
 
 Result<int64_t> Count(sql::Db& db, std::string_view table) {

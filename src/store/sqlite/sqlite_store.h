@@ -32,7 +32,7 @@ struct SqliteOptions {
 
 // The schema version this binary writes, and the oldest schema version a
 // binary must have to use a database this binary has migrated.
-inline constexpr int kSqliteSchemaVersion = 12;
+inline constexpr int kSqliteSchemaVersion = 13;
 inline constexpr int kSqliteCompatibleFrom = 1;
 
 // Several processes may share the file; SQLite's locking and the busy
