@@ -38,6 +38,7 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
   TextTable table({"RUN_KEY", "BUSINESS_DATE", "SCHEDULED_AT", "CAUSE", "RUN_ID"});
   constexpr std::size_t kTableBlock = 1000;  // rows aligned together
   std::string line;
+  LocalTimes* local = nullptr;  // set before the first row
   // One item of the gaps document (GapJson; docs/cli.md).
   const auto print = [&](const nlohmann::ordered_json& g) {
     const bool waived = Field(g, "waived") == true;
@@ -52,7 +53,8 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
       }
       out << line;
     } else {
-      table.AddRow({Text(g, "run_key"), Text(g, "business_date"), Text(g, "scheduled_at"),
+      table.AddRow({Text(g, "run_key"), Text(g, "business_date"),
+                    local->Of(Text(g, "job"), Text(g, "scheduled_at")),
                     waived ? cause + " (waived)" : cause, Text(g, "run_id")});
       if (table.pending_rows() >= kTableBlock) table.Flush(out);
     }
@@ -67,6 +69,13 @@ int RunGaps(const GapsArgs& args, Clock& clock, std::ostream& out, std::ostream&
       rc != kExitOk) {
     return rc;
   }
+  // The jobs' zones, for their wall time beside UTC in the table.
+  std::optional<LocalTimes> zones;
+  if (!args.json) {
+    auto jobs = ledger->Jobs();
+    zones.emplace(jobs.ok() ? *jobs : nlohmann::ordered_json::object());
+  }
+  local = zones ? &*zones : nullptr;
   ops::GapsQuery query;
   query.job = args.job;
   query.from = from;

@@ -108,18 +108,43 @@ std::string Text(const nlohmann::ordered_json& object, std::string_view key) {
   return ops::Dump(v);
 }
 
-std::string WithLocalTime(const std::string& utc, const std::string& zone) {
-  if (zone.empty() || zone == "UTC" || zone == "Etc/UTC") return utc;
+namespace {
+
+bool IsUtc(const std::string& zone) { return zone.empty() || zone == "UTC" || zone == "Etc/UTC"; }
+
+std::string WithLocalTimeIn(const std::string& utc, const schedule::TimeZone* tz) {
+  if (tz == nullptr) return utc;
   const auto t = ParseRfc3339(utc);
   if (!t.ok()) return utc;
-  const auto tz = schedule::TimeZone::Load(zone);
-  if (!tz.ok()) return utc;
   Occurrence o;
   o.utc = *t;
   o.utc_offset = tz->SegmentAt(*t).offset;
   const std::string local = FormatLocal(o);  // 2026-11-29T09:00:00+09:00
   const bool same_date = local.compare(0, 10, utc, 0, 10) == 0;
   return fmt::format("{} ({})", utc, same_date ? local.substr(11) : local);
+}
+
+}  // namespace
+
+std::string WithLocalTime(const std::string& utc, const std::string& zone) {
+  if (IsUtc(zone)) return utc;
+  const auto tz = schedule::TimeZone::Load(zone);
+  return tz.ok() ? WithLocalTimeIn(utc, &*tz) : utc;
+}
+
+LocalTimes::LocalTimes(const nlohmann::ordered_json& jobs) {
+  for (const auto& j : Field(jobs, "jobs")) zone_of_[Text(j, "name")] = Text(j, "timezone");
+}
+
+std::string LocalTimes::Of(const std::string& job, const std::string& utc) {
+  const auto zone = zone_of_.find(job);
+  if (zone == zone_of_.end() || IsUtc(zone->second)) return utc;
+  auto [it, fresh] = loaded_.try_emplace(zone->second);
+  if (fresh) {
+    auto tz = schedule::TimeZone::Load(zone->second);
+    if (tz.ok()) it->second = std::move(*tz);
+  }
+  return WithLocalTimeIn(utc, it->second ? &*it->second : nullptr);
 }
 
 int64_t Integer(const nlohmann::ordered_json& object, std::string_view key) {

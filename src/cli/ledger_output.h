@@ -5,6 +5,7 @@
 #define CRONLEDGER_CLI_LEDGER_OUTPUT_H_
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -12,9 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cronledger/status.h"
 #include "ops/json_shapes.h"
 #include "ops/ledger_json.h"
-#include "cronledger/status.h"
+#include "schedule/time_zone.h"
 #include "store/store.h"
 
 namespace cronledger::cli {
@@ -72,6 +74,18 @@ std::string Text(const nlohmann::ordered_json& object, std::string_view key);
 // not the UTC one. As it is for UTC, no zone, or text that is not an
 // instant.
 std::string WithLocalTime(const std::string& utc, const std::string& zone);
+// WithLocalTime for the rows of a table of many jobs' runs: each job's zone
+// from a Jobs() document ({"jobs": [{"name", "timezone"}, ...]}), each zone
+// loaded once. A job it does not name shows UTC alone.
+class LocalTimes {
+ public:
+  explicit LocalTimes(const nlohmann::ordered_json& jobs);
+  std::string Of(const std::string& job, const std::string& utc);
+
+ private:
+  std::map<std::string, std::string> zone_of_;
+  std::map<std::string, std::optional<schedule::TimeZone>> loaded_;
+};
 // An integer field; 0 when it is not one.
 int64_t Integer(const nlohmann::ordered_json& object, std::string_view key);
 

@@ -160,11 +160,15 @@ int RunRuns(const RunsArgs& args, Clock& clock, std::ostream& out, std::ostream&
     PrintRun(*doc, out);
     return kExitOk;
   }
+  // The jobs' zones, for their wall time beside UTC; without them, UTC.
+  auto jobs = ledger->Jobs();
+  LocalTimes local(jobs.ok() ? *jobs : ordered_json::object());
   TextTable table(
       {"ID", "RUN_KEY", "STATE", "REASON", "SCHEDULED_AT", "BUSINESS_DATE", "ATTEMPTS"});
   for (const auto& r : Field(*doc, "runs")) {
     table.AddRow({Text(r, "id"), Text(r, "run_key"), Text(r, "state"), Text(r, "reason"),
-                  Text(r, "scheduled_at"), Text(r, "business_date"), Text(r, "attempts")});
+                  local.Of(Text(r, "job"), Text(r, "scheduled_at")), Text(r, "business_date"),
+                  Text(r, "attempts")});
   }
   table.Print(out);
   return kExitOk;

@@ -718,6 +718,23 @@ timezone = ")" + zone + R"("
   EXPECT_EQ(runs[0]["run_key"], "late/default/" + today);
   EXPECT_EQ(runs[0]["state"], "pending");
   EXPECT_EQ(runs[0]["scheduled_at"], occurrence);  // kept, though it runs now
+  // The text tables show the job's wall time beside UTC (with its date
+  // when that is not the UTC one).
+  const auto beside = [&](const std::string& date, const std::string& utc) {
+    const std::string local =
+        fmt::format("23:59:00{}{:02}:00", offset < 0 ? '-' : '+', std::abs(offset));
+    return utc + " (" + (utc.compare(0, 10, date) == 0 ? local : date + "T" + local) + ")";
+  };
+  const auto text = Cronledger({"runs", "--config", config_path_, "--date", today});
+  EXPECT_NE(text.out.find(beside(today, occurrence)), std::string::npos)
+      << beside(today, occurrence) << "\n"
+      << text.out;
+  const std::string nov2 = FormatUtc(
+      sys_seconds{sys_days{November / 2 / 2026} + hours{23} + minutes{59} - hours{offset}});
+  const auto gaps = Gaps({"--job", "late", "--from", "2026-11-02", "--to", "2026-11-02"});
+  EXPECT_NE(gaps.out.find(beside("2026-11-02", nov2)), std::string::npos)
+      << beside("2026-11-02", nov2) << "\n"
+      << gaps.out;
 
   r = trigger(tomorrow);
   EXPECT_EQ(r.exit_code, 1);
